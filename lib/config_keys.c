@@ -1,0 +1,63 @@
+/*
+ * config_keys.c - every configuration key pano knows, in one table.
+ *
+ * The environment name of a key is derived (pano.amqp.url -> PANO_AMQP_URL);
+ * env_aliases lists other names, in priority order after the derived one.
+ * deploy/pano.properties documents this table; tests/unit keeps them in step.
+ */
+#include "config.h"
+
+#define NOLIMIT 0, 0
+
+const pano_config_key pano_config_keys[] = {
+    /* ---- general ---- */
+    {"pano.log.level", PANO_CFG_STR, "info", NOLIMIT, false, {0}, {0},
+     "Log level on stderr: error, warn, info or debug."},
+
+    /* ---- workflow context (Pegasus sets these in every job) ---- */
+    {"pano.wf_uuid", PANO_CFG_STR, NULL, NOLIMIT, false, {"PEGASUS_WF_UUID"}, {0},
+     "Workflow UUID; the key every index and alias is built from."},
+    {"pano.wf_label", PANO_CFG_STR, NULL, NOLIMIT, false, {"PEGASUS_WF_LABEL"}, {0},
+     "Workflow label."},
+    {"pano.dag_job_id", PANO_CFG_STR, NULL, NOLIMIT, false, {"PEGASUS_DAG_JOB_ID"}, {0},
+     "DAG node name of the job (e.g. preprocess_ID0000001)."},
+    {"pano.condor_job_id", PANO_CFG_STR, NULL, NOLIMIT, false, {"CONDOR_JOBID"}, {0},
+     "HTCondor job id (cluster.proc)."},
+    {"pano.xformation", PANO_CFG_STR, NULL, NOLIMIT, false, {"PEGASUS_XFORMATION"}, {0},
+     "Transformation name."},
+    {"pano.task_id", PANO_CFG_STR, NULL, NOLIMIT, false, {"PEGASUS_TASK_ID"}, {0},
+     "Task id (the derivation)."},
+    {"pano.site", PANO_CFG_STR, NULL, NOLIMIT, false, {"PEGASUS_SITE"}, {0},
+     "Execution site label."},
+    {"pano.rank", PANO_CFG_INT, "-1", -1, 1e9, false,
+     {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMI_ID", "SLURM_PROCID", "ALPS_APP_PE",
+      "MPIRUN_RANK"},
+     {0},
+     "MPI rank of the process (-1: not an MPI rank); read from the launcher's variables."},
+    {"pano.hostname", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Host name put in events (default: gethostname())."},
+
+    /* ---- AMQP publishing ---- */
+    {"pano.amqp.url", PANO_CFG_STR, NULL, NOLIMIT, true,
+     {"PEGASUS_AMQP_URL"}, {"pegasus.catalog.workflow.amqp.url"},
+     "Broker URL: amqp[s]://user:pass@host:port/vhost/exchange, or Panorama's "
+     "rabbitmq[s]://user:pass@host:port/api/exchanges/VHOST/EXCHANGE/publish. "
+     "Unset: events are written as JSON lines (see pano.output)."},
+    {"pano.amqp.password_file", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "File holding the broker password (first line); overrides a password in the "
+     "URL and keeps it out of URLs, environments and ps output."},
+    {"pano.amqp.tls_verify", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "Verify the broker's TLS certificate and host name (amqps)."},
+    {"pano.amqp.cacert", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "CA bundle for amqps (default: the system store)."},
+    {"pano.amqp.heartbeat", PANO_CFG_INT, "30", 0, 3600, false, {0}, {0},
+     "AMQP heartbeat in seconds (0 disables)."},
+    {"pano.amqp.timeout", PANO_CFG_DOUBLE, "10", 0.1, 3600, false, {0}, {0},
+     "Seconds to wait for a connection or a publisher confirm."},
+
+    /* ---- output without a broker ---- */
+    {"pano.output", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Without a broker URL: file to append events to as JSON lines (- for stdout)."},
+
+    {0},
+};

@@ -1,0 +1,134 @@
+#include "event.h"
+
+#include "log.h"
+#include "mem.h"
+
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+/* Context fields in envelope order, with the configuration key of each. */
+static const char *const context_fields[][2] = {
+    {"wf_uuid", "pano.wf_uuid"},
+    {"wf_label", "pano.wf_label"},
+    {"dag_job_id", "pano.dag_job_id"},
+    {"condor_job_id", "pano.condor_job_id"},
+    {"xformation", "pano.xformation"},
+    {"task_id", "pano.task_id"},
+    {"site", "pano.site"},
+};
+#define CONTEXT_COUNT (sizeof context_fields / sizeof context_fields[0])
+
+struct pano_source {
+    char *context[CONTEXT_COUNT];
+    char hostname[256];
+    char instance[25]; /* 96 random bits in hex */
+    int64_t rank;      /* -1: not an MPI rank */
+    uint64_t seq;
+};
+
+double pano_now(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+pano_source *pano_source_new(const pano_config *cfg)
+{
+    pano_source *src = pano_calloc(1, sizeof *src);
+    for (size_t i = 0; i < CONTEXT_COUNT; i++) {
+        const char *v = pano_config_str(cfg, context_fields[i][1]);
+        src->context[i] = v && *v ? pano_strdup(v) : NULL;
+    }
+    const char *host = pano_config_str(cfg, "pano.hostname");
+    if (host && *host)
+        snprintf(src->hostname, sizeof src->hostname, "%s", host);
+    else if (gethostname(src->hostname, sizeof src->hostname - 1) < 0)
+        snprintf(src->hostname, sizeof src->hostname, "unknown");
+    src->rank = pano_config_int(cfg, "pano.rank");
+
+    unsigned char rnd[12];
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+        /* Without the kernel's randomness, host, time and pid still tell
+         * instances apart. */
+        pano_warn("getrandom failed; event ids fall back to host, time and pid");
+        char material[512], hex[33];
+        int n = snprintf(material, sizeof material, "%s %.6f %d", src->hostname, pano_now(),
+                         (int)getpid());
+        pano_event_id_of(material, (size_t)n, hex);
+        memcpy(src->instance, hex, sizeof src->instance - 1);
+    } else {
+        for (size_t i = 0; i < sizeof rnd; i++)
+            snprintf(src->instance + 2 * i, 3, "%02x", rnd[i]);
+    }
+    return src;
+}
+
+void pano_source_free(pano_source *src)
+{
+    if (!src)
+        return;
+    for (size_t i = 0; i < CONTEXT_COUNT; i++)
+        free(src->context[i]);
+    free(src);
+}
+
+const char *pano_source_wf_uuid(const pano_source *src) { return src->context[0]; }
+
+pano_json *pano_event_new(pano_source *src, const char *name)
+{
+    pano_json *ev = pano_json_object();
+    uint64_t seq = ++src->seq;
+    char id[64];
+    snprintf(id, sizeof id, "%s-%llu", src->instance, (unsigned long long)seq);
+
+    pano_json_set_str(ev, "event", name);
+    pano_json_set_double(ev, "ts", pano_now(), 6);
+    pano_json_set_str(ev, "event_id", id);
+    pano_json_set_int(ev, "seq", (int64_t)seq);
+    pano_json_set_str(ev, "hostname", src->hostname);
+    for (size_t i = 0; i < CONTEXT_COUNT; i++)
+        if (src->context[i])
+            pano_json_set_str(ev, context_fields[i][0], src->context[i]);
+    if (src->rank >= 0)
+        pano_json_set_int(ev, "rank", src->rank);
+    return ev;
+}
+
+bool pano_event_name_valid(const char *name)
+{
+    size_t len = strlen(name);
+    if (len == 0 || len > PANO_EVENT_NAME_MAX)
+        return false;
+    bool word = false; /* inside a non-empty word */
+    for (const char *p = name; *p; p++) {
+        if (*p == '.') {
+            if (!word)
+                return false;
+            word = false;
+        } else if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                   (*p >= '0' && *p <= '9') || *p == '_' || *p == '-')
+            word = true;
+        else
+            return false;
+    }
+    return word;
+}
+
+void pano_event_id_of(const void *data, size_t len, char out[33])
+{
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int dlen = 0;
+    if (!EVP_Digest(data, len, digest, &dlen, EVP_sha256(), NULL) || dlen < 16) {
+        /* libcrypto cannot fail here short of memory exhaustion. */
+        pano_error("SHA-256 failed");
+        abort();
+    }
+    for (int i = 0; i < 16; i++)
+        snprintf(out + 2 * i, 3, "%02x", digest[i]);
+}

@@ -1,0 +1,53 @@
+/*
+ * event.h - the pano event envelope.
+ *
+ * Every event is a JSON object (json.h) that starts with the same envelope:
+ *
+ *   event          dotted name, also the AMQP routing key (kickstart.inv.start)
+ *   ts             epoch seconds with microseconds
+ *   event_id       unique id, fixed when the event is built, so a resent event
+ *                  keeps it; the indexer uses it as the Elasticsearch _id
+ *   seq            counter per source (per publishing process), from 1
+ *   hostname
+ *   wf_uuid, wf_label, dag_job_id, condor_job_id, xformation, task_id, site,
+ *   rank           the workflow context Pegasus puts in each job's environment
+ *                  (PEGASUS_WF_UUID, ..., CONDOR_JOBID; PANO_* equivalents;
+ *                  see config_keys.c). Unset fields are left out.
+ *
+ * Field names and units follow Panorama/kickstart, so existing queries work.
+ */
+#ifndef PANO_EVENT_H
+#define PANO_EVENT_H
+
+#include "config.h"
+#include "json.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest event name accepted (it is an AMQP routing key, a shortstr). */
+#define PANO_EVENT_NAME_MAX 255
+
+typedef struct pano_source pano_source;
+
+/* A source of events: the context read from configuration, the host name, a
+ * random instance id and the seq counter. */
+pano_source *pano_source_new(const pano_config *cfg);
+void pano_source_free(pano_source *src);
+const char *pano_source_wf_uuid(const pano_source *src);
+
+/* A new event with its envelope filled in, ts = now. */
+pano_json *pano_event_new(pano_source *src, const char *name);
+
+/* Current time as epoch seconds with microseconds. */
+double pano_now(void);
+
+/* Names are dot-separated words of letters, digits, '_' and '-'. */
+bool pano_event_name_valid(const char *name);
+
+/* A deterministic id for content that arrived without one: the first 128
+ * bits of SHA-256 over the bytes, as 32 hex digits. */
+void pano_event_id_of(const void *data, size_t len, char out[33]);
+
+#endif

@@ -1,0 +1,511 @@
+#include "json.h"
+
+#include "mem.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_parse.h>
+
+/* ---- construction ------------------------------------------------------ */
+
+static pano_json *new_value(pano_json_type type)
+{
+    pano_json *v = pano_calloc(1, sizeof *v);
+    v->type = type;
+    return v;
+}
+
+pano_json *pano_json_null(void) { return new_value(PANO_JSON_NULL); }
+
+pano_json *pano_json_bool(bool value)
+{
+    pano_json *v = new_value(PANO_JSON_BOOL);
+    v->u.boolean = value;
+    return v;
+}
+
+pano_json *pano_json_int(int64_t value)
+{
+    pano_json *v = new_value(PANO_JSON_INT);
+    v->u.integer = value;
+    return v;
+}
+
+pano_json *pano_json_double(double value, int decimals)
+{
+    pano_json *v = new_value(PANO_JSON_DOUBLE);
+    v->u.real.value = value;
+    v->u.real.decimals = decimals;
+    return v;
+}
+
+/* Length of the valid UTF-8 sequence at s[0..len), or 0 if invalid.
+ * Rejects overlong forms, surrogates and code points above U+10FFFF. */
+static size_t utf8_sequence(const unsigned char *s, size_t len)
+{
+    unsigned char c = s[0];
+    if (c < 0x80)
+        return 1;
+    size_t n;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        if (c == 0xED)
+            hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        if (c == 0xF4)
+            hi = 0x8F;
+    } else
+        return 0;
+    if (len < n || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+pano_json *pano_json_string_len(const char *text, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    /* Worst case every byte becomes U+FFFD (3 bytes). */
+    char *out = pano_malloc(len * 3 + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        size_t n = utf8_sequence(s + i, len - i);
+        if (n) {
+            memcpy(out + o, s + i, n);
+            o += n;
+            i += n;
+        } else {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+        }
+    }
+    out[o] = '\0';
+    pano_json *v = new_value(PANO_JSON_STRING);
+    v->u.string.text = pano_realloc(out, o + 1);
+    v->u.string.len = o;
+    return v;
+}
+
+pano_json *pano_json_string(const char *text)
+{
+    return pano_json_string_len(text, strlen(text));
+}
+
+pano_json *pano_json_array(void) { return new_value(PANO_JSON_ARRAY); }
+pano_json *pano_json_object(void) { return new_value(PANO_JSON_OBJECT); }
+
+void pano_json_free(pano_json *v)
+{
+    if (!v)
+        return;
+    if (v->type == PANO_JSON_STRING)
+        free(v->u.string.text);
+    if (v->type == PANO_JSON_ARRAY || v->type == PANO_JSON_OBJECT) {
+        for (size_t i = 0; i < v->u.items.len; i++) {
+            if (v->u.items.keys)
+                free(v->u.items.keys[i]);
+            pano_json_free(v->u.items.values[i]);
+        }
+        free(v->u.items.keys);
+        free(v->u.items.values);
+    }
+    free(v);
+}
+
+/* Append to an array (key == NULL) or object without checking for an existing
+ * key: the parser and clone use it, pano_json_set checks first. */
+static void items_push(pano_json *c, char *key, pano_json *value)
+{
+    if (c->u.items.len == c->u.items.cap) {
+        size_t cap = c->u.items.cap ? c->u.items.cap * 2 : 8;
+        c->u.items.values =
+            pano_reallocarray(c->u.items.values, cap, sizeof(pano_json *));
+        if (c->type == PANO_JSON_OBJECT)
+            c->u.items.keys = pano_reallocarray(c->u.items.keys, cap, sizeof(char *));
+        c->u.items.cap = cap;
+    }
+    if (c->type == PANO_JSON_OBJECT)
+        c->u.items.keys[c->u.items.len] = key;
+    c->u.items.values[c->u.items.len++] = value;
+}
+
+pano_json *pano_json_clone(const pano_json *v)
+{
+    switch (v->type) {
+    case PANO_JSON_NULL:
+        return pano_json_null();
+    case PANO_JSON_BOOL:
+        return pano_json_bool(v->u.boolean);
+    case PANO_JSON_INT:
+        return pano_json_int(v->u.integer);
+    case PANO_JSON_DOUBLE:
+        return pano_json_double(v->u.real.value, v->u.real.decimals);
+    case PANO_JSON_STRING:
+        return pano_json_string_len(v->u.string.text, v->u.string.len);
+    case PANO_JSON_ARRAY:
+    case PANO_JSON_OBJECT:
+        break;
+    }
+    pano_json *c = new_value(v->type);
+    for (size_t i = 0; i < v->u.items.len; i++)
+        items_push(c, v->type == PANO_JSON_OBJECT ? pano_strdup(v->u.items.keys[i]) : NULL,
+                   pano_json_clone(v->u.items.values[i]));
+    return c;
+}
+
+/* ---- objects and arrays ------------------------------------------------ */
+
+static ssize_t find_key(const pano_json *o, const char *key)
+{
+    if (!o || o->type != PANO_JSON_OBJECT)
+        return -1;
+    for (size_t i = 0; i < o->u.items.len; i++)
+        if (strcmp(o->u.items.keys[i], key) == 0)
+            return (ssize_t)i;
+    return -1;
+}
+
+void pano_json_set(pano_json *o, const char *key, pano_json *value)
+{
+    ssize_t i = find_key(o, key);
+    if (i >= 0) {
+        pano_json_free(o->u.items.values[i]);
+        o->u.items.values[i] = value;
+        return;
+    }
+    items_push(o, pano_strdup(key), value);
+}
+
+void pano_json_set_str(pano_json *o, const char *key, const char *text)
+{
+    pano_json_set(o, key, pano_json_string(text));
+}
+
+void pano_json_set_int(pano_json *o, const char *key, int64_t value)
+{
+    pano_json_set(o, key, pano_json_int(value));
+}
+
+void pano_json_set_double(pano_json *o, const char *key, double value, int decimals)
+{
+    pano_json_set(o, key, pano_json_double(value, decimals));
+}
+
+void pano_json_set_bool(pano_json *o, const char *key, bool value)
+{
+    pano_json_set(o, key, pano_json_bool(value));
+}
+
+pano_json *pano_json_set_object(pano_json *o, const char *key)
+{
+    pano_json *child = pano_json_object();
+    pano_json_set(o, key, child);
+    return child;
+}
+
+pano_json *pano_json_set_array(pano_json *o, const char *key)
+{
+    pano_json *child = pano_json_array();
+    pano_json_set(o, key, child);
+    return child;
+}
+
+bool pano_json_remove(pano_json *o, const char *key)
+{
+    ssize_t i = find_key(o, key);
+    if (i < 0)
+        return false;
+    free(o->u.items.keys[i]);
+    pano_json_free(o->u.items.values[i]);
+    size_t rest = o->u.items.len - (size_t)i - 1;
+    memmove(&o->u.items.keys[i], &o->u.items.keys[i + 1], rest * sizeof(char *));
+    memmove(&o->u.items.values[i], &o->u.items.values[i + 1], rest * sizeof(pano_json *));
+    o->u.items.len--;
+    return true;
+}
+
+pano_json *pano_json_get(const pano_json *o, const char *key)
+{
+    ssize_t i = find_key(o, key);
+    return i < 0 ? NULL : o->u.items.values[i];
+}
+
+const char *pano_json_get_str(const pano_json *o, const char *key)
+{
+    pano_json *v = pano_json_get(o, key);
+    return v && v->type == PANO_JSON_STRING ? v->u.string.text : NULL;
+}
+
+bool pano_json_get_int(const pano_json *o, const char *key, int64_t *out)
+{
+    pano_json *v = pano_json_get(o, key);
+    if (!v || v->type != PANO_JSON_INT)
+        return false;
+    *out = v->u.integer;
+    return true;
+}
+
+bool pano_json_get_number(const pano_json *o, const char *key, double *out)
+{
+    pano_json *v = pano_json_get(o, key);
+    if (v && v->type == PANO_JSON_INT) {
+        *out = (double)v->u.integer;
+        return true;
+    }
+    if (v && v->type == PANO_JSON_DOUBLE) {
+        *out = v->u.real.value;
+        return true;
+    }
+    return false;
+}
+
+void pano_json_append(pano_json *array, pano_json *value)
+{
+    items_push(array, NULL, value);
+}
+
+/* ---- serialization ----------------------------------------------------- */
+
+/* Shortest "%.Ng" that reads back as the same double. */
+static int format_double(char *buf, size_t size, double d, int decimals)
+{
+    if (decimals >= 0)
+        return snprintf(buf, size, "%.*f", decimals, d);
+    for (int prec = 15; prec <= 17; prec++) {
+        int n = snprintf(buf, size, "%.*g", prec, d);
+        if (prec == 17 || strtod(buf, NULL) == d) {
+            /* Keep it a JSON double: 3 would read back as an integer. */
+            if (!strpbrk(buf, ".eEn") && (size_t)n + 2 < size) {
+                memcpy(buf + n, ".0", 3);
+                n += 2;
+            }
+            return n;
+        }
+    }
+    return 0;
+}
+
+static void generate(yajl_gen g, const pano_json *v)
+{
+    char num[64];
+    int n;
+    switch (v->type) {
+    case PANO_JSON_NULL:
+        yajl_gen_null(g);
+        break;
+    case PANO_JSON_BOOL:
+        yajl_gen_bool(g, v->u.boolean);
+        break;
+    case PANO_JSON_INT:
+        n = snprintf(num, sizeof num, "%" PRId64, v->u.integer);
+        yajl_gen_number(g, num, (size_t)n);
+        break;
+    case PANO_JSON_DOUBLE:
+        if (!isfinite(v->u.real.value)) {
+            yajl_gen_null(g);
+            break;
+        }
+        n = format_double(num, sizeof num, v->u.real.value, v->u.real.decimals);
+        yajl_gen_number(g, num, (size_t)n);
+        break;
+    case PANO_JSON_STRING:
+        yajl_gen_string(g, (const unsigned char *)v->u.string.text, v->u.string.len);
+        break;
+    case PANO_JSON_ARRAY:
+        yajl_gen_array_open(g);
+        for (size_t i = 0; i < v->u.items.len; i++)
+            generate(g, v->u.items.values[i]);
+        yajl_gen_array_close(g);
+        break;
+    case PANO_JSON_OBJECT:
+        yajl_gen_map_open(g);
+        for (size_t i = 0; i < v->u.items.len; i++) {
+            const char *k = v->u.items.keys[i];
+            yajl_gen_string(g, (const unsigned char *)k, strlen(k));
+            generate(g, v->u.items.values[i]);
+        }
+        yajl_gen_map_close(g);
+        break;
+    }
+}
+
+char *pano_json_serialize(const pano_json *v, size_t *len)
+{
+    /* Status codes are not checked call by call: the only failures possible
+     * here are misuse (keys and values always alternate in an object built
+     * by this module) and allocation failure, which yajl reports as NULL. */
+    yajl_gen g = yajl_gen_alloc(NULL);
+    if (!g)
+        return NULL;
+    generate(g, v);
+    const unsigned char *buf;
+    size_t n;
+    char *out = NULL;
+    if (yajl_gen_get_buf(g, &buf, &n) == yajl_gen_status_ok) {
+        out = pano_malloc(n + 1);
+        memcpy(out, buf, n);
+        out[n] = '\0';
+        if (len)
+            *len = n;
+    }
+    yajl_gen_free(g);
+    return out;
+}
+
+/* ---- parsing ----------------------------------------------------------- */
+
+typedef struct {
+    pano_json *root;
+    pano_json **stack; /* open containers */
+    size_t depth, max_depth;
+    char *pending_key; /* key read, value not yet */
+    const char *error;
+} parse_state;
+
+static int attach(parse_state *st, pano_json *v)
+{
+    if (st->depth == 0) {
+        st->root = v;
+        return 1;
+    }
+    pano_json *top = st->stack[st->depth - 1];
+    if (top->type == PANO_JSON_OBJECT) {
+        /* Duplicate keys: the last one wins, as in most JSON readers. */
+        ssize_t i = find_key(top, st->pending_key);
+        if (i >= 0) {
+            pano_json_free(top->u.items.values[i]);
+            top->u.items.values[i] = v;
+            free(st->pending_key);
+        } else
+            items_push(top, st->pending_key, v);
+        st->pending_key = NULL;
+    } else
+        items_push(top, NULL, v);
+    return 1;
+}
+
+static int on_null(void *ctx) { return attach(ctx, pano_json_null()); }
+static int on_bool(void *ctx, int b) { return attach(ctx, pano_json_bool(b)); }
+
+static int on_number(void *ctx, const char *s, size_t len)
+{
+    char buf[128];
+    if (len >= sizeof buf) {
+        ((parse_state *)ctx)->error = "number too long";
+        return 0;
+    }
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    if (!strpbrk(buf, ".eE")) {
+        errno = 0;
+        long long i = strtoll(buf, NULL, 10);
+        if (errno == 0)
+            return attach(ctx, pano_json_int(i));
+        /* Out of int64 range: keep it as a double. */
+    }
+    return attach(ctx, pano_json_double(strtod(buf, NULL), -1));
+}
+
+static int on_string(void *ctx, const unsigned char *s, size_t len)
+{
+    return attach(ctx, pano_json_string_len((const char *)s, len));
+}
+
+static int open_container(parse_state *st, pano_json_type type)
+{
+    if (st->depth >= st->max_depth) {
+        st->error = "nesting too deep";
+        return 0;
+    }
+    pano_json *c = new_value(type);
+    attach(st, c);
+    st->stack[st->depth++] = c;
+    return 1;
+}
+
+static int on_map_open(void *ctx) { return open_container(ctx, PANO_JSON_OBJECT); }
+static int on_array_open(void *ctx) { return open_container(ctx, PANO_JSON_ARRAY); }
+
+static int on_map_key(void *ctx, const unsigned char *s, size_t len)
+{
+    parse_state *st = ctx;
+    free(st->pending_key);
+    /* Keys are C strings in this model: a key with a NUL byte is refused. */
+    if (memchr(s, '\0', len)) {
+        st->pending_key = NULL;
+        st->error = "object key contains a NUL character";
+        return 0;
+    }
+    st->pending_key = pano_strndup((const char *)s, len);
+    return 1;
+}
+
+static int on_close(void *ctx)
+{
+    ((parse_state *)ctx)->depth--;
+    return 1;
+}
+
+static const yajl_callbacks parse_callbacks = {
+    .yajl_null = on_null,
+    .yajl_boolean = on_bool,
+    .yajl_number = on_number,
+    .yajl_string = on_string,
+    .yajl_start_map = on_map_open,
+    .yajl_map_key = on_map_key,
+    .yajl_end_map = on_close,
+    .yajl_start_array = on_array_open,
+    .yajl_end_array = on_close,
+};
+
+pano_json *pano_json_parse(const char *buf, size_t len, int max_depth, char *err,
+                           size_t errlen)
+{
+    parse_state st = {0};
+    st.max_depth = max_depth > 0 ? (size_t)max_depth : PANO_JSON_DEFAULT_DEPTH;
+    st.stack = pano_calloc(st.max_depth, sizeof(pano_json *));
+
+    yajl_handle h = yajl_alloc(&parse_callbacks, NULL, &st);
+    if (!h) {
+        free(st.stack);
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    yajl_status s = yajl_parse(h, (const unsigned char *)buf, len);
+    if (s == yajl_status_ok)
+        s = yajl_complete_parse(h);
+    if (s != yajl_status_ok) {
+        if (st.error)
+            snprintf(err, errlen, "%s", st.error);
+        else {
+            unsigned char *msg = yajl_get_error(h, 0, (const unsigned char *)buf, len);
+            snprintf(err, errlen, "%s", msg ? (const char *)msg : "invalid JSON");
+            if (msg)
+                yajl_free_error(h, msg);
+        }
+        /* The root holds every value attached so far. */
+        pano_json_free(st.root);
+        st.root = NULL;
+    }
+    free(st.pending_key);
+    free(st.stack);
+    yajl_free(h);
+    return st.root;
+}

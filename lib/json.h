@@ -1,0 +1,109 @@
+/*
+ * json.h - a small JSON document model, parsed and written with yajl.
+ *
+ * Events are JSON objects that publishers build field by field and that the
+ * bridge and indexer parse, check and sometimes amend. This is the in-memory
+ * form they share:
+ *
+ *   - objects keep their keys in insertion order, so events serialize in the
+ *     order they were built (kickstart's field order, readable logs);
+ *   - setting an existing key replaces its value in place;
+ *   - strings are always valid UTF-8: text from the system (process names,
+ *     paths, argv) is repaired with U+FFFD on the way in;
+ *   - doubles carry the number of decimals to print (ts with 6, CPU seconds
+ *     with 3, as kickstart prints them), or -1 for the shortest exact form.
+ *
+ * Parsing uses yajl's streaming parser with a byte length (bodies need not be
+ * NUL-terminated) and a nesting limit, so hostile input cannot exhaust the
+ * stack. Allocation failure aborts (see mem.h).
+ */
+#ifndef PANO_JSON_H
+#define PANO_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    PANO_JSON_NULL,
+    PANO_JSON_BOOL,
+    PANO_JSON_INT,
+    PANO_JSON_DOUBLE,
+    PANO_JSON_STRING,
+    PANO_JSON_ARRAY,
+    PANO_JSON_OBJECT,
+} pano_json_type;
+
+typedef struct pano_json pano_json;
+struct pano_json {
+    pano_json_type type;
+    union {
+        bool boolean;
+        int64_t integer;
+        struct {
+            double value;
+            int decimals; /* digits after the point, or -1: shortest exact */
+        } real;
+        struct {
+            char *text; /* NUL-terminated; may also contain NULs */
+            size_t len;
+        } string;
+        struct {
+            char **keys; /* objects only */
+            pano_json **values;
+            size_t len, cap;
+        } items; /* arrays and objects */
+    } u;
+};
+
+/* Constructors. Strings are copied. */
+pano_json *pano_json_null(void);
+pano_json *pano_json_bool(bool value);
+pano_json *pano_json_int(int64_t value);
+pano_json *pano_json_double(double value, int decimals);
+pano_json *pano_json_string(const char *text);
+pano_json *pano_json_string_len(const char *text, size_t len);
+pano_json *pano_json_array(void);
+pano_json *pano_json_object(void);
+/* Deep copy. */
+pano_json *pano_json_clone(const pano_json *value);
+void pano_json_free(pano_json *value);
+
+/* Objects. pano_json_set takes ownership of value and replaces any value the
+ * key already has. The typed setters are shorthands; set_object and set_array
+ * return the new (empty) child to fill in. */
+void pano_json_set(pano_json *object, const char *key, pano_json *value);
+void pano_json_set_str(pano_json *object, const char *key, const char *text);
+void pano_json_set_int(pano_json *object, const char *key, int64_t value);
+void pano_json_set_double(pano_json *object, const char *key, double value,
+                          int decimals);
+void pano_json_set_bool(pano_json *object, const char *key, bool value);
+pano_json *pano_json_set_object(pano_json *object, const char *key);
+pano_json *pano_json_set_array(pano_json *object, const char *key);
+/* Remove a key; true if it was there. */
+bool pano_json_remove(pano_json *object, const char *key);
+
+/* Lookups: NULL / false when the key is missing or of another type. */
+pano_json *pano_json_get(const pano_json *object, const char *key);
+const char *pano_json_get_str(const pano_json *object, const char *key);
+bool pano_json_get_int(const pano_json *object, const char *key, int64_t *out);
+/* Any number (integer or double) as a double. */
+bool pano_json_get_number(const pano_json *object, const char *key,
+                          double *out);
+
+/* Arrays: takes ownership of value. */
+void pano_json_append(pano_json *array, pano_json *value);
+
+/* Compact JSON, NUL-terminated, length in *len (may be NULL). Free with free().
+ * Non-finite doubles are written as null. */
+char *pano_json_serialize(const pano_json *value, size_t *len);
+
+/* Parse exactly one JSON value from buf[0..len). Fails, with a message in err,
+ * on syntax errors, invalid UTF-8, trailing data, or nesting deeper than
+ * max_depth (arrays and objects). */
+pano_json *pano_json_parse(const char *buf, size_t len, int max_depth,
+                           char *err, size_t errlen);
+
+#define PANO_JSON_DEFAULT_DEPTH 64
+
+#endif
