@@ -420,7 +420,11 @@ static int on_number(void *ctx, const char *s, size_t len)
             return attach(ctx, pano_json_int(i));
         /* Out of int64 range: keep it as a double. */
     }
-    return attach(ctx, pano_json_double(strtod(buf, NULL), -1));
+    /* Keep the number of decimals of a plain decimal ("1.250"), so that a
+     * parsed event serializes to the same text. */
+    const char *dot = strchr(buf, '.');
+    int decimals = dot && !strpbrk(buf, "eE") ? (int)strlen(dot + 1) : -1;
+    return attach(ctx, pano_json_double(strtod(buf, NULL), decimals));
 }
 
 static int on_string(void *ctx, const unsigned char *s, size_t len)

@@ -118,6 +118,13 @@ int pano_amqp_url_parse(const char *text, pano_amqp_url *out, char *err, size_t 
     char shown[512];
     pano_url_redact(text, shown, sizeof shown);
 
+    /* curl reads "amqp:///x" as host "x"; for a broker that is a missing host. */
+    const char *after = strstr(text, "://");
+    if (after && (after[3] == '/' || after[3] == '\0')) {
+        snprintf(err, errlen, "bad broker URL '%s': no host", shown);
+        return -1;
+    }
+
     CURLU *u = curl_url();
     if (!u) {
         snprintf(err, errlen, "out of memory");

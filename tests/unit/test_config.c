@@ -1,0 +1,193 @@
+/* Configuration: properties syntax, precedence file < env < command line,
+ * validation errors that name the key, Pegasus aliases. */
+#include "config.h"
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char path[] = "/tmp/pano-test-config-XXXXXX";
+
+static void write_file(const char *text)
+{
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
+static void cleanup(void)
+{
+    unlink(path);
+    strcpy(path, "/tmp/pano-test-config-XXXXXX");
+    unsetenv("PANO_WF_UUID");
+    unsetenv("PEGASUS_WF_UUID");
+    unsetenv("PANO_AMQP_HEARTBEAT");
+    unsetenv("KICKSTART_MON_URL");
+    unsetenv("PANO_RANK");
+    unsetenv("PMI_RANK");
+    unsetenv("SLURM_PROCID");
+}
+
+START_TEST(properties_syntax)
+{
+    write_file("# comment\n"
+               "! also a comment\n"
+               "pano.wf_label = my workflow  \n"
+               "pano.site:condorpool\n"
+               "pano.dag_job_id   job\\\n"
+               "    _ID0001\n"
+               "pano.task_id=\\u00e9t\\u00e9\n"
+               "pegasus.catalog.workflow.amqp.url amqp://h/v/x\n"
+               "pegasus.unrelated.key = ignored\n"
+               "pano.amqp.heartbeat = 7\r\n");
+    pano_config *c = pano_config_new();
+    char err[512];
+    ck_assert_msg(pano_config_load_file(c, path, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(pano_config_str(c, "pano.wf_label"), "my workflow  ");
+    ck_assert_str_eq(pano_config_str(c, "pano.site"), "condorpool");
+    ck_assert_str_eq(pano_config_str(c, "pano.dag_job_id"), "job_ID0001");
+    ck_assert_str_eq(pano_config_str(c, "pano.task_id"), "\xc3\xa9t\xc3\xa9");
+    ck_assert_str_eq(pano_config_str(c, "pano.amqp.url"), "amqp://h/v/x");
+    ck_assert_int_eq(pano_config_int(c, "pano.amqp.heartbeat"), 7);
+    ck_assert_int_eq(pano_config_source_of(c, "pano.site"), PANO_CFG_FILE);
+    pano_config_free(c);
+    cleanup();
+}
+END_TEST
+
+START_TEST(precedence_file_env_cli)
+{
+    write_file("pano.wf_uuid = from-file\npano.amqp.heartbeat = 5\npano.site = s1\n");
+    setenv("PANO_WF_UUID", "from-env", 1);
+    setenv("PANO_AMQP_HEARTBEAT", "6", 1);
+    pano_config *c = pano_config_new();
+    char err[512];
+    ck_assert(pano_config_load(c, path, err, sizeof err) == 0);
+    ck_assert_int_eq(pano_config_set(c, "pano.amqp.heartbeat", "9", PANO_CFG_CLI, err,
+                                     sizeof err), 0);
+    ck_assert_str_eq(pano_config_str(c, "pano.site"), "s1");             /* file */
+    ck_assert_str_eq(pano_config_str(c, "pano.wf_uuid"), "from-env");    /* env > file */
+    ck_assert_int_eq(pano_config_int(c, "pano.amqp.heartbeat"), 9);      /* cli > env */
+    /* A lower layer never overrides a higher one, whatever the order. */
+    ck_assert_int_eq(pano_config_set(c, "pano.amqp.heartbeat", "1", PANO_CFG_FILE, err,
+                                     sizeof err), 0);
+    ck_assert_int_eq(pano_config_int(c, "pano.amqp.heartbeat"), 9);
+    ck_assert(pano_config_double(c, "pano.amqp.timeout") == 10.0); /* default */
+    ck_assert_int_eq(pano_config_source_of(c, "pano.amqp.timeout"), PANO_CFG_DEFAULT);
+    pano_config_free(c);
+    cleanup();
+}
+END_TEST
+
+START_TEST(pegasus_environment_aliases)
+{
+    setenv("PEGASUS_WF_UUID", "pegasus-value", 1);
+    setenv("PMI_RANK", "3", 1);
+    setenv("SLURM_PROCID", "5", 1);
+    pano_config *c = pano_config_new();
+    char err[512];
+    ck_assert(pano_config_load_env(c, err, sizeof err) == 0);
+    ck_assert_str_eq(pano_config_str(c, "pano.wf_uuid"), "pegasus-value");
+    ck_assert_int_eq(pano_config_int(c, "pano.rank"), 3); /* PMI_RANK before SLURM_PROCID */
+    pano_config_free(c);
+    /* The PANO_ name wins over the Pegasus alias. */
+    setenv("PANO_WF_UUID", "pano-value", 1);
+    c = pano_config_new();
+    ck_assert(pano_config_load_env(c, err, sizeof err) == 0);
+    ck_assert_str_eq(pano_config_str(c, "pano.wf_uuid"), "pano-value");
+    pano_config_free(c);
+    cleanup();
+}
+END_TEST
+
+START_TEST(bad_values_name_the_key_and_origin)
+{
+    char err[512];
+    pano_config *c = pano_config_new();
+    ck_assert_int_eq(pano_config_set(c, "pano.amqp.heartbeat", "often", PANO_CFG_CLI, err,
+                                     sizeof err), -1);
+    ck_assert_msg(strstr(err, "pano.amqp.heartbeat") && strstr(err, "not an integer"), "%s", err);
+    ck_assert_int_eq(pano_config_set(c, "pano.amqp.timeout", "0", PANO_CFG_CLI, err,
+                                     sizeof err), -1);
+    ck_assert_msg(strstr(err, "out of range"), "%s", err);
+    ck_assert_int_eq(pano_config_set(c, "pano.amqp.tls_verify", "maybe", PANO_CFG_CLI, err,
+                                     sizeof err), -1);
+    ck_assert_int_eq(pano_config_set(c, "pano.log.level", "loud", PANO_CFG_CLI, err,
+                                     sizeof err), -1);
+    ck_assert_int_eq(pano_config_set(c, "pano.no.such.key", "1", PANO_CFG_CLI, err,
+                                     sizeof err), -1);
+    ck_assert_msg(strstr(err, "unknown configuration key 'pano.no.such.key'"), "%s", err);
+    pano_config_free(c);
+
+    write_file("pano.site = ok\npano.amqp.heartbeat = -4\n");
+    c = pano_config_new();
+    ck_assert_int_eq(pano_config_load_file(c, path, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "pano.amqp.heartbeat") && strstr(err, ":2"), "%s", err);
+    pano_config_free(c);
+    cleanup();
+
+    setenv("PANO_AMQP_HEARTBEAT", "x", 1);
+    c = pano_config_new();
+    ck_assert_int_eq(pano_config_load_env(c, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "PANO_AMQP_HEARTBEAT"), "%s", err);
+    pano_config_free(c);
+    cleanup();
+}
+END_TEST
+
+START_TEST(missing_file_is_an_error)
+{
+    pano_config *c = pano_config_new();
+    char err[512];
+    ck_assert_int_eq(pano_config_load_file(c, "/nonexistent/pano.properties", err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "/nonexistent/pano.properties"), "%s", err);
+    pano_config_free(c);
+}
+END_TEST
+
+START_TEST(secret_values_are_redacted_in_dumps)
+{
+    pano_config *c = pano_config_new();
+    char err[512];
+    ck_assert(pano_config_set(c, "pano.amqp.url", "amqp://u:s3cret@h/v/x", PANO_CFG_CLI, err,
+                              sizeof err) == 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    pano_config_dump(c, f);
+    fclose(f);
+    ck_assert_msg(!strstr(buf, "s3cret"), "%s", buf);
+    ck_assert(strstr(buf, "amqp://u:***@h/v/x"));
+    free(buf);
+    pano_config_free(c);
+}
+END_TEST
+
+START_TEST(find_config_argument)
+{
+    char *a1[] = {"prog", "-i", "1", "--config", "f.properties", "--", "--config", "x", NULL};
+    ck_assert_str_eq(pano_config_find_arg(8, a1), "f.properties");
+    char *a2[] = {"prog", "--config=g.properties", NULL};
+    ck_assert_str_eq(pano_config_find_arg(2, a2), "g.properties");
+    char *a3[] = {"prog", "--", "--config", "x", NULL};
+    ck_assert_ptr_null(pano_config_find_arg(4, a3));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("layers");
+    tcase_add_test(tc, properties_syntax);
+    tcase_add_test(tc, precedence_file_env_cli);
+    tcase_add_test(tc, pegasus_environment_aliases);
+    tcase_add_test(tc, bad_values_name_the_key_and_origin);
+    tcase_add_test(tc, missing_file_is_an_error);
+    tcase_add_test(tc, secret_values_are_redacted_in_dumps);
+    tcase_add_test(tc, find_config_argument);
+    suite_add_tcase(s, tc);
+    return pano_test_run(s);
+}
