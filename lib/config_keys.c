@@ -59,5 +59,57 @@ const pano_config_key pano_config_keys[] = {
     {"pano.output", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
      "Without a broker URL: file to append events to as JSON lines (- for stdout)."},
 
+    /* ---- Kafka (pano-bridge, pano-indexer) ---- */
+    {"pano.kafka.brokers", PANO_CFG_STR, "127.0.0.1:9092", NOLIMIT, false, {0}, {0},
+     "Kafka bootstrap servers, host:port[,host:port...]."},
+    {"pano.kafka.partitions", PANO_CFG_INT, "-1", -1, 10000, false, {0}, {0},
+     "Partitions of the topics pano creates when they are missing (-1: the broker's "
+     "default)."},
+    {"pano.kafka.topic_prefix", PANO_CFG_STR, "pano.", NOLIMIT, false, {0}, {0},
+     "Prefix of the Kafka topics: <prefix>kickstart, <prefix>darshan, <prefix>transfer, "
+     "<prefix>stampede, <prefix>custom, <prefix>other."},
+    {"pano.kafka.dead_letter_topic", PANO_CFG_STR, "pano.dead-letter", NOLIMIT, false, {0},
+     {0}, "Kafka topic for messages the bridge rejects, with the reason in headers."},
+
+    /* ---- pano-bridge ---- */
+    {"pano.bridge.queue", PANO_CFG_STR, "pano.events", NOLIMIT, false, {0}, {0},
+     "Durable AMQP queue the bridge consumes."},
+    {"pano.bridge.bindings", PANO_CFG_STR, "#", NOLIMIT, false, {0}, {0},
+     "Comma-separated binding keys of the queue on the exchange (# = every event; "
+     "Panorama's kickstart.#,stampede.#,transfer.# also work)."},
+    {"pano.bridge.dead_letter_exchange", PANO_CFG_STR, "pano.dlx", NOLIMIT, false, {0}, {0},
+     "Dead-letter exchange declared for the queue (messages that cannot even be "
+     "dead-lettered to Kafka end up there)."},
+    {"pano.bridge.declare", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "Declare the queue, exchanges and bindings; false: use what the broker has (passive)."},
+    {"pano.bridge.prefetch", PANO_CFG_INT, "1000", 1, 65535, false, {0}, {0},
+     "Unacknowledged AMQP messages in flight (bounds the bridge's memory)."},
+    {"pano.bridge.max_message_size", PANO_CFG_SIZE, "1M", 1024, 1e9, false, {0}, {0},
+     "Larger messages are dead-lettered."},
+
+    /* ---- Elasticsearch (pano-indexer) ---- */
+    {"pano.es.url", PANO_CFG_STR, "http://127.0.0.1:9200", NOLIMIT, true, {0}, {0},
+     "Elasticsearch URL (user:password@ allowed; see pano.es.password_file)."},
+    {"pano.es.password_file", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "File holding the Elasticsearch password (first line)."},
+    {"pano.es.timeout", PANO_CFG_DOUBLE, "30", 0.1, 3600, false, {0}, {0},
+     "Seconds to wait for an Elasticsearch request."},
+    {"pano.es.tls_verify", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "Verify Elasticsearch's TLS certificate."},
+    {"pano.es.cacert", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "CA bundle for Elasticsearch over https."},
+
+    /* ---- pano-indexer ---- */
+    {"pano.indexer.group", PANO_CFG_STR, "pano-indexer", NOLIMIT, false, {0}, {0},
+     "Kafka consumer group; indexers in one group share the partitions."},
+    {"pano.indexer.index_prefix", PANO_CFG_STR, "pano-", NOLIMIT, false, {0}, {0},
+     "Prefix of the Elasticsearch indices (<prefix>kickstart, ...)."},
+    {"pano.indexer.batch_docs", PANO_CFG_INT, "1000", 1, 100000, false, {0}, {0},
+     "Most documents in one bulk request."},
+    {"pano.indexer.batch_bytes", PANO_CFG_SIZE, "5M", 1024, 1e9, false, {0}, {0},
+     "Most bytes in one bulk request."},
+    {"pano.indexer.linger", PANO_CFG_DOUBLE, "0.2", 0, 60, false, {0}, {0},
+     "Seconds to wait for a batch to fill before sending it."},
+
     {0},
 };

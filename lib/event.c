@@ -100,6 +100,18 @@ pano_json *pano_event_new(pano_source *src, const char *name)
     return ev;
 }
 
+const char *const pano_event_families[] = {"kickstart", "darshan",  "transfer", "stampede",
+                                           "custom",    "other",    NULL};
+
+const char *pano_event_family(const char *name)
+{
+    size_t word = strcspn(name, ".");
+    for (const char *const *f = pano_event_families; f[1]; f++)
+        if (strlen(*f) == word && strncmp(name, *f, word) == 0)
+            return *f;
+    return "other";
+}
+
 bool pano_event_name_valid(const char *name)
 {
     size_t len = strlen(name);

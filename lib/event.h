@@ -46,6 +46,14 @@ double pano_now(void);
 /* Names are dot-separated words of letters, digits, '_' and '-'. */
 bool pano_event_name_valid(const char *name);
 
+/* The family of an event name: its first word when it is one of kickstart,
+ * darshan, transfer, stampede or custom, else "other". Families choose the
+ * Kafka topic and the Elasticsearch index. */
+const char *pano_event_family(const char *name);
+
+/* Every family, "other" last, NULL-terminated. */
+extern const char *const pano_event_families[];
+
 /* A deterministic id for content that arrived without one: the first 128
  * bits of SHA-256 over the bytes, as 32 hex digits. */
 void pano_event_id_of(const void *data, size_t len, char out[33]);

@@ -1,0 +1,63 @@
+/*
+ * bulk.h - Elasticsearch _bulk requests for pano events, and their outcomes.
+ *
+ * Each event becomes a `create` action with _id = event_id (so a replayed
+ * event is refused with 409 instead of indexed twice), routing = wf_uuid
+ * (a workflow's events share a shard), in the index of its family, with
+ * @timestamp taken from the event's own ts, never the time of ingestion.
+ *
+ * Outcomes per item, from the response (items come back in request order):
+ *   2xx and 409 (already there)     -> done
+ *   429 and 5xx                     -> retry that item (only that item)
+ *   other 4xx (mapping, parse)      -> rejected: to the dead-letter index
+ */
+#ifndef PANO_BULK_H
+#define PANO_BULK_H
+
+#include "buf.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct {
+    char index[256];
+    char id[192];
+    char routing[192];
+    char *doc; /* the event with "@timestamp" added */
+    size_t doc_len;
+} pano_bulk_doc;
+
+/* Prepare one event. Returns false with a reason when the bytes are not an
+ * indexable event (not JSON, no event name, no event_id, no ts). */
+bool pano_bulk_doc_prepare(const char *json, size_t len, const char *index_prefix,
+                           pano_bulk_doc *out, char *reason, size_t reason_len);
+void pano_bulk_doc_free(pano_bulk_doc *doc);
+
+/* Append the action line and the document line to a bulk body. */
+void pano_bulk_append(pano_buf *body, const pano_bulk_doc *doc);
+
+/* ISO 8601 UTC with microseconds, e.g. 2026-11-21T05:42:05.018867Z. */
+void pano_bulk_timestamp(double ts, char *out, size_t size);
+
+typedef enum {
+    PANO_BULK_DONE,
+    PANO_BULK_RETRY,
+    PANO_BULK_REJECTED,
+} pano_bulk_outcome;
+
+typedef struct {
+    pano_bulk_outcome outcome;
+    int status;
+    char reason[256]; /* Elasticsearch's error type and reason */
+} pano_bulk_result;
+
+/* Classify an HTTP status of one item. */
+pano_bulk_outcome pano_bulk_classify(int status);
+
+/* Read the response to a bulk request of n items into results[0..n).
+ * Returns -1 (reason in err) when it is not a usable bulk response: then
+ * every item must be retried. */
+int pano_bulk_read_response(const char *body, size_t len, size_t n, pano_bulk_result *results,
+                            char *err, size_t errlen);
+
+#endif

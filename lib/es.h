@@ -1,0 +1,39 @@
+/*
+ * es.h - a small Elasticsearch (or OpenSearch) HTTP client on libcurl.
+ *
+ * One curl handle per client, reused for every request so the connection
+ * stays open (HTTP keep-alive). Credentials may be in the URL or in a
+ * password file; they are never logged (messages use the redacted URL).
+ */
+#ifndef PANO_ES_H
+#define PANO_ES_H
+
+#include "config.h"
+
+#include <stddef.h>
+
+typedef struct pano_es pano_es;
+
+typedef struct {
+    long status;    /* HTTP status, 0 if no response arrived */
+    char *body;     /* NUL-terminated response body (free with free()) */
+    size_t len;
+} pano_es_response;
+
+/* Build a client from pano.es.* keys. NULL with a message in err. */
+pano_es *pano_es_new(const pano_config *cfg, char *err, size_t errlen);
+void pano_es_free(pano_es *es);
+
+/* Send METHOD base_url+path with an optional JSON body (content type
+ * application/json; application/x-ndjson when path ends in "_bulk").
+ * Returns 0 when a response arrived (whatever its status), -1 when none did
+ * (connection refused, timeout), with the reason in err. */
+int pano_es_request(pano_es *es, const char *method, const char *path, const char *body,
+                    size_t len, pano_es_response *resp, char *err, size_t errlen);
+
+void pano_es_response_free(pano_es_response *resp);
+
+/* The base URL with any password hidden, for messages. */
+const char *pano_es_describe(const pano_es *es);
+
+#endif

@@ -1,0 +1,99 @@
+#include "kafka.h"
+
+#include "event.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* librdkafka's syslog levels onto pano's. */
+static void log_from_librdkafka(const rd_kafka_t *rk, int level, const char *facility,
+                                const char *message)
+{
+    pano_log_level l = level <= 3 ? PANO_LOG_ERROR
+                       : level <= 4 ? PANO_LOG_WARN
+                       : level <= 6 ? PANO_LOG_INFO
+                                    : PANO_LOG_DEBUG;
+    pano_log(l, "kafka %s: %s", facility, message);
+}
+
+int pano_kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
+                        char *err, size_t errlen)
+{
+    char why[256];
+    if (rd_kafka_conf_set(conf, name, value, why, sizeof why) != RD_KAFKA_CONF_OK) {
+        snprintf(err, errlen, "librdkafka property %s: %s", name, why);
+        return -1;
+    }
+    return 0;
+}
+
+rd_kafka_conf_t *pano_kafka_conf_new(const pano_config *cfg, char *err, size_t errlen)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_set_log_cb(conf, log_from_librdkafka);
+    if (pano_kafka_conf_set(conf, "bootstrap.servers",
+                            pano_config_str(cfg, "pano.kafka.brokers"), err, errlen) < 0) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    return conf;
+}
+
+void pano_kafka_topic(const pano_config *cfg, const char *family, char *out, size_t size)
+{
+    snprintf(out, size, "%s%s", pano_config_str(cfg, "pano.kafka.topic_prefix"), family);
+}
+
+int pano_kafka_ensure_topics(rd_kafka_t *rk, const pano_config *cfg, char *err, size_t errlen)
+{
+    enum { MAX_TOPICS = 16 };
+    rd_kafka_NewTopic_t *topics[MAX_TOPICS];
+    size_t n = 0;
+    int partitions = (int)pano_config_int(cfg, "pano.kafka.partitions");
+    char name[256], why[256];
+    for (size_t i = 0; pano_event_families[i] && n + 1 < MAX_TOPICS; i++) {
+        pano_kafka_topic(cfg, pano_event_families[i], name, sizeof name);
+        topics[n++] = rd_kafka_NewTopic_new(name, partitions, -1, why, sizeof why);
+    }
+    topics[n++] = rd_kafka_NewTopic_new(pano_config_str(cfg, "pano.kafka.dead_letter_topic"),
+                                        partitions, -1, why, sizeof why);
+    int rc = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!topics[i]) {
+            snprintf(err, errlen, "bad topic definition: %s", why);
+            rc = -1;
+        }
+    rd_kafka_queue_t *q = rc == 0 ? rd_kafka_queue_new(rk) : NULL;
+    if (q) {
+        rd_kafka_CreateTopics(rk, topics, n, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        const rd_kafka_CreateTopics_result_t *res = ev ? rd_kafka_event_CreateTopics_result(ev) : NULL;
+        if (!res) {
+            snprintf(err, errlen, "no answer from Kafka to CreateTopics%s%s",
+                     ev ? ": " : "", ev ? rd_kafka_event_error_string(ev) : "");
+            rc = -1;
+        } else {
+            size_t count;
+            const rd_kafka_topic_result_t **results = rd_kafka_CreateTopics_result_topics(res, &count);
+            for (size_t i = 0; i < count; i++) {
+                rd_kafka_resp_err_t e = rd_kafka_topic_result_error(results[i]);
+                if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+                    pano_info("created Kafka topic %s", rd_kafka_topic_result_name(results[i]));
+                else if (e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+                    snprintf(err, errlen, "cannot create Kafka topic %s: %s",
+                             rd_kafka_topic_result_name(results[i]),
+                             rd_kafka_topic_result_error_string(results[i]));
+                    rc = -1;
+                }
+            }
+        }
+        if (ev)
+            rd_kafka_event_destroy(ev);
+        rd_kafka_queue_destroy(q);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (topics[i])
+            rd_kafka_NewTopic_destroy(topics[i]);
+    return rc;
+}

@@ -1,0 +1,98 @@
+# Shared helpers for the integration tests. Source it from a test script.
+#
+# Every test runs against the real local stack (deploy/local/pano-stack up)
+# with names of its own: a random exchange, queue, Kafka topic prefix,
+# consumer group and index prefix, all removed when the test ends, so tests
+# never see each other's events and leave nothing behind.
+set -euo pipefail
+
+: "${PANO_BUILD:?PANO_BUILD must point at the meson build directory}"
+AMQP_PORT=${PANO_AMQP_PORT:-5672}
+MGMT_PORT=${PANO_RABBITMQ_MGMT_PORT:-15672}
+KAFKA=${PANO_KAFKA_BROKERS:-127.0.0.1:${PANO_KAFKA_PORT:-9092}}
+ES=${PANO_ES_URL:-http://127.0.0.1:${PANO_ES_PORT:-9200}}
+
+TEST_ID="t$(od -An -N4 -tx4 /dev/urandom | tr -d ' ')"
+TEST_DIR=$(mktemp -d "/tmp/pano-$TEST_ID.XXXXXX")
+PIDS=()
+
+# Configuration shared by every pano program the test starts.
+export PANO_AMQP_URL="amqp://guest:guest@127.0.0.1:$AMQP_PORT/%2F/$TEST_ID"
+export PANO_KAFKA_BROKERS="$KAFKA"
+export PANO_KAFKA_TOPIC_PREFIX="$TEST_ID."
+export PANO_KAFKA_DEAD_LETTER_TOPIC="$TEST_ID.dead-letter"
+export PANO_BRIDGE_QUEUE="$TEST_ID.events"
+export PANO_BRIDGE_DEAD_LETTER_EXCHANGE="$TEST_ID.dlx"
+export PANO_INDEXER_GROUP="$TEST_ID-indexer"
+export PANO_INDEXER_INDEX_PREFIX="$TEST_ID-"
+export PANO_INDEXER_LINGER=0.1
+export PANO_ES_URL="$ES"
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+fail() { log "FAIL: $*"; exit 1; }
+
+require_stack() {
+    curl -fsS "$ES/_cluster/health" >/dev/null 2>&1 ||
+        fail "Elasticsearch is not reachable at $ES (run deploy/local/pano-stack up)"
+    (exec 3<>"/dev/tcp/127.0.0.1/$AMQP_PORT") 2>/dev/null ||
+        fail "RabbitMQ is not reachable on port $AMQP_PORT (run deploy/local/pano-stack up)"
+}
+
+# Start a long-running pano program in the background, logging to TEST_DIR.
+start() {
+    local name=$1
+    shift
+    "$@" >"$TEST_DIR/$name.log" 2>&1 &
+    PIDS+=($!)
+    log "started $name (pid $!)"
+}
+
+# wait_until SECONDS COMMAND...: retry COMMAND every 0.2 s until it succeeds.
+wait_until() {
+    local limit=$1
+    shift
+    local deadline=$((SECONDS + limit))
+    until "$@"; do
+        ((SECONDS < deadline)) || return 1
+        sleep 0.2
+    done
+}
+
+es() { curl -fsS -H 'Content-Type: application/json' "$@"; }
+
+# Number of documents matching a query string in the test's indices.
+es_count() {
+    es -X POST "$ES/$TEST_ID-*/_count" -d "{\"query\":{\"query_string\":{\"query\":$(jq -Rn --arg q "$1" '$q')}}}" |
+        jq -r .count
+}
+
+# es_count_is QUERY N: succeeds when exactly N documents match (for wait_until).
+es_count_is() { [[ $(es_count "$1") == "$2" ]]; }
+
+# The first document (its _source) matching a query string.
+es_first() {
+    es -X POST "$ES/$TEST_ID-*/_search" -d "{\"size\":1,\"query\":{\"query_string\":{\"query\":$(jq -Rn --arg q "$1" '$q')}}}" |
+        jq -c '.hits.hits[0]._source'
+}
+
+cleanup() {
+    local rc=$?
+    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+    if ((rc != 0)); then
+        for f in "$TEST_DIR"/*.log; do
+            [[ -f $f ]] || continue
+            log "---- $(basename "$f") (last 30 lines)"
+            tail -n 30 "$f" >&2
+        done
+    fi
+    curl -fsS -u guest:guest -X DELETE "http://127.0.0.1:$MGMT_PORT/api/queues/%2F/$TEST_ID.events" >/dev/null 2>&1 || true
+    curl -fsS -u guest:guest -X DELETE "http://127.0.0.1:$MGMT_PORT/api/queues/%2F/$TEST_ID.events.dead" >/dev/null 2>&1 || true
+    curl -fsS -u guest:guest -X DELETE "http://127.0.0.1:$MGMT_PORT/api/exchanges/%2F/$TEST_ID" >/dev/null 2>&1 || true
+    curl -fsS -u guest:guest -X DELETE "http://127.0.0.1:$MGMT_PORT/api/exchanges/%2F/$TEST_ID.dlx" >/dev/null 2>&1 || true
+    curl -fsS -X DELETE "$ES/$TEST_ID-*" >/dev/null 2>&1 || true
+    curl -fsS -X DELETE "$ES/_index_template/$TEST_ID-events" >/dev/null 2>&1 || true
+    rm -rf "$TEST_DIR"
+    exit "$rc"
+}
+trap cleanup EXIT
