@@ -1,0 +1,328 @@
+#include "local.h"
+
+#include "mem.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define COPY_CHUNK (64u << 20) /* bytes per copy_file_range/sendfile call */
+#define BUF_SIZE (1u << 20)    /* read/write buffer */
+
+static mode_t process_umask;
+static pthread_once_t umask_once = PTHREAD_ONCE_INIT;
+
+static void read_umask(void)
+{
+    process_umask = umask(022);
+    umask(process_umask);
+}
+
+void pano_local_hex(const unsigned char *digest, size_t len, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < len; i++) {
+        out[2 * i] = hex[digest[i] >> 4];
+        out[2 * i + 1] = hex[digest[i] & 15];
+    }
+    out[2 * len] = '\0';
+}
+
+int pano_local_mkparents(const char *path)
+{
+    char *dir = pano_strdup(path);
+    char *slash = strrchr(dir, '/');
+    if (!slash || slash == dir) {
+        free(dir);
+        return 0;
+    }
+    *slash = '\0';
+    /* Walk down, creating what is missing. */
+    for (char *p = dir + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
+            int e = errno;
+            free(dir);
+            errno = e;
+            return -1;
+        }
+        *p = saved;
+        if (!saved)
+            break;
+    }
+    free(dir);
+    return 0;
+}
+
+int pano_local_tempfile(const char *path, mode_t mode, char **tmp)
+{
+    pthread_once(&umask_once, read_umask);
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    int dirlen = slash ? (int)(slash - path + 1) : 0;
+    /* Keep the name within NAME_MAX. */
+    char *name = pano_asprintf("%.*s.%.200s.pano-XXXXXX", dirlen, path, base);
+    int fd = mkostemp(name, O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT && pano_local_mkparents(path) == 0) {
+        free(name);
+        name = pano_asprintf("%.*s.%.200s.pano-XXXXXX", dirlen, path, base);
+        fd = mkostemp(name, O_CLOEXEC);
+    }
+    if (fd < 0) {
+        int e = errno;
+        free(name);
+        errno = e;
+        return -1;
+    }
+    if (fchmod(fd, mode & 0777 & ~process_umask) < 0) {
+        int e = errno;
+        close(fd);
+        unlink(name);
+        free(name);
+        errno = e;
+        return -1;
+    }
+    *tmp = name;
+    return fd;
+}
+
+static bool retryable_errno(int e) { return e == EIO || e == EAGAIN || e == EINTR || e == EBUSY; }
+
+/* "<action> <path>: <strerror>" */
+static int fail(pano_local_result *r, int e, const char *action, const char *path)
+{
+    snprintf(r->error, sizeof r->error, "%s %s: %s", action, path, strerror(e));
+    r->retryable = retryable_errno(e);
+    return -1;
+}
+
+static void add_progress(const pano_local_options *o, uint64_t n)
+{
+    if (o->progress)
+        atomic_fetch_add_explicit(o->progress, n, memory_order_relaxed);
+}
+
+/* In-kernel copy. Returns 0 done, 1 not supported here (nothing copied
+ * yet: caller falls back), -1 error (errno). */
+static int copy_kernel(int in, int out, uint64_t size, const pano_local_options *o,
+                       uint64_t *copied)
+{
+    bool use_sendfile = false;
+    for (;;) {
+        ssize_t n;
+        if (!use_sendfile)
+            n = copy_file_range(in, NULL, out, NULL, COPY_CHUNK, 0);
+        else
+            n = sendfile(out, in, NULL, COPY_CHUNK);
+        if (n > 0) {
+            *copied += (uint64_t)n;
+            add_progress(o, (uint64_t)n);
+            continue;
+        }
+        if (n == 0) {
+            /* copy_file_range may report 0 on some file systems (procfs,
+             * ...) without having copied anything: let read/write try. */
+            if (*copied == 0 && size > 0)
+                return 1;
+            return 0;
+        }
+        if (errno == EINTR)
+            continue;
+        if (*copied == 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL ||
+                             errno == EOPNOTSUPP || errno == EBADF)) {
+            if (!use_sendfile) {
+                use_sendfile = true;
+                continue;
+            }
+            return 1;
+        }
+        return -1;
+    }
+}
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Read/write copy, hashing what is read when md is given. */
+static int copy_buffered(int in, int out, EVP_MD_CTX *md, const pano_local_options *o,
+                         uint64_t *copied, bool *read_failed)
+{
+    unsigned char *buf = pano_malloc(BUF_SIZE);
+    int rc = 0;
+    for (;;) {
+        ssize_t n = read(in, buf, BUF_SIZE);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            *read_failed = true;
+            rc = -1;
+            break;
+        }
+        if (n == 0)
+            break;
+        if (md && EVP_DigestUpdate(md, buf, (size_t)n) != 1) {
+            errno = EIO;
+            rc = -1;
+            break;
+        }
+        if (write_all(out, buf, (size_t)n) < 0) {
+            rc = -1;
+            break;
+        }
+        *copied += (uint64_t)n;
+        add_progress(o, (uint64_t)n);
+    }
+    free(buf);
+    return rc;
+}
+
+int pano_local_sha256_file(const char *path, char out[65], char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return -1;
+    }
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+        snprintf(err, errlen, "SHA-256 is not available");
+        EVP_MD_CTX_free(md);
+        close(fd);
+        return -1;
+    }
+    unsigned char *buf = pano_malloc(BUF_SIZE);
+    int rc = 0;
+    for (;;) {
+        ssize_t n = read(fd, buf, BUF_SIZE);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+            rc = -1;
+            break;
+        }
+        if (n == 0)
+            break;
+        if (EVP_DigestUpdate(md, buf, (size_t)n) != 1) {
+            snprintf(err, errlen, "SHA-256 failed");
+            rc = -1;
+            break;
+        }
+    }
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int dlen = 0;
+    if (rc == 0) {
+        if (EVP_DigestFinal_ex(md, digest, &dlen) != 1) {
+            snprintf(err, errlen, "SHA-256 failed");
+            rc = -1;
+        } else
+            pano_local_hex(digest, dlen, out);
+    }
+    free(buf);
+    EVP_MD_CTX_free(md);
+    close(fd);
+    return rc;
+}
+
+int pano_local_copy(const char *src, const char *dst, const pano_local_options *o,
+                    pano_local_result *r)
+{
+    memset(r, 0, sizeof *r);
+    int in = open(src, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        return fail(r, errno, "cannot open source", src);
+    struct stat st;
+    if (fstat(in, &st) < 0) {
+        int e = errno;
+        close(in);
+        return fail(r, e, "cannot stat source", src);
+    }
+    if (S_ISDIR(st.st_mode)) {
+        close(in);
+        return fail(r, EISDIR, "source", src);
+    }
+    posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
+    char *tmp = NULL;
+    int out = pano_local_tempfile(dst, st.st_mode, &tmp);
+    if (out < 0) {
+        int e = errno;
+        close(in);
+        return fail(r, e, "cannot create a file next to", dst);
+    }
+
+    EVP_MD_CTX *md = NULL;
+    int rc = 0;
+    bool read_failed = false;
+    if (o->checksum) {
+        md = EVP_MD_CTX_new();
+        if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+            snprintf(r->error, sizeof r->error, "SHA-256 is not available");
+            rc = -1;
+        }
+        if (rc == 0)
+            rc = copy_buffered(in, out, md, o, &r->bytes, &read_failed);
+    } else {
+        rc = S_ISREG(st.st_mode) ? copy_kernel(in, out, (uint64_t)st.st_size, o, &r->bytes) : 1;
+        if (rc == 1)
+            rc = copy_buffered(in, out, NULL, o, &r->bytes, &read_failed);
+    }
+    if (rc < 0 && !r->error[0])
+        fail(r, errno, read_failed ? "cannot read" : "cannot write",
+             read_failed ? src : dst);
+    close(in);
+    if (close(out) < 0 && rc == 0)
+        rc = fail(r, errno, "cannot write", dst);
+
+    if (rc == 0 && md) {
+        unsigned char digest[EVP_MAX_MD_SIZE];
+        unsigned int dlen = 0;
+        if (EVP_DigestFinal_ex(md, digest, &dlen) != 1) {
+            snprintf(r->error, sizeof r->error, "SHA-256 failed");
+            rc = -1;
+        } else {
+            pano_local_hex(digest, dlen, r->sha256);
+            /* Verify what landed on disk. */
+            char again[65], why[300];
+            if (pano_local_sha256_file(tmp, again, why, sizeof why) < 0) {
+                snprintf(r->error, sizeof r->error, "verifying the copy: %s", why);
+                rc = -1;
+            } else if (strcmp(again, r->sha256) != 0) {
+                snprintf(r->error, sizeof r->error,
+                         "checksum mismatch: source sha256 %s, copy sha256 %s", r->sha256,
+                         again);
+                r->retryable = true;
+                rc = -1;
+            }
+        }
+    }
+    EVP_MD_CTX_free(md);
+    if (rc == 0 && rename(tmp, dst) < 0)
+        rc = fail(r, errno, "cannot rename the copy to", dst);
+    if (rc < 0)
+        unlink(tmp);
+    free(tmp);
+    return rc;
+}
