@@ -50,6 +50,10 @@ struct job {
     EVP_MD_CTX *md;
     int write_errno;
     bool resumable;   /* protocol has ranges */
+    double stall_limit;   /* seconds without progress before aborting */
+    double last_activity; /* when bytes last moved (or the attempt started) */
+    curl_off_t last_now;  /* dlnow + ulnow seen then */
+    bool stalled;
 
     /* local.h on a worker */
     pano_local_result lres;
@@ -353,6 +357,25 @@ static int on_seek(void *ud, curl_off_t offset, int origin)
     return CURL_SEEKFUNC_OK;
 }
 
+/* Stall detection: abort an attempt that moves no byte for stall_limit
+ * seconds (libcurl's low-speed check averages over several seconds). */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    job *j = ud;
+    double now = pano_now();
+    if (dlnow + ulnow != j->last_now) {
+        j->last_now = dlnow + ulnow;
+        j->last_activity = now;
+        return 0;
+    }
+    if (j->stall_limit > 0 && now - j->last_activity >= j->stall_limit) {
+        j->stalled = true;
+        return 1;
+    }
+    return 0;
+}
+
 /* Hash the first n bytes of fd (the part a resumed download keeps). */
 static int hash_prefix(job *j, uint64_t n)
 {
@@ -499,10 +522,13 @@ static CURL *new_easy(const engine *e, job *j, const char *url)
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(o->connect_timeout * 1000));
     if (o->timeout > 0)
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(o->timeout * 1000));
-    if (o->stall_timeout > 0) {
-        curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)ceil(o->stall_timeout));
-    }
+    j->stall_limit = o->stall_timeout;
+    j->last_activity = pano_now();
+    j->last_now = 0;
+    j->stalled = false;
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, j);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, o->tls_verify ? 1L : 0L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, o->tls_verify ? 2L : 0L);
     if (o->cacert)
@@ -609,7 +635,11 @@ static void curl_finished(engine *e, job *j, CURLcode code)
     bool ok = code == CURLE_OK;
     if (!ok) {
         const char *text = j->errbuf[0] ? j->errbuf : curl_easy_strerror(code);
-        if (code == CURLE_HTTP_RETURNED_ERROR)
+        if (code == CURLE_ABORTED_BY_CALLBACK && j->stalled) {
+            snprintf(j->error, sizeof j->error, "stalled: no data for %g s (%llu bytes moved in this attempt)",
+                     j->stall_limit, (unsigned long long)moved);
+            code = CURLE_OPERATION_TIMEDOUT; /* retry it like a timeout */
+        } else if (code == CURLE_HTTP_RETURNED_ERROR)
             snprintf(j->error, sizeof j->error, "HTTP %ld: %s", http, text);
         else if (code == CURLE_WRITE_ERROR && j->write_errno)
             snprintf(j->error, sizeof j->error, "cannot write %s: %s", j->spec->dst_path,
