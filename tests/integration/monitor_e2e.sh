@@ -34,4 +34,5 @@ check "$end" '.seq == 2 and (.event_id|length) > 0' "end event envelope"
 ts=$(jq -r .ts <<<"$end")
 stamp=$(jq -r '."@timestamp"' <<<"$end")
 [[ $(date -u -d "@${ts%.*}" +%Y-%m-%dT%H:%M:%S) == "${stamp%.*}" ]] || fail "@timestamp $stamp does not match ts $ts"
+stop_all
 log "PASS"
