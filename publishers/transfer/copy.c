@@ -413,6 +413,12 @@ static int new_digest(job *j)
 static int64_t prepare_download(const engine *e, job *j)
 {
     const char *dst = j->spec->dst_path;
+    struct stat sst;
+    /* libcurl reads a file:// directory as an empty file */
+    if (j->spec->src_path && stat(j->spec->src_path, &sst) == 0 && S_ISDIR(sst.st_mode)) {
+        snprintf(j->error, sizeof j->error, "source %s: %s", j->spec->src_path, strerror(EISDIR));
+        return -1;
+    }
     if (j->fd < 0) {
         if (e->o->resume) {
             if (pano_local_mkparents(dst) < 0 ||

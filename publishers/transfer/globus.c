@@ -384,6 +384,13 @@ static int handle_doc(const pano_json *doc, pano_json *bodies, int depth, char *
 long pano_globus_parse(const char *text, size_t len, pano_json *bodies, char *err,
                        size_t errlen)
 {
+    size_t blank = 0;
+    while (blank < len && isspace((unsigned char)text[blank]))
+        blank++;
+    if (blank == len) {
+        snprintf(err, errlen, "no JSON document in the input");
+        return -1;
+    }
     if (validate(text, len, err, errlen) < 0)
         return -1;
     size_t before = bodies->u.items.len;
@@ -408,6 +415,9 @@ long pano_globus_parse(const char *text, size_t len, pano_json *bodies, char *er
         pano_json_free(doc);
         if (rc < 0) {
             snprintf(err, errlen, "document at line %zu, column %zu: %.300s", line, col, why);
+            /* all or nothing */
+            while (bodies->u.items.len > before)
+                pano_json_free(bodies->u.items.values[--bodies->u.items.len]);
             return -1;
         }
         p = e;

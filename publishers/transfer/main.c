@@ -447,7 +447,7 @@ static int do_globus(pano_config *cfg, const cmd_options *co, int argc, char **a
         }
         emit(&out, ev);
     }
-    pano_info("%ld Globus task%s read", n, n == 1 ? "" : "s");
+    pano_debug("%ld Globus task%s read", n, n == 1 ? "" : "s");
     long undelivered = out.undelivered;
     output_close(&out);
     pano_json_free(bodies);
