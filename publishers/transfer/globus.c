@@ -149,9 +149,11 @@ bool pano_globus_time(const char *text, double *out)
     return true;
 }
 
+/* bytes_transferred is a count; duration and mbps stay doubles, so that
+ * Elasticsearch maps them as such whatever the first value looks like. */
 static void set_number(pano_json *ev, const char *key, double v)
 {
-    if (v == floor(v) && fabs(v) < 9e15)
+    if (strcmp(key, "bytes_transferred") == 0 && v == floor(v) && fabs(v) < 9e15)
         pano_json_set_int(ev, key, (int64_t)v);
     else
         pano_json_set_double(ev, key, v, -1);

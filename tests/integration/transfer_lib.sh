@@ -1,0 +1,36 @@
+# Helpers for the pano-transfer tests. Source it after lib.sh.
+#
+# The local and HTTP tests need no broker: they unset every broker URL so
+# events come out as JSON lines, and give a workflow UUID so that stderr
+# holds only what pano-transfer has to say.
+
+PT="$PANO_BUILD/publishers/transfer/pano-transfer"
+HTTPD="$PANO_BUILD/tests/integration/transfer_httpd"
+[[ -x $PT ]] || fail "pano-transfer is not built ($PT)"
+
+no_broker() {
+    unset PANO_AMQP_URL PEGASUS_AMQP_URL PEGASUS_TRANSFER_PUBLISH PANO_TRANSFER_PUBLISH PANO_OUTPUT
+    export PANO_WF_UUID=${PANO_WF_UUID:-$(cat /proc/sys/kernel/random/uuid)}
+}
+
+# check JSON JQ_EXPR WHAT: fail unless the expression holds.
+check() { jq -e "$2" <<<"$1" >/dev/null || fail "$3: $1"; }
+
+# The event of a JSON-lines file with a given name (the Nth, from 1).
+event_of() { # FILE NAME [N]
+    jq -c --arg n "$2" 'select(.event == $n)' "$1" | sed -n "${3:-1}p"
+}
+
+# Start the test HTTP server on ROOT; sets HTTP_PORT and HTTP_LOG.
+start_httpd() { # ROOT
+    local root=$1
+    HTTP_LOG="$TEST_DIR/httpd.log"
+    "$HTTPD" "$root" >"$TEST_DIR/httpd.port" 2>"$HTTP_LOG" &
+    PIDS+=($!)
+    wait_until 10 grep -q PORT "$TEST_DIR/httpd.port" || fail "transfer_httpd did not start"
+    HTTP_PORT=$(awk '{print $2}' "$TEST_DIR/httpd.port")
+    log "transfer_httpd on 127.0.0.1:$HTTP_PORT"
+}
+
+# The bytes /gen/SIZE serves (byte i = i % 251), from the server itself.
+gen_sha256() { curl -fsS "http://127.0.0.1:$HTTP_PORT/gen/$1" | sha256sum | cut -d' ' -f1; }
