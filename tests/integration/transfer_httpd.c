@@ -272,6 +272,9 @@ static void *handle(void *arg)
 
     if (strcmp(method, "PUT") == 0 && strncmp(path, "/upload/", 8) == 0) {
         const char *cl = header(req, "Content-Length");
+        const char *expect = header(req, "Expect");
+        if (expect && strncasecmp(expect, "100-continue", 12) == 0)
+            send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25);
         do_upload(fd, path + 8, end + 4, len - (size_t)(end + 4 - req), cl ? atoll(cl) : -1);
         goto out;
     }
