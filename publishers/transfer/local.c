@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +15,6 @@
 
 #define COPY_CHUNK (64u << 20) /* bytes per copy_file_range/sendfile call */
 #define BUF_SIZE (1u << 20)    /* read/write buffer */
-
-static mode_t process_umask;
-static pthread_once_t umask_once = PTHREAD_ONCE_INIT;
-
-static void read_umask(void)
-{
-    process_umask = umask(022);
-    umask(process_umask);
-}
 
 void pano_local_hex(const unsigned char *digest, size_t len, char *out)
 {
@@ -65,35 +55,40 @@ int pano_local_mkparents(const char *path)
     return 0;
 }
 
-int pano_local_tempfile(const char *path, mode_t mode, char **tmp)
+/* ".NAME.pano-<pid>-<n>": unique within this process, and across processes
+ * by the pid; a name left by a crashed process is skipped (EEXIST). The
+ * mode goes to open(2), which applies the umask. */
+static _Atomic unsigned long temp_counter;
+
+static int open_temp(const char *path, mode_t mode, char **tmp)
 {
-    pthread_once(&umask_once, read_umask);
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
     int dirlen = slash ? (int)(slash - path + 1) : 0;
-    /* Keep the name within NAME_MAX. */
-    char *name = pano_asprintf("%.*s.%.200s.pano-XXXXXX", dirlen, path, base);
-    int fd = mkostemp(name, O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT && pano_local_mkparents(path) == 0) {
-        free(name);
-        name = pano_asprintf("%.*s.%.200s.pano-XXXXXX", dirlen, path, base);
-        fd = mkostemp(name, O_CLOEXEC);
-    }
-    if (fd < 0) {
+    for (int tries = 0; tries < 100; tries++) {
+        unsigned long n = atomic_fetch_add(&temp_counter, 1);
+        /* Keep the name within NAME_MAX. */
+        char *name = pano_asprintf("%.*s.%.200s.pano-%ld-%lu", dirlen, path, base,
+                                   (long)getpid(), n);
+        int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 0777);
+        if (fd >= 0) {
+            *tmp = name;
+            return fd;
+        }
         int e = errno;
         free(name);
         errno = e;
-        return -1;
+        if (e != EEXIST)
+            return -1;
     }
-    if (fchmod(fd, mode & 0777 & ~process_umask) < 0) {
-        int e = errno;
-        close(fd);
-        unlink(name);
-        free(name);
-        errno = e;
-        return -1;
-    }
-    *tmp = name;
+    return -1;
+}
+
+int pano_local_tempfile(const char *path, mode_t mode, char **tmp)
+{
+    int fd = open_temp(path, mode, tmp);
+    if (fd < 0 && errno == ENOENT && pano_local_mkparents(path) == 0)
+        fd = open_temp(path, mode, tmp);
     return fd;
 }
 
@@ -128,6 +123,10 @@ static int copy_kernel(int in, int out, uint64_t size, const pano_local_options 
         if (n > 0) {
             *copied += (uint64_t)n;
             add_progress(o, (uint64_t)n);
+            /* Done at the size fstat gave: saves a call per small file.
+             * (A file that grows meanwhile is copied as it was.) */
+            if (*copied >= size)
+                return 0;
             continue;
         }
         if (n == 0) {
@@ -264,7 +263,8 @@ int pano_local_copy(const char *src, const char *dst, const pano_local_options *
         close(in);
         return fail(r, EISDIR, "source", src);
     }
-    posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
+    if (st.st_size >= (1 << 20))
+        posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
     char *tmp = NULL;
     int out = pano_local_tempfile(dst, st.st_mode, &tmp);
     if (out < 0) {
@@ -285,7 +285,10 @@ int pano_local_copy(const char *src, const char *dst, const pano_local_options *
         if (rc == 0)
             rc = copy_buffered(in, out, md, o, &r->bytes, &read_failed);
     } else {
-        rc = S_ISREG(st.st_mode) ? copy_kernel(in, out, (uint64_t)st.st_size, o, &r->bytes) : 1;
+        /* st_size 0 may still have content (procfs): read it */
+        rc = S_ISREG(st.st_mode) && st.st_size > 0
+                 ? copy_kernel(in, out, (uint64_t)st.st_size, o, &r->bytes)
+                 : 1;
         if (rc == 1)
             rc = copy_buffered(in, out, NULL, o, &r->bytes, &read_failed);
     }
