@@ -70,7 +70,7 @@ static int open_temp(const char *path, mode_t mode, char **tmp)
         /* Keep the name within NAME_MAX. */
         char *name = pano_asprintf("%.*s.%.200s.pano-%ld-%lu", dirlen, path, base,
                                    (long)getpid(), n);
-        int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode & 0777);
+        int fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode & 0777);
         if (fd >= 0) {
             *tmp = name;
             return fd;
@@ -198,6 +198,8 @@ static int copy_buffered(int in, int out, EVP_MD_CTX *md, const pano_local_optio
     return rc;
 }
 
+static int sha256_fd(int fd, char out[65], char *err, size_t errlen);
+
 int pano_local_sha256_file(const char *path, char out[65], char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -205,26 +207,118 @@ int pano_local_sha256_file(const char *path, char out[65], char *err, size_t err
         snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
         return -1;
     }
+    char why[256];
+    int rc = sha256_fd(fd, out, why, sizeof why);
+    if (rc < 0)
+        snprintf(err, errlen, "cannot read %s: %s", path, why);
+    close(fd);
+    return rc;
+}
+
+/* ---- unnamed files: O_TMPFILE, named with linkat(2) once complete ------ */
+
+static _Atomic int proc_fd_usable; /* 0 unknown, 1 yes, -1 no */
+static _Atomic int empty_path_usable = 1; /* linkat(AT_EMPTY_PATH) worked or not tried */
+
+static bool can_link_unnamed(void)
+{
+    int v = atomic_load(&proc_fd_usable);
+    if (v == 0) {
+        v = access("/proc/self/fd", X_OK) == 0 ? 1 : -1;
+        atomic_store(&proc_fd_usable, v);
+    }
+    return v > 0;
+}
+
+/* An unnamed file in dst's directory (creating missing directories), or
+ * -1 with errno (EOPNOTSUPP and the like where the file system has none). */
+static int open_unnamed(const char *dst, mode_t mode)
+{
+    if (!can_link_unnamed()) {
+        errno = EOPNOTSUPP;
+        return -1;
+    }
+    const char *slash = strrchr(dst, '/');
+    char *dir = slash ? pano_strndup(dst, slash == dst ? 1 : (size_t)(slash - dst))
+                      : pano_strdup(".");
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode & 0777);
+    if (fd < 0 && errno == ENOENT && pano_local_mkparents(dst) == 0)
+        fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode & 0777);
+    int e = errno;
+    free(dir);
+    errno = e;
+    return fd;
+}
+
+/* Name the unnamed file fd dst, replacing what dst was. */
+static int link_unnamed(int fd, const char *dst)
+{
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    /* AT_EMPTY_PATH is cheaper than the /proc path, but needs
+     * CAP_DAC_READ_SEARCH (or a recent kernel): try it once. */
+    if (atomic_load(&empty_path_usable)) {
+        if (linkat(fd, "", AT_FDCWD, dst, AT_EMPTY_PATH) == 0)
+            return 0;
+        if (errno == EEXIST)
+            goto exists;
+        if (errno != EPERM && errno != ENOENT && errno != EINVAL)
+            return -1;
+        atomic_store(&empty_path_usable, 0);
+    }
+    if (linkat(AT_FDCWD, proc, AT_FDCWD, dst, AT_SYMLINK_FOLLOW) == 0)
+        return 0;
+    if (errno != EEXIST)
+        return -1;
+exists:
+    /* dst exists: link under a temporary name, then rename over it. */
+    const char *slash = strrchr(dst, '/');
+    int dirlen = slash ? (int)(slash - dst + 1) : 0;
+    for (int tries = 0; tries < 100; tries++) {
+        char *name = pano_asprintf("%.*s.%.200s.pano-%ld-%lu", dirlen, dst,
+                                   slash ? slash + 1 : dst, (long)getpid(),
+                                   atomic_fetch_add(&temp_counter, 1));
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0) {
+            int rc = rename(name, dst);
+            int e = errno;
+            if (rc < 0)
+                unlink(name);
+            free(name);
+            errno = e;
+            return rc;
+        }
+        int e = errno;
+        free(name);
+        errno = e;
+        if (e != EEXIST)
+            return -1;
+    }
+    return -1;
+}
+
+static int sha256_fd(int fd, char out[65], char *err, size_t errlen)
+{
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
         snprintf(err, errlen, "SHA-256 is not available");
         EVP_MD_CTX_free(md);
-        close(fd);
         return -1;
     }
     unsigned char *buf = pano_malloc(BUF_SIZE);
     int rc = 0;
+    off_t off = 0;
     for (;;) {
-        ssize_t n = read(fd, buf, BUF_SIZE);
+        ssize_t n = pread(fd, buf, BUF_SIZE, off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
-            snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+            snprintf(err, errlen, "%s", strerror(errno));
             rc = -1;
             break;
         }
         if (n == 0)
             break;
+        off += n;
         if (EVP_DigestUpdate(md, buf, (size_t)n) != 1) {
             snprintf(err, errlen, "SHA-256 failed");
             rc = -1;
@@ -242,7 +336,6 @@ int pano_local_sha256_file(const char *path, char out[65], char *err, size_t err
     }
     free(buf);
     EVP_MD_CTX_free(md);
-    close(fd);
     return rc;
 }
 
@@ -265,8 +358,13 @@ int pano_local_copy(const char *src, const char *dst, const pano_local_options *
     }
     if (st.st_size >= (1 << 20))
         posix_fadvise(in, 0, 0, POSIX_FADV_SEQUENTIAL);
+    /* An unnamed file where the file system has them (nothing is left
+     * behind even if the process is killed), else a temporary name. */
     char *tmp = NULL;
-    int out = pano_local_tempfile(dst, st.st_mode, &tmp);
+    int out = open_unnamed(dst, st.st_mode);
+    if (out < 0 && errno != ENOENT && errno != EACCES && errno != EROFS && errno != ENOSPC &&
+        errno != EDQUOT && errno != ENOTDIR)
+        out = pano_local_tempfile(dst, st.st_mode, &tmp);
     if (out < 0) {
         int e = errno;
         close(in);
@@ -293,11 +391,8 @@ int pano_local_copy(const char *src, const char *dst, const pano_local_options *
             rc = copy_buffered(in, out, NULL, o, &r->bytes, &read_failed);
     }
     if (rc < 0 && !r->error[0])
-        fail(r, errno, read_failed ? "cannot read" : "cannot write",
-             read_failed ? src : dst);
+        fail(r, errno, read_failed ? "cannot read" : "cannot write", read_failed ? src : dst);
     close(in);
-    if (close(out) < 0 && rc == 0)
-        rc = fail(r, errno, "cannot write", dst);
 
     if (rc == 0 && md) {
         unsigned char digest[EVP_MAX_MD_SIZE];
@@ -307,10 +402,10 @@ int pano_local_copy(const char *src, const char *dst, const pano_local_options *
             rc = -1;
         } else {
             pano_local_hex(digest, dlen, r->sha256);
-            /* Verify what landed on disk. */
+            /* Verify what landed in the file. */
             char again[65], why[300];
-            if (pano_local_sha256_file(tmp, again, why, sizeof why) < 0) {
-                snprintf(r->error, sizeof r->error, "verifying the copy: %s", why);
+            if (sha256_fd(out, again, why, sizeof why) < 0) {
+                snprintf(r->error, sizeof r->error, "verifying the copy of %s: %s", dst, why);
                 rc = -1;
             } else if (strcmp(again, r->sha256) != 0) {
                 snprintf(r->error, sizeof r->error,
@@ -322,9 +417,17 @@ int pano_local_copy(const char *src, const char *dst, const pano_local_options *
         }
     }
     EVP_MD_CTX_free(md);
-    if (rc == 0 && rename(tmp, dst) < 0)
-        rc = fail(r, errno, "cannot rename the copy to", dst);
-    if (rc < 0)
+    if (rc == 0) {
+        if (tmp ? rename(tmp, dst) < 0 : link_unnamed(out, dst) < 0)
+            rc = fail(r, errno, "cannot name the copy", dst);
+        else
+            tmp = NULL; /* it is dst now */
+    }
+    if (close(out) < 0 && rc == 0) {
+        rc = fail(r, errno, "cannot write", dst);
+        unlink(dst);
+    }
+    if (rc < 0 && tmp)
         unlink(tmp);
     free(tmp);
     return rc;

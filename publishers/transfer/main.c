@@ -179,6 +179,10 @@ typedef struct {
 
 static void set_url(pano_json *ev, const char *key, const char *url)
 {
+    if (!strchr(url, '@')) { /* no credentials to hide */
+        pano_json_set_str(ev, key, url);
+        return;
+    }
     char redacted[4096];
     pano_url_redact(url, redacted, sizeof redacted);
     pano_json_set_str(ev, key, redacted);

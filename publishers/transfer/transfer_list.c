@@ -151,9 +151,9 @@ static const char *last_component(const char *s, size_t *len)
     return s + start;
 }
 
-int pano_transfer_list_add(pano_transfer_list *list, const char *src, const char *dst,
-                           const char *src_site, const char *dst_site, const char *sha256,
-                           size_t line, char *err, size_t errlen)
+static int add(pano_transfer_list *list, const char *src, const char *dst, const char *src_site,
+               const char *dst_site, const char *sha256, size_t line, bool stat_dst, char *err,
+               size_t errlen)
 {
     pano_transfer_spec s = {.line = line};
     if (normalize(src, "source", &s.src_url, &s.src_path, err, errlen) < 0)
@@ -163,7 +163,7 @@ int pano_transfer_list_add(pano_transfer_list *list, const char *src, const char
     size_t dlen = strlen(dst);
     char scheme[16];
     bool dst_is_dir = dlen > 0 && dst[dlen - 1] == '/';
-    if (!dst_is_dir && !pano_transfer_scheme(dst, scheme, sizeof scheme)) {
+    if (stat_dst && !dst_is_dir && !pano_transfer_scheme(dst, scheme, sizeof scheme)) {
         struct stat st;
         dst_is_dir = stat(dst, &st) == 0 && S_ISDIR(st.st_mode);
     }
@@ -210,6 +210,13 @@ fail:
     return -1;
 }
 
+int pano_transfer_list_add(pano_transfer_list *list, const char *src, const char *dst,
+                           const char *src_site, const char *dst_site, const char *sha256,
+                           size_t line, char *err, size_t errlen)
+{
+    return add(list, src, dst, src_site, dst_site, sha256, line, true, err, errlen);
+}
+
 static const char *first_str(const pano_json *obj, const char *a, const char *b)
 {
     const char *v = pano_json_get_str(obj, a);
@@ -240,8 +247,8 @@ static int parse_json_line(pano_transfer_list *list, const char *line, size_t le
     const char *ss = first_str(obj, "src_site", "source_site_name");
     const char *ds = first_str(obj, "dst_site", "destination_site_name");
     const char *sha = first_str(obj, "sha256", "checksum");
-    if (pano_transfer_list_add(list, src, dst, ss ? ss : dsrc, ds ? ds : ddst, sha, lineno,
-                               why, sizeof why) < 0) {
+    if (add(list, src, dst, ss ? ss : dsrc, ds ? ds : ddst, sha, lineno, false, why,
+            sizeof why) < 0) {
         snprintf(err, errlen, "line %zu: %s", lineno, why);
         goto out;
     }
@@ -296,8 +303,8 @@ int pano_transfer_list_parse(pano_transfer_list *list, const char *text, size_t 
         char *src = pano_strndup(w1, (size_t)(w1e - w1));
         char *dst = pano_strndup(w2, (size_t)(w2e - w2));
         char why[256];
-        int rc = pano_transfer_list_add(list, src, dst, default_src_site, default_dst_site,
-                                        NULL, lineno, why, sizeof why);
+        int rc = add(list, src, dst, default_src_site, default_dst_site, NULL, lineno, false,
+                     why, sizeof why);
         free(src);
         free(dst);
         if (rc < 0) {

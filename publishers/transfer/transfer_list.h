@@ -15,6 +15,8 @@
  *   - two words, "SRC DST" (separated by blanks; no quoting).
  *
  * Blank lines and lines starting with '#' are skipped. Errors name the line.
+ * In a list, DST names the destination file itself; only a DST ending in '/'
+ * means "into this directory" (no file system lookups while parsing).
  */
 #ifndef PANO_TRANSFER_LIST_H
 #define PANO_TRANSFER_LIST_H
@@ -38,8 +40,9 @@ typedef struct {
     size_t len, cap;
 } pano_transfer_list;
 
-/* Add one transfer. A destination ending in '/' or naming an existing local
- * directory gets the source's last path component appended (as cp does).
+/* Add one transfer (the command line's SRC DST). A destination ending in
+ * '/' or naming an existing local directory gets the source's last path
+ * component appended (as cp does).
  * Returns 0, or -1 with a message in err (unsupported scheme, empty name). */
 int pano_transfer_list_add(pano_transfer_list *list, const char *src, const char *dst,
                            const char *src_site, const char *dst_site, const char *sha256,
