@@ -34,15 +34,13 @@ trap cleanup EXIT
 export PANO_WF_UUID=bench PANO_AMQP_URL= PEGASUS_AMQP_URL=
 unset PEGASUS_TRANSFER_PUBLISH
 
-now() { date +%s.%N; }
-# timed CMD...: seconds of wall time, after syncing what earlier runs wrote.
+# timed CMD...: "WALL CPU" seconds (CPU = user + system), after syncing
+# what earlier runs wrote.
 timed() {
     sync
-    local t0 t1
-    t0=$(now)
-    "$@" >/dev/null
-    t1=$(now)
-    awk -v a="$t1" -v b="$t0" 'BEGIN { printf "%.6f\n", a - b }' 
+    local TIMEFORMAT='%3R %3U %3S' t
+    t=$({ time "$@" >/dev/null 2>&1; } 2>&1)
+    awk '{ printf "%s %.3f\n", $1, $2 + $3 }' <<<"$t"
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", a / b }'; }
@@ -64,12 +62,16 @@ for _ in $(seq 50); do grep -q PORT "$W/httpd.port" && break; sleep 0.1; done
 port=$(awk '{print $2}' "$W/httpd.port")
 
 declare -a cp_big pt_big cp_small pt_small curl_http pt_http
+declare -A cpu_times
 # one_run ARRAY OUTPUT CMD...: time CMD, check, remove OUTPUT.
 one_run() {
     local -n times=$1
-    local out=$2
+    local name=$1 out=$2
     shift 2
-    times+=("$(timed "$@")")
+    local t
+    t=$(timed "$@")
+    times+=("${t% *}")
+    cpu_times[$name]+=" ${t#* }"
     if [[ -d $out ]]; then
         [[ $(bytes_in "$out") == "$small_bytes" ]] || { echo "$* copied the wrong bytes" >&2; exit 1; }
     else
@@ -101,4 +103,10 @@ printf 'big   (1 GiB local):    cp %6.3f s (%s MiB/s)   pano-transfer %6.3f s (%
 printf 'small (%d files):    cp %6.3f s (%s files/s)   pano-transfer %6.3f s (%s files/s)\n' "$SMALL_FILES" "$cps" "$(awk -v a="$SMALL_FILES" -v b="$cps" 'BEGIN { printf "%d", a / b }')" "$pts" "$(awk -v a="$SMALL_FILES" -v b="$pts" 'BEGIN { printf "%d", a / b }')"
 printf 'http  (1 GiB local HTTP): curl %6.3f s (%s MiB/s)   pano-transfer %6.3f s (%s MiB/s)\n' "$cuh" "$(mb $gib "$cuh")" "$pth" "$(mb $gib "$pth")"
 echo "http_ratio=$(ratio "$cuh" "$pth")"
+# CPU seconds (median): less sensitive to a busy disk or CPU than wall time.
+for k in cp_big pt_big cp_small pt_small curl_http pt_http; do
+    # shellcheck disable=SC2086
+    printf 'cpu %-10s %s s\n' "$k" "$(median ${cpu_times[$k]})"
+done
+echo "cpu_ratios big=$(ratio "$(median ${cpu_times[cp_big]})" "$(median ${cpu_times[pt_big]})") small=$(ratio "$(median ${cpu_times[cp_small]})" "$(median ${cpu_times[pt_small]})") http=$(ratio "$(median ${cpu_times[curl_http]})" "$(median ${cpu_times[pt_http]})")"
 echo "RESULT transfer big_ratio=$(ratio "$cpb" "$ptb") small_ratio=$(ratio "$cps" "$pts")"

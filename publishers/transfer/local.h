@@ -6,10 +6,12 @@
  * callbacks and a small buffer. A local copy here uses copy_file_range(2)
  * (in-kernel, reflinks where the file system can), falling back to
  * sendfile(2) and then read/write; with a checksum it reads and writes
- * through a 1 MiB buffer and hashes what it reads. Either way the data goes
- * to a temporary file next to the destination, renamed over it only when
- * complete, so a failed copy never leaves half a file at DST. Missing parent
- * directories of DST are created.
+ * through a 1 MiB buffer and hashes what it reads (and verifies the copy by
+ * reading it back). Either way the data goes to an unnamed file in DST's
+ * directory (O_TMPFILE), given its name with linkat(2) only when complete,
+ * so a failed or killed copy leaves nothing behind; where the file system
+ * has no O_TMPFILE, a temporary ".NAME.pano-PID-N" file renamed over DST.
+ * Missing parent directories of DST are created.
  */
 #ifndef PANO_TRANSFER_LOCAL_H
 #define PANO_TRANSFER_LOCAL_H
