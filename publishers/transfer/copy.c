@@ -252,9 +252,12 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&e->lock);
         run_local(e, j);
         pthread_mutex_lock(&e->lock);
+        /* One wakeup per batch: a non-empty list already has one pending. */
+        bool wake = e->done_head == NULL;
         j->next = e->done_head;
         e->done_head = j;
-        curl_multi_wakeup(e->multi);
+        if (wake)
+            curl_multi_wakeup(e->multi);
     }
     pthread_mutex_unlock(&e->lock);
     return NULL;
