@@ -12,6 +12,7 @@
 #include <math.h>
 #include <openssl/evp.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +46,8 @@ struct job {
     CURL *easy;
     char errbuf[CURL_ERROR_SIZE];
     int fd;     /* download: the file written; upload: the source */
-    char *tmp;  /* download: the temporary file (NULL: DST in place) */
+    char *tmp;  /* download: the temporary file's name (NULL: unnamed, or in place) */
+    bool in_place;    /* download: writing DST itself (resume) */
     uint64_t written; /* download: bytes in the file */
     EVP_MD_CTX *md;
     int write_errno;
@@ -113,6 +115,16 @@ static bool has_ranges(const char *url)
 {
     static const char *const ranged[] = {"http", "https", "ftp", "ftps", "sftp", "file", NULL};
     return scheme_is(url, ranged);
+}
+
+static volatile sig_atomic_t interrupted;
+
+void pano_copy_interrupt(void) { interrupted = 1; }
+
+/* A digest is computed with --checksum, and always when the list gives one. */
+static bool wants_digest(const engine *e, const job *j)
+{
+    return e->o->checksum || j->spec->sha256;
 }
 
 static void remove_from(job **arr, size_t *n, job *j)
@@ -187,7 +199,7 @@ static void attempt_ended(engine *e, job *j, bool ok)
         return;
     }
     int retries_done = j->attempts - 1;
-    if (j->retryable && retries_done < e->o->retries) {
+    if (j->retryable && retries_done < e->o->retries && !interrupted) {
         double d = backoff(e, retries_done + 1);
         pano_info("%s: %s; retry %d of %d in %.1f s", j->spec->dst_url, j->error,
                   retries_done + 1, e->o->retries, d);
@@ -209,7 +221,10 @@ static void attempt_ended(engine *e, job *j, bool ok)
 
 static void run_local(const engine *e, job *j)
 {
-    pano_local_options lo = {.checksum = e->o->checksum, .progress = &j->live};
+    /* An expected digest is always checked. */
+    pano_local_options lo = {.checksum = wants_digest(e, j),
+                             .expect_sha256 = j->spec->sha256,
+                             .progress = &j->live};
     j->lrc = pano_local_copy(j->spec->src_path, j->spec->dst_path, &lo, &j->lres);
 }
 
@@ -222,13 +237,6 @@ static void local_finished(engine *e, job *j)
     if (ok) {
         j->size = (int64_t)r->bytes;
         memcpy(j->sha256, r->sha256, sizeof j->sha256);
-        if (j->spec->sha256 && strcmp(j->spec->sha256, r->sha256) != 0 && r->sha256[0]) {
-            snprintf(j->error, sizeof j->error, "checksum mismatch: expected sha256 %s, got %s",
-                     j->spec->sha256, r->sha256);
-            j->retryable = false;
-            unlink(j->spec->dst_path);
-            ok = false;
-        }
     } else {
         snprintf(j->error, sizeof j->error, "%s", r->error);
         j->retryable = r->retryable;
@@ -425,7 +433,7 @@ static int64_t prepare_download(const engine *e, job *j)
     if (j->fd < 0) {
         if (e->o->resume) {
             if (pano_local_mkparents(dst) < 0 ||
-                (j->fd = open(dst, O_WRONLY | O_CREAT | O_CLOEXEC, 0666)) < 0) {
+                (j->fd = open(dst, O_RDWR | O_CREAT | O_CLOEXEC, 0666)) < 0) {
                 snprintf(j->error, sizeof j->error, "cannot open %s: %s", dst, strerror(errno));
                 return -1;
             }
@@ -435,11 +443,12 @@ static int64_t prepare_download(const engine *e, job *j)
                 return -1;
             }
             j->written = (uint64_t)st.st_size;
+            j->in_place = true;
             if (j->written)
                 pano_info("%s: continuing after %llu bytes", dst,
                           (unsigned long long)j->written);
         } else {
-            j->fd = pano_local_tempfile(dst, 0666, &j->tmp);
+            j->fd = pano_local_create(dst, 0666, &j->tmp);
             if (j->fd < 0) {
                 snprintf(j->error, sizeof j->error, "cannot create a file next to %s: %s", dst,
                          strerror(errno));
@@ -448,7 +457,7 @@ static int64_t prepare_download(const engine *e, job *j)
             j->written = 0;
         }
         j->restart = j->written > 0 && !j->resumable;
-        if (e->o->checksum && new_digest(j) < 0)
+        if (wants_digest(e, j) && new_digest(j) < 0)
             return -1;
         if (j->md && !j->restart && j->written && hash_prefix(j, j->written) < 0) {
             snprintf(j->error, sizeof j->error, "cannot read %s: %s", dst, strerror(errno));
@@ -462,7 +471,7 @@ static int64_t prepare_download(const engine *e, job *j)
         }
         j->written = 0;
         j->restart = false;
-        if (e->o->checksum && new_digest(j) < 0)
+        if (wants_digest(e, j) && new_digest(j) < 0)
             return -1;
     }
     if (lseek(j->fd, (off_t)j->written, SEEK_SET) < 0) {
@@ -481,7 +490,7 @@ static int prepare_upload(const engine *e, job *j, curl_off_t *size)
                      strerror(errno));
             return -1;
         }
-        if (e->o->checksum) {
+        if (wants_digest(e, j)) {
             char why[400];
             if (pano_local_sha256_file(src, j->sha256, why, sizeof why) < 0) {
                 snprintf(j->error, sizeof j->error, "%s", why);
@@ -673,8 +682,7 @@ static void curl_finished(engine *e, job *j, CURLcode code)
             } else {
                 pano_local_hex(digest, dlen, j->sha256);
                 char again[65], why[300];
-                const char *path = j->tmp ? j->tmp : j->spec->dst_path;
-                if (pano_local_sha256_file(path, again, why, sizeof why) < 0) {
+                if (pano_local_sha256_fd(j->fd, again, why, sizeof why) < 0) {
                     snprintf(j->error, sizeof j->error, "verifying the copy: %s", why);
                     ok = false;
                 } else if (strcmp(again, j->sha256) != 0) {
@@ -688,7 +696,7 @@ static void curl_finished(engine *e, job *j, CURLcode code)
             }
             EVP_MD_CTX_free(j->md);
             j->md = NULL;
-            if (!ok && e->o->checksum && new_digest(j) < 0)
+            if (!ok && wants_digest(e, j) && new_digest(j) < 0)
                 j->retryable = false;
         }
         if (ok && j->spec->sha256 && strcmp(j->spec->sha256, j->sha256) != 0) {
@@ -698,16 +706,16 @@ static void curl_finished(engine *e, job *j, CURLcode code)
             j->retryable = true;
             ok = false;
         }
-        if (ok && j->tmp) {
-            if (close(j->fd) < 0 || rename(j->tmp, j->spec->dst_path) < 0) {
+        if (ok && !j->in_place) {
+            if (pano_local_commit(j->fd, j->tmp, j->spec->dst_path) < 0) {
                 snprintf(j->error, sizeof j->error, "cannot complete %s: %s",
                          j->spec->dst_path, strerror(errno));
-                j->fd = -1;
                 j->retryable = false;
                 attempt_ended(e, j, false);
                 return;
             }
-            j->fd = -1;
+            free(j->tmp); /* it is DST now */
+            j->tmp = NULL;
         }
     } else if (j->fd >= 0) {
         close(j->fd);
@@ -757,6 +765,49 @@ static void start_job(engine *e, job *j)
         if (start_curl(e, j) < 0)
             attempt_ended(e, j, false);
         return;
+    }
+}
+
+/* After pano_copy_interrupt(): every transfer that is not final becomes a
+ * failure now, except local copies on workers, which finish first. */
+static void stop_everything(engine *e)
+{
+    for (size_t i = 0; i < e->nrunning;) {
+        job *j = e->running[i];
+        if (!j->easy) {
+            i++;
+            continue;
+        }
+        curl_off_t moved = 0;
+        curl_easy_getinfo(j->easy, j->kind == KIND_DOWNLOAD ? CURLINFO_SIZE_DOWNLOAD_T
+                                                            : CURLINFO_SIZE_UPLOAD_T,
+                          &moved);
+        atomic_store(&j->live, (uint64_t)(moved > 0 ? moved : 0));
+        curl_multi_remove_handle(e->multi, j->easy);
+        curl_easy_cleanup(j->easy);
+        j->easy = NULL;
+        snprintf(j->error, sizeof j->error, "interrupted");
+        j->retryable = false;
+        attempt_ended(e, j, false); /* removes it from running */
+    }
+    while (e->nwaiting > 0) {
+        job *j = e->waiting[--e->nwaiting];
+        char last[sizeof j->error];
+        snprintf(last, sizeof last, "%s", j->error);
+        snprintf(j->error, sizeof j->error, "interrupted while waiting to retry (%.400s)", last);
+        if (j->kind == KIND_DOWNLOAD)
+            release_download(j, false);
+        else if (j->fd >= 0) {
+            close(j->fd);
+            j->fd = -1;
+        }
+        report(e, j, 1);
+    }
+    while (e->next < e->njobs) {
+        job *j = &e->jobs[e->next++];
+        j->start = pano_now();
+        snprintf(j->error, sizeof j->error, "interrupted before it started");
+        report(e, j, 1);
     }
 }
 
@@ -819,7 +870,14 @@ long pano_copy_run(const pano_copy_options *o, const pano_transfer_list *list,
     }
 
     double next_tick = pano_now() + TICK_MS / 1000.0;
+    bool stopped = false;
     while (e.done < e.njobs) {
+        if (interrupted && !stopped) {
+            stop_everything(&e);
+            stopped = true;
+            if (e.done >= e.njobs)
+                break;
+        }
         /* Start what may start: due retries first, then new transfers. */
         double now = pano_now();
         for (size_t i = 0; i < e.nwaiting && e.active < (size_t)jobs;) {

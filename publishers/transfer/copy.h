@@ -80,4 +80,10 @@ typedef struct {
 long pano_copy_run(const pano_copy_options *o, const pano_transfer_list *list,
                    const pano_copy_callbacks *cb, char *err, size_t errlen);
 
+/* Stop soon: called from a signal handler (async-signal-safe). The run
+ * ends within a fraction of a second, once local copies in progress are
+ * done: transfers in flight fail with "interrupted", the ones not started
+ * with "interrupted before it started"; every one is still reported. */
+void pano_copy_interrupt(void);
+
 #endif

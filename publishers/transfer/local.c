@@ -198,8 +198,6 @@ static int copy_buffered(int in, int out, EVP_MD_CTX *md, const pano_local_optio
     return rc;
 }
 
-static int sha256_fd(int fd, char out[65], char *err, size_t errlen);
-
 int pano_local_sha256_file(const char *path, char out[65], char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -208,7 +206,7 @@ int pano_local_sha256_file(const char *path, char out[65], char *err, size_t err
         return -1;
     }
     char why[256];
-    int rc = sha256_fd(fd, out, why, sizeof why);
+    int rc = pano_local_sha256_fd(fd, out, why, sizeof why);
     if (rc < 0)
         snprintf(err, errlen, "cannot read %s: %s", path, why);
     close(fd);
@@ -224,7 +222,8 @@ static bool can_link_unnamed(void)
 {
     int v = atomic_load(&proc_fd_usable);
     if (v == 0) {
-        v = access("/proc/self/fd", X_OK) == 0 ? 1 : -1;
+        /* PANO_TRANSFER_NO_TMPFILE (tests): use named temporary files */
+        v = access("/proc/self/fd", X_OK) == 0 && !getenv("PANO_TRANSFER_NO_TMPFILE") ? 1 : -1;
         atomic_store(&proc_fd_usable, v);
     }
     return v > 0;
@@ -296,7 +295,7 @@ exists:
     return -1;
 }
 
-static int sha256_fd(int fd, char out[65], char *err, size_t errlen)
+int pano_local_sha256_fd(int fd, char out[65], char *err, size_t errlen)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
@@ -339,6 +338,21 @@ static int sha256_fd(int fd, char out[65], char *err, size_t errlen)
     return rc;
 }
 
+int pano_local_create(const char *dst, mode_t mode, char **tmp)
+{
+    *tmp = NULL;
+    int fd = open_unnamed(dst, mode);
+    if (fd < 0 && errno != ENOENT && errno != EACCES && errno != EROFS && errno != ENOSPC &&
+        errno != EDQUOT && errno != ENOTDIR)
+        fd = pano_local_tempfile(dst, mode, tmp);
+    return fd;
+}
+
+int pano_local_commit(int fd, const char *tmp, const char *dst)
+{
+    return tmp ? rename(tmp, dst) : link_unnamed(fd, dst);
+}
+
 int pano_local_copy(const char *src, const char *dst, const pano_local_options *o,
                     pano_local_result *r)
 {
@@ -361,10 +375,7 @@ int pano_local_copy(const char *src, const char *dst, const pano_local_options *
     /* An unnamed file where the file system has them (nothing is left
      * behind even if the process is killed), else a temporary name. */
     char *tmp = NULL;
-    int out = open_unnamed(dst, st.st_mode);
-    if (out < 0 && errno != ENOENT && errno != EACCES && errno != EROFS && errno != ENOSPC &&
-        errno != EDQUOT && errno != ENOTDIR)
-        out = pano_local_tempfile(dst, st.st_mode, &tmp);
+    int out = pano_local_create(dst, st.st_mode, &tmp);
     if (out < 0) {
         int e = errno;
         close(in);
@@ -404,7 +415,7 @@ int pano_local_copy(const char *src, const char *dst, const pano_local_options *
             pano_local_hex(digest, dlen, r->sha256);
             /* Verify what landed in the file. */
             char again[65], why[300];
-            if (sha256_fd(out, again, why, sizeof why) < 0) {
+            if (pano_local_sha256_fd(out, again, why, sizeof why) < 0) {
                 snprintf(r->error, sizeof r->error, "verifying the copy of %s: %s", dst, why);
                 rc = -1;
             } else if (strcmp(again, r->sha256) != 0) {
@@ -414,11 +425,18 @@ int pano_local_copy(const char *src, const char *dst, const pano_local_options *
                 r->retryable = true;
                 rc = -1;
             }
+            if (rc == 0 && o->expect_sha256 && strcmp(o->expect_sha256, r->sha256) != 0) {
+                /* checked before DST is touched */
+                snprintf(r->error, sizeof r->error,
+                         "checksum mismatch: expected sha256 %s, source has %s", o->expect_sha256,
+                         r->sha256);
+                rc = -1;
+            }
         }
     }
     EVP_MD_CTX_free(md);
     if (rc == 0) {
-        if (tmp ? rename(tmp, dst) < 0 : link_unnamed(out, dst) < 0)
+        if (pano_local_commit(out, tmp, dst) < 0)
             rc = fail(r, errno, "cannot name the copy", dst);
         else
             tmp = NULL; /* it is dst now */

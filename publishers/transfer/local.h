@@ -23,6 +23,7 @@
 
 typedef struct {
     bool checksum;              /* SHA-256 of the data, and verify the copy */
+    const char *expect_sha256;  /* with checksum: the digest the data must have (or NULL) */
     _Atomic uint64_t *progress; /* bytes copied so far (may be NULL) */
 } pano_local_options;
 
@@ -36,6 +37,21 @@ typedef struct {
 /* Copy src to dst. Returns 0, or -1 with r->error set. */
 int pano_local_copy(const char *src, const char *dst, const pano_local_options *o,
                     pano_local_result *r);
+
+/* A new file that becomes dst only with pano_local_commit(): an unnamed
+ * O_TMPFILE file in dst's directory (*tmp set to NULL) or, where the file
+ * system has none, a temporary ".NAME.pano-PID-N" (*tmp set to its name,
+ * to free). Opened read-write; missing directories are created. Returns
+ * the descriptor, or -1 with errno set. */
+int pano_local_create(const char *dst, mode_t mode, char **tmp);
+
+/* Give the file from pano_local_create() the name dst, replacing what dst
+ * was. Returns 0, or -1 with errno set. */
+int pano_local_commit(int fd, const char *tmp, const char *dst);
+
+/* SHA-256 of what fd holds (read from offset 0 with pread). 0, or -1 with
+ * a message. */
+int pano_local_sha256_fd(int fd, char out[65], char *err, size_t errlen);
 
 /* Create a temporary file next to path (".NAME.pano-XXXXXX" in its
  * directory, creating missing directories) with the given mode less the

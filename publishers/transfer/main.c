@@ -21,6 +21,7 @@
 #include "url.h"
 
 #include <ctype.h>
+#include <signal.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
@@ -168,6 +169,28 @@ static void output_close(output *o)
 }
 
 /* ---- copy ----------------------------------------------------------------- */
+
+static volatile sig_atomic_t stop_signal;
+
+/* The first SIGINT/SIGTERM ends the run cleanly (every transfer reported,
+ * no half files); a second one kills at once. */
+static void on_stop_signal(int sig)
+{
+    stop_signal = sig;
+    pano_copy_interrupt();
+    signal(sig, SIG_DFL);
+}
+
+static void catch_stop_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
 
 typedef struct {
     output *out;
@@ -375,6 +398,7 @@ static int do_copy(pano_config *cfg, const cmd_options *co, int argc, char **arg
     copy_run run = {.out = &out,
                     .progress = pano_progress_new(stderr, co->progress < 0 ? tty : co->progress)};
     pano_copy_callbacks cb = {.done = on_done, .tick = on_tick, .ctx = &run};
+    catch_stop_signals();
     double start = pano_now();
     long failed = pano_copy_run(&o, &list, &cb, err, sizeof err);
     double end = pano_now();
@@ -391,6 +415,10 @@ static int do_copy(pano_config *cfg, const cmd_options *co, int argc, char **arg
             pano_error("%ld of %zu transfers failed", failed, list.len);
             rc = 1;
         }
+    }
+    if (stop_signal) {
+        pano_error("stopped by signal %d", (int)stop_signal);
+        rc = 128 + stop_signal;
     }
     pano_progress_free(run.progress);
     output_close(&out);

@@ -105,4 +105,32 @@ copy "$base/gen/800000" "$TEST_DIR/dl/cont" --continue
 check "$ev" '.status == 0 and .bytes_transferred == 500000 and .file_size == 800000' "--continue moved only the rest"
 [[ $(sha256sum <"$TEST_DIR/dl/cont" | cut -d' ' -f1) == $(gen_sha256 800000) ]] || fail "--continue: file differs"
 log "--continue: 500000 of 800000 bytes moved"
+
+# ---- an expected sha256 in the list is checked ------------------------------------------------
+good=$(gen_sha256 70000)
+{
+    jq -cn --arg s "$base/gen/70000" --arg d "$TEST_DIR/sha/good" --arg h "$good" '{src: $s, dst: $d, sha256: $h}'
+    jq -cn --arg s "$base/gen/70000" --arg d "$TEST_DIR/sha/bad" --arg h "$(printf '%064d' 0)" '{src: $s, dst: $d, sha256: $h}'
+} >"$TEST_DIR/sha.list"
+rc=0
+"$PT" copy "${fast[@]}" --retries 1 --list "$TEST_DIR/sha.list" >"$TEST_DIR/sha.jsonl" 2>/dev/null || rc=$?
+[[ $rc == 1 && -f $TEST_DIR/sha/good && ! -e $TEST_DIR/sha/bad ]] || fail "expected sha256: rc $rc, $(ls "$TEST_DIR/sha")"
+check "$(event_of "$TEST_DIR/sha.jsonl" transfer.inv.local.single 2)" '.status == 1 and .retries == 1 and (.error | test("checksum mismatch: expected sha256 0+"))' "sha256 mismatch event"
+log "expected sha256: verified, a mismatch fails without a file"
+
+# ---- SIGINT: transfers in flight and not started are reported, nothing is left -------------------
+for i in 1 2 3 4; do echo "$base/stall/100000 $TEST_DIR/int/d$i"; done >"$TEST_DIR/int.list"
+"$PT" copy -j 2 --list "$TEST_DIR/int.list" >"$TEST_DIR/int.jsonl" 2>/dev/null &
+pt_pid=$!
+wait_until 10 grep -q "GET /stall/100000" "$HTTP_LOG"
+sleep 0.5
+kill -INT "$pt_pid"
+rc=0
+wait "$pt_pid" || rc=$?
+[[ $rc == 130 ]] || fail "SIGINT: exit $rc, expected 130"
+[[ $(jq -c 'select(.event == "transfer.inv.local.single" and .status == 1)' "$TEST_DIR/int.jsonl" | wc -l) == 4 ]] || fail "SIGINT: 4 failure events expected"
+[[ $(jq -c 'select(.error == "interrupted before it started")' "$TEST_DIR/int.jsonl" | wc -l) == 2 ]] || fail "SIGINT: 2 not-started transfers expected"
+check "$(event_of "$TEST_DIR/int.jsonl" transfer.inv.local)" '.total_files == 4 and .failed_files == 4' "SIGINT summary"
+[[ ! -d $TEST_DIR/int || -z $(ls -A "$TEST_DIR/int") ]] || fail "SIGINT left files: $(ls -A "$TEST_DIR/int")"
+log "SIGINT: every transfer reported, exit 130, nothing left behind"
 log "PASS"

@@ -136,6 +136,44 @@ END_TEST
 START_TEST(known_sizes_curl) { known_sizes(true); }
 END_TEST
 
+/* File systems without O_TMPFILE: named temporary files, renamed. Runs in
+ * its own process (Check forks), so the setting does not leak. */
+START_TEST(known_sizes_named_temp)
+{
+    setenv("PANO_TRANSFER_NO_TMPFILE", "1", 1);
+    known_sizes(false);
+    known_sizes(true);
+    unsetenv("PANO_TRANSFER_NO_TMPFILE");
+}
+END_TEST
+
+START_TEST(failed_named_temp_leaves_nothing)
+{
+    setenv("PANO_TRANSFER_NO_TMPFILE", "1", 1);
+    char sha[65];
+    make_file("src", 5000, sha);
+    ck_assert_int_eq(mkdir(path("dst"), 0755), 0);
+    pano_transfer_list l = {0};
+    char err[512];
+    ck_assert(pano_transfer_list_add(&l, path("src"), path("dst/c"), NULL, NULL,
+                                     "1111111111111111111111111111111111111111111111111111111111111111",
+                                     0, err, sizeof err) == 0);
+    pano_copy_options o;
+    pano_copy_options_init(&o);
+    o.checksum = true;
+    o.retry_delay = 0.01;
+    results *res = calloc(1, sizeof *res);
+    ck_assert_int_eq(run(&l, &o, res), 1);
+    ck_assert_msg(system("true") == 0, "shell");
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s')\"", path("dst"));
+    ck_assert_msg(system(cmd) == 0, "files left in dst");
+    free(res);
+    pano_transfer_list_free(&l);
+    unsetenv("PANO_TRANSFER_NO_TMPFILE");
+}
+END_TEST
+
 START_TEST(empty_and_one_byte_digests)
 {
     char sha[65];
@@ -272,6 +310,8 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, known_sizes_native);
     tcase_add_test(tc, known_sizes_curl);
+    tcase_add_test(tc, known_sizes_named_temp);
+    tcase_add_test(tc, failed_named_temp_leaves_nothing);
     tcase_add_test(tc, empty_and_one_byte_digests);
     tcase_add_test(tc, many_small_files);
     tcase_add_test(tc, failures_leave_nothing);
