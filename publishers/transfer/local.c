@@ -438,8 +438,10 @@ int pano_local_copy(const char *src, const char *dst, const pano_local_options *
     if (rc == 0) {
         if (pano_local_commit(out, tmp, dst) < 0)
             rc = fail(r, errno, "cannot name the copy", dst);
-        else
-            tmp = NULL; /* it is dst now */
+        else {
+            free(tmp); /* it is dst now */
+            tmp = NULL;
+        }
     }
     if (close(out) < 0 && rc == 0) {
         rc = fail(r, errno, "cannot write", dst);
