@@ -888,7 +888,7 @@ long pano_copy_run(const pano_copy_options *o, const pano_transfer_list *list,
             } else
                 i++;
         }
-        while (e.active + e.nwaiting < (size_t)jobs && e.next < e.njobs)
+        while (e.active + e.nwaiting < (size_t)jobs && e.next < e.njobs && !interrupted)
             start_job(&e, &e.jobs[e.next++]);
         if (e.done >= e.njobs)
             break;

@@ -20,7 +20,7 @@ chown ftp "$d/root/incoming"
 head -c 3000007 /dev/urandom >"$d/root/pub/data.bin"
 chmod 644 "$d/root/pub/data.bin"
 size=$(stat -c %s "$d/root/pub/data.bin")
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 cat >"$d/vsftpd.conf" <<CFG
 listen=YES
 listen_ipv6=NO

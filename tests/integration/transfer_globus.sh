@@ -36,6 +36,11 @@ ev=$(event_of "$TEST_DIR/g.jsonl" transfer.inv.go)
 check "$ev" '[.transfer_events[] | select(.code == "PROGRESS") | .bytes_transferred] == [0, 1073741824, 2147483648]' "PROGRESS bytes"
 check "$ev" '[.transfer_events[] | select(.code == "PROGRESS") | .mbps] == [0, 86.11, 85.68]' "PROGRESS Mbps"
 
+for f in task-succeeded task-failed-events task-show-then-events task-list; do
+    "$PT" globus "$data/$f.json" >>"$TEST_DIR/all.jsonl" 2>/dev/null || fail "$f: exit $?"
+done
+schema_check "$TEST_DIR/all.jsonl"
+
 globus "$data/task-list.json" --payload
 [[ $rc == 0 && $(grep -c '^@@@MONITORING_PAYLOAD - START@@@{.*"monitoring_event":"transfer.inv.go".*}@@@MONITORING_PAYLOAD - END@@@$' "$TEST_DIR/g.jsonl") == 2 ]] ||
     fail "task list as payload blocks: $(cat "$TEST_DIR/g.jsonl" "$TEST_DIR/g.err")"

@@ -34,3 +34,22 @@ start_httpd() { # ROOT
 
 # The bytes /gen/SIZE serves (byte i = i % 251), from the server itself.
 gen_sha256() { curl -fsS "http://127.0.0.1:$HTTP_PORT/gen/$1" | sha256sum | cut -d' ' -f1; }
+
+# A TCP port on 127.0.0.1 that was free a moment ago.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+        echo $((20000 + RANDOM % 40000))
+}
+
+# schema_check FILE...: every event valid against its schema (skipped
+# without python3's jsonschema).
+schema_check() {
+    local rc=0 out
+    out=$(python3 "$(dirname "${BASH_SOURCE[0]}")/transfer_schema_check.py" \
+        "${PANO_SOURCE:-$(dirname "${BASH_SOURCE[0]}")/../..}/schemas" "$@" 2>&1) || rc=$?
+    case $rc in
+    0) log "schemas: $out" ;;
+    77) log "schemas: python3 jsonschema missing, not checked" ;;
+    *) fail "schema check: $out" ;;
+    esac
+}

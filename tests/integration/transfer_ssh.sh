@@ -18,7 +18,7 @@ ssh-keygen -q -t ed25519 -N '' -f "$d/host_key"
 ssh-keygen -q -t ed25519 -N '' -f "$d/other_key"
 ssh-keygen -q -t ed25519 -N '' -f "$d/user_key"
 cp "$d/user_key.pub" "$d/authorized_keys"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(free_port)
 cat >"$d/sshd_config" <<CFG
 Port $port
 ListenAddress 127.0.0.1
