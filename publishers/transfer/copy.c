@@ -48,6 +48,8 @@ struct job {
     int fd;     /* download: the file written; upload: the source */
     char *tmp;  /* download: the temporary file's name (NULL: unnamed, or in place) */
     bool in_place;    /* download: writing DST itself (resume) */
+    int phase;        /* relay (third party): 0 receiving into fd, 1 sending it */
+    uint64_t received; /* relay: bytes received from the source */
     uint64_t written; /* download: bytes in the file */
     EVP_MD_CTX *md;
     int write_errno;
@@ -121,6 +123,12 @@ static volatile sig_atomic_t interrupted;
 
 void pano_copy_interrupt(void) { interrupted = 1; }
 
+/* Is the job's current libcurl attempt a download? */
+static bool receiving(const job *j)
+{
+    return j->kind == KIND_DOWNLOAD || (j->kind == KIND_THIRD_PARTY && j->phase == 0);
+}
+
 /* A digest is computed with --checksum, and always when the list gives one. */
 static bool wants_digest(const engine *e, const job *j)
 {
@@ -171,6 +179,8 @@ static void report(engine *e, job *j, int status)
         .start = j->start,
         .end = pano_now(),
         .retries = j->attempts > 0 ? j->attempts - 1 : 0,
+        .received = j->received,
+        .relayed = j->kind == KIND_THIRD_PARTY,
     };
     memcpy(r.sha256, j->sha256, sizeof r.sha256);
     if (status)
@@ -187,13 +197,16 @@ static void report(engine *e, job *j, int status)
 static void attempt_ended(engine *e, job *j, bool ok)
 {
     uint64_t live = atomic_load(&j->live);
-    j->bytes += live;
+    if (j->kind == KIND_THIRD_PARTY && j->phase == 0)
+        j->received += live;
+    else
+        j->bytes += live;
     e->bytes_done += live;
     atomic_store(&j->live, 0);
     remove_from(e->running, &e->nrunning, j);
     e->active--;
     if (ok) {
-        if (j->kind == KIND_DOWNLOAD)
+        if (j->kind == KIND_DOWNLOAD || j->kind == KIND_THIRD_PARTY)
             release_download(j, true);
         report(e, j, 0);
         return;
@@ -208,7 +221,7 @@ static void attempt_ended(engine *e, job *j, bool ok)
         e->waiting[e->nwaiting++] = j;
         return;
     }
-    if (j->kind == KIND_DOWNLOAD)
+    if (j->kind == KIND_DOWNLOAD || j->kind == KIND_THIRD_PARTY)
         release_download(j, false); /* with resume, DST stays as it is */
     else if (j->fd >= 0) {
         close(j->fd);
@@ -421,9 +434,28 @@ static int new_digest(job *j)
 
 /* Open (first attempt) or rewind/position (retry) the download's file.
  * Returns the offset to resume from, or -1 with j->error set. */
+/* The relay file of a third-party transfer: unnamed, in TMPDIR. */
+static int open_relay(void)
+{
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = "/tmp";
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        return fd;
+    char *name = pano_asprintf("%s/pano-relay-XXXXXX", dir);
+    fd = mkostemp(name, O_CLOEXEC);
+    if (fd >= 0)
+        unlink(name); /* anonymous from now on */
+    int e = errno;
+    free(name);
+    errno = e;
+    return fd;
+}
+
 static int64_t prepare_download(const engine *e, job *j)
 {
-    const char *dst = j->spec->dst_path;
+    const char *dst = j->spec->dst_path ? j->spec->dst_path : "the relay file";
     struct stat sst;
     /* libcurl reads a file:// directory as an empty file */
     if (j->spec->src_path && stat(j->spec->src_path, &sst) == 0 && S_ISDIR(sst.st_mode)) {
@@ -431,7 +463,14 @@ static int64_t prepare_download(const engine *e, job *j)
         return -1;
     }
     if (j->fd < 0) {
-        if (e->o->resume) {
+        if (j->kind == KIND_THIRD_PARTY) {
+            if ((j->fd = open_relay()) < 0) {
+                snprintf(j->error, sizeof j->error, "cannot create a relay file: %s",
+                         strerror(errno));
+                return -1;
+            }
+            j->written = 0;
+        } else if (e->o->resume) {
             if (pano_local_mkparents(dst) < 0 ||
                 (j->fd = open(dst, O_RDWR | O_CREAT | O_CLOEXEC, 0666)) < 0) {
                 snprintf(j->error, sizeof j->error, "cannot open %s: %s", dst, strerror(errno));
@@ -483,6 +522,15 @@ static int64_t prepare_download(const engine *e, job *j)
 
 static int prepare_upload(const engine *e, job *j, curl_off_t *size)
 {
+    if (j->kind == KIND_THIRD_PARTY) { /* send what the relay file holds */
+        if (lseek(j->fd, 0, SEEK_SET) < 0) {
+            snprintf(j->error, sizeof j->error, "cannot read the relay file: %s",
+                     strerror(errno));
+            return -1;
+        }
+        *size = (curl_off_t)j->written;
+        return 0;
+    }
     const char *src = j->spec->src_path;
     if (j->fd < 0) {
         if ((j->fd = open(src, O_RDONLY | O_CLOEXEC)) < 0) {
@@ -563,7 +611,7 @@ static CURL *new_easy(const engine *e, job *j, const char *url)
 static int start_curl(engine *e, job *j)
 {
     CURL *c;
-    if (j->kind == KIND_DOWNLOAD) {
+    if (receiving(j)) {
         int64_t offset = prepare_download(e, j);
         if (offset < 0)
             return -1;
@@ -639,7 +687,7 @@ static void curl_finished(engine *e, job *j, CURLcode code)
     long http = 0;
     curl_off_t moved = 0;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &http);
-    if (j->kind == KIND_DOWNLOAD)
+    if (receiving(j))
         curl_easy_getinfo(c, CURLINFO_SIZE_DOWNLOAD_T, &moved);
     else
         curl_easy_getinfo(c, CURLINFO_SIZE_UPLOAD_T, &moved);
@@ -660,10 +708,12 @@ static void curl_finished(engine *e, job *j, CURLcode code)
         } else if (code == CURLE_HTTP_RETURNED_ERROR)
             snprintf(j->error, sizeof j->error, "HTTP %ld: %s", http, text);
         else if (code == CURLE_WRITE_ERROR && j->write_errno)
-            snprintf(j->error, sizeof j->error, "cannot write %s: %s", j->spec->dst_path,
+            snprintf(j->error, sizeof j->error, "cannot write %s: %s",
+                     j->spec->dst_path ? j->spec->dst_path : "the relay file",
                      strerror(j->write_errno));
         else if (code == CURLE_ABORTED_BY_CALLBACK && j->write_errno)
-            snprintf(j->error, sizeof j->error, "cannot read %s: %s", j->spec->src_path,
+            snprintf(j->error, sizeof j->error, "cannot read %s: %s",
+                     j->spec->src_path ? j->spec->src_path : "the relay file",
                      strerror(j->write_errno));
         else
             snprintf(j->error, sizeof j->error, "%s", text);
@@ -671,7 +721,7 @@ static void curl_finished(engine *e, job *j, CURLcode code)
         /* A server that will not resume: start over next time. */
         if (code == CURLE_RANGE_ERROR || http == 416)
             j->restart = true;
-    } else if (j->kind == KIND_DOWNLOAD) {
+    } else if (receiving(j)) {
         j->size = (int64_t)j->written;
         if (j->md) {
             unsigned char digest[EVP_MAX_MD_SIZE];
@@ -706,6 +756,18 @@ static void curl_finished(engine *e, job *j, CURLcode code)
             j->retryable = true;
             ok = false;
         }
+        if (ok && j->kind == KIND_THIRD_PARTY) {
+            /* Received: now send it on, in the same attempt. */
+            uint64_t got = atomic_exchange(&j->live, 0);
+            j->received += got;
+            e->bytes_done += got;
+            j->phase = 1;
+            pano_debug("%s: received %llu bytes, sending them to %s", j->spec->src_url,
+                       (unsigned long long)j->written, j->spec->dst_url);
+            if (start_curl(e, j) < 0)
+                attempt_ended(e, j, false);
+            return;
+        }
         if (ok && !j->in_place) {
             if (pano_local_commit(j->fd, j->tmp, j->spec->dst_path) < 0) {
                 snprintf(j->error, sizeof j->error, "cannot complete %s: %s",
@@ -717,8 +779,8 @@ static void curl_finished(engine *e, job *j, CURLcode code)
             free(j->tmp); /* it is DST now */
             j->tmp = NULL;
         }
-    } else if (j->fd >= 0) {
-        close(j->fd);
+    } else if (j->fd >= 0 && j->kind != KIND_THIRD_PARTY) {
+        close(j->fd); /* a relay file is kept until the job is final */
         j->fd = -1;
     }
     attempt_ended(e, j, ok);
@@ -738,12 +800,6 @@ static void start_job(engine *e, job *j)
     e->running[e->nrunning++] = j;
     pano_debug("%s -> %s (attempt %d)", j->spec->src_url, j->spec->dst_url, j->attempts);
     switch (j->kind) {
-    case KIND_THIRD_PARTY:
-        snprintf(j->error, sizeof j->error,
-                 "third-party transfer (neither side is local) is not supported; "
-                 "stage it through a local file");
-        attempt_ended(e, j, false);
-        return;
     case KIND_LOCAL:
         if (e->nthreads == 0) {
             run_local(e, j);
@@ -762,6 +818,7 @@ static void start_job(engine *e, job *j)
         return;
     case KIND_DOWNLOAD:
     case KIND_UPLOAD:
+    case KIND_THIRD_PARTY:
         if (start_curl(e, j) < 0)
             attempt_ended(e, j, false);
         return;
@@ -779,8 +836,8 @@ static void stop_everything(engine *e)
             continue;
         }
         curl_off_t moved = 0;
-        curl_easy_getinfo(j->easy, j->kind == KIND_DOWNLOAD ? CURLINFO_SIZE_DOWNLOAD_T
-                                                            : CURLINFO_SIZE_UPLOAD_T,
+        curl_easy_getinfo(j->easy, receiving(j) ? CURLINFO_SIZE_DOWNLOAD_T
+                                                 : CURLINFO_SIZE_UPLOAD_T,
                           &moved);
         atomic_store(&j->live, (uint64_t)(moved > 0 ? moved : 0));
         curl_multi_remove_handle(e->multi, j->easy);
@@ -795,7 +852,7 @@ static void stop_everything(engine *e)
         char last[sizeof j->error];
         snprintf(last, sizeof last, "%s", j->error);
         snprintf(j->error, sizeof j->error, "interrupted while waiting to retry (%.400s)", last);
-        if (j->kind == KIND_DOWNLOAD)
+        if (j->kind == KIND_DOWNLOAD || j->kind == KIND_THIRD_PARTY)
             release_download(j, false);
         else if (j->fd >= 0) {
             close(j->fd);
@@ -848,7 +905,8 @@ long pano_copy_run(const pano_copy_options *o, const pano_transfer_list *list,
             j->kind = KIND_UPLOAD;
         else
             j->kind = KIND_THIRD_PARTY;
-        j->resumable = j->kind == KIND_DOWNLOAD && has_ranges(j->spec->src_url);
+        j->resumable = (j->kind == KIND_DOWNLOAD || j->kind == KIND_THIRD_PARTY) &&
+                       has_ranges(j->spec->src_url);
     }
     e.multi = curl_multi_init();
     if (!e.multi) {

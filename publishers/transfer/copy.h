@@ -15,7 +15,9 @@
  *       so that a later run can pick up what an earlier one left.
  *   upload (local -> remote): http(s) PUT, ftp(s)/sftp/scp upload (missing
  *       remote directories are created); a retry starts over.
- *   third party (remote -> remote): not supported; reported as a failure.
+ *   third party (remote -> remote): relayed: received into an unnamed file
+ *       in TMPDIR (resumed like a download), then sent on like an upload
+ *       (a failure there retries only the sending).
  *
  * A stalled transfer (no byte for stall_timeout seconds) is aborted and
  * retried. Failures that cannot go away (404, permission denied, missing
@@ -60,6 +62,8 @@ typedef struct {
     int retries;        /* attempts after the first */
     char sha256[65];    /* with checksum: digest of the data, else "" */
     char error[512];    /* on failure: why (the last attempt's error) */
+    bool relayed;       /* third party: bytes counts what was sent to DST, */
+    uint64_t received;  /* and this what was received from SRC */
 } pano_copy_result;
 
 typedef struct {

@@ -234,6 +234,8 @@ static void on_done(void *ctx, const pano_copy_result *r)
     pano_json_set_double(ev, "transfer_completion_time", r->end, 6);
     pano_json_set_double(ev, "transfer_duration", duration, 6);
     pano_json_set_int(ev, "bytes_transferred", (int64_t)r->bytes);
+    if (r->relayed)
+        pano_json_set_int(ev, "bytes_received", (int64_t)r->received);
     if (r->status == 0 && r->size >= 0)
         pano_json_set_int(ev, "file_size", r->size);
     if (duration > 0)

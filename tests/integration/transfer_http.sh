@@ -87,6 +87,16 @@ cmp "$TEST_DIR/www/data.bin" "$TEST_DIR/www/up.bin" || fail "uploaded bytes diff
 check "$ev" ".status == 0 and .bytes_transferred == $size and .filename == \"$TEST_DIR/www/data.bin\" and .destination_site_name == \"web\"" "upload event"
 log "upload: $size bytes"
 
+# ---- third party (remote to remote): relayed through a local file ---------------------------
+copy "$base/drop/600000" "$base/upload/relayed.bin" --retries 2 --checksum sha256
+[[ $rc == 0 ]] || fail "relay exited $rc: $(cat "$TEST_DIR/last.err")"
+[[ $(sha256sum <"$TEST_DIR/www/relayed.bin" | cut -d' ' -f1) == $(gen_sha256 600000) ]] || fail "relayed bytes differ"
+check "$ev" ".status == 0 and .retries == 1 and .bytes_received == 600000 and .bytes_transferred == 600000 and .sha256 == \"$(gen_sha256 600000)\" and (.filename == null)" "relay event"
+copy "$base/files/nothing" "$base/upload/never.bin"
+[[ $rc == 1 && ! -e $TEST_DIR/www/never.bin ]] || fail "relay of a 404 must fail"
+check "$ev" '.status == 1 and .bytes_transferred == 0 and (.error | test("404"))' "relay 404 event"
+log "third party: received (resumed after a drop), then sent; 404 reported"
+
 # ---- parallel downloads ------------------------------------------------------------------
 for i in $(seq 1 40); do echo "$base/gen/$((i * 10007)) $TEST_DIR/par/g$i"; done >"$TEST_DIR/par.list"
 echo "$base/drop/300000?n=2 $TEST_DIR/par/dropper" >>"$TEST_DIR/par.list"

@@ -63,6 +63,15 @@ for scheme in sftp scp; do
     log "$scheme: upload and download of $size bytes"
 done
 
+# third party: an sftp file relayed to another sftp path
+rc=0
+"$PT" copy "${ssh_opts[@]}" "sftp://$user@127.0.0.1:$port$remote/sftp/sub/data.bin" \
+    "sftp://$user@127.0.0.1:$port$remote/relay/data.bin" >"$TEST_DIR/r.jsonl" 2>"$TEST_DIR/r.err" || rc=$?
+[[ $rc == 0 ]] || fail "sftp relay exited $rc: $(cat "$TEST_DIR/r.err")"
+cmp "$TEST_DIR/data.bin" "$remote/relay/data.bin" || fail "sftp relay differs"
+check "$(event_of "$TEST_DIR/r.jsonl" transfer.inv.local.single)" ".status == 0 and .bytes_transferred == $size and .bytes_received == $size" "sftp relay event"
+log "sftp to sftp: relayed"
+
 # a missing remote file: one attempt, a failure event
 rc=0
 "$PT" copy "${ssh_opts[@]}" "sftp://$user@127.0.0.1:$port$remote/nothing" "$TEST_DIR/nothing" >"$TEST_DIR/m.jsonl" 2>/dev/null || rc=$?
