@@ -214,7 +214,7 @@ static void attempt_ended(engine *e, job *j, bool ok)
     int retries_done = j->attempts - 1;
     if (j->retryable && retries_done < e->o->retries && !interrupted) {
         double d = backoff(e, retries_done + 1);
-        pano_info("%s: %s; retry %d of %d in %.1f s", j->spec->dst_url, j->error,
+        pano_info("%s: %s; retry %d of %d in %.1f s", j->spec->dst_shown, j->error,
                   retries_done + 1, e->o->retries, d);
         j->state = J_WAITING;
         j->due = pano_now() + d;
@@ -762,8 +762,8 @@ static void curl_finished(engine *e, job *j, CURLcode code)
             j->received += got;
             e->bytes_done += got;
             j->phase = 1;
-            pano_debug("%s: received %llu bytes, sending them to %s", j->spec->src_url,
-                       (unsigned long long)j->written, j->spec->dst_url);
+            pano_debug("%s: received %llu bytes, sending them to %s", j->spec->src_shown,
+                       (unsigned long long)j->written, j->spec->dst_shown);
             if (start_curl(e, j) < 0)
                 attempt_ended(e, j, false);
             return;
@@ -798,7 +798,7 @@ static void start_job(engine *e, job *j)
     j->retryable = false;
     e->active++;
     e->running[e->nrunning++] = j;
-    pano_debug("%s -> %s (attempt %d)", j->spec->src_url, j->spec->dst_url, j->attempts);
+    pano_debug("%s -> %s (attempt %d)", j->spec->src_shown, j->spec->dst_shown, j->attempts);
     switch (j->kind) {
     case KIND_LOCAL:
         if (e->nthreads == 0) {

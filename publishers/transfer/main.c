@@ -200,17 +200,6 @@ typedef struct {
     uint64_t bytes;
 } copy_run;
 
-static void set_url(pano_json *ev, const char *key, const char *url)
-{
-    if (!strchr(url, '@')) { /* no credentials to hide */
-        pano_json_set_str(ev, key, url);
-        return;
-    }
-    char redacted[4096];
-    pano_url_redact(url, redacted, sizeof redacted);
-    pano_json_set_str(ev, key, redacted);
-}
-
 static void on_done(void *ctx, const pano_copy_result *r)
 {
     copy_run *run = ctx;
@@ -224,10 +213,10 @@ static void on_done(void *ctx, const pano_copy_result *r)
     const char *local = s->src_path ? s->src_path : s->dst_path;
     if (local)
         pano_json_set_str(ev, "filename", local);
-    set_url(ev, "source_url", s->src_url);
+    pano_json_set_str(ev, "source_url", s->src_shown);
     if (s->src_site)
         pano_json_set_str(ev, "source_site_name", s->src_site);
-    set_url(ev, "destination_url", s->dst_url);
+    pano_json_set_str(ev, "destination_url", s->dst_shown);
     if (s->dst_site)
         pano_json_set_str(ev, "destination_site_name", s->dst_site);
     pano_json_set_double(ev, "transfer_start_time", r->start, 6);
@@ -245,7 +234,7 @@ static void on_done(void *ctx, const pano_copy_result *r)
         pano_json_set_str(ev, "sha256", r->sha256);
     if (r->status) {
         pano_json_set_str(ev, "error", r->error);
-        pano_error("%s -> %s: %s", s->src_url, s->dst_url, r->error);
+        pano_error("%s -> %s: %s", s->src_shown, s->dst_shown, r->error);
     }
     emit(run->out, ev);
     run->files++;

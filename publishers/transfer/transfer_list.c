@@ -3,6 +3,7 @@
 #include "buf.h"
 #include "json.h"
 #include "mem.h"
+#include "url.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -139,6 +140,17 @@ static int normalize(const char *text, const char *what, char **url, char **path
     return 0;
 }
 
+/* The URL as it may be shown: without its password. */
+static char *shown(const char *url)
+{
+    if (!strchr(url, '@'))
+        return pano_strdup(url);
+    size_t size = strlen(url) + 8;
+    char *out = pano_malloc(size);
+    pano_url_redact(url, out, size);
+    return out;
+}
+
 static const char *last_component(const char *s, size_t *len)
 {
     size_t n = strcspn(s, "?#");
@@ -193,6 +205,8 @@ static int add(pano_transfer_list *list, const char *src, const char *dst, const
         for (char *p = s.sha256; *p; p++)
             *p = (char)tolower((unsigned char)*p);
     }
+    s.src_shown = shown(s.src_url);
+    s.dst_shown = shown(s.dst_url);
     s.src_site = src_site && *src_site ? pano_strdup(src_site) : NULL;
     s.dst_site = dst_site && *dst_site ? pano_strdup(dst_site) : NULL;
     if (list->len == list->cap) {
@@ -321,6 +335,8 @@ void pano_transfer_list_free(pano_transfer_list *list)
         pano_transfer_spec *s = &list->items[i];
         free(s->src_url);
         free(s->dst_url);
+        free(s->src_shown);
+        free(s->dst_shown);
         free(s->src_path);
         free(s->dst_path);
         free(s->src_site);

@@ -27,6 +27,8 @@
 typedef struct {
     char *src_url;  /* normalized: file:///absolute/path or the URL as given */
     char *dst_url;
+    char *src_shown; /* the URLs with any password replaced by "***": */
+    char *dst_shown; /* for events and logs */
     char *src_path; /* the local path when the side is local, else NULL */
     char *dst_path;
     char *src_site; /* NULL when unknown */
