@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TICK_MS 200
@@ -85,7 +86,16 @@ typedef struct {
     job *work_head, *work_tail;
     job *done_head;
     bool stopping;
+    /* how long local copies take, to run cheap ones inline */
+    _Atomic uint64_t local_ns, local_count;
 } engine;
+
+/* Local copies that take less than this on average run on the main thread:
+ * handing them to a worker costs more than it saves (on local file systems
+ * copies into one directory serialize anyway). Slower ones (big files,
+ * network file systems) go to the workers. */
+#define INLINE_LOCAL_NS 300000
+#define INLINE_AFTER 16
 
 void pano_copy_options_init(pano_copy_options *o)
 {
@@ -232,13 +242,29 @@ static void attempt_ended(engine *e, job *j, bool ok)
 
 /* ---- local copies ------------------------------------------------------- */
 
-static void run_local(const engine *e, job *j)
+static uint64_t now_ns(void)
 {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void run_local(engine *e, job *j)
+{
+    uint64_t t0 = now_ns();
     /* An expected digest is always checked. */
     pano_local_options lo = {.checksum = wants_digest(e, j),
                              .expect_sha256 = j->spec->sha256,
                              .progress = &j->live};
     j->lrc = pano_local_copy(j->spec->src_path, j->spec->dst_path, &lo, &j->lres);
+    atomic_fetch_add(&e->local_ns, now_ns() - t0);
+    atomic_fetch_add(&e->local_count, 1);
+}
+
+static bool local_copies_are_cheap(engine *e)
+{
+    uint64_t n = atomic_load(&e->local_count);
+    return n >= INLINE_AFTER && atomic_load(&e->local_ns) / n < INLINE_LOCAL_NS;
 }
 
 static void local_finished(engine *e, job *j)
@@ -801,7 +827,7 @@ static void start_job(engine *e, job *j)
     pano_debug("%s -> %s (attempt %d)", j->spec->src_shown, j->spec->dst_shown, j->attempts);
     switch (j->kind) {
     case KIND_LOCAL:
-        if (e->nthreads == 0) {
+        if (e->nthreads == 0 || local_copies_are_cheap(e)) {
             run_local(e, j);
             local_finished(e, j);
             return;
@@ -946,7 +972,10 @@ long pano_copy_run(const pano_copy_options *o, const pano_transfer_list *list,
             } else
                 i++;
         }
-        while (e.active + e.nwaiting < (size_t)jobs && e.next < e.njobs && !interrupted)
+        /* (Local copies may run inline here: come back to libcurl and the
+         * progress line at least every 50 ms.) */
+        while (e.active + e.nwaiting < (size_t)jobs && e.next < e.njobs && !interrupted &&
+               pano_now() - now < 0.05)
             start_job(&e, &e.jobs[e.next++]);
         if (e.done >= e.njobs)
             break;
