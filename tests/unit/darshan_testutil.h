@@ -64,6 +64,7 @@ static inline void free_names(char **names)
 /* The whole file, or NULL if it does not exist. */
 static inline char *read_file(const char *path, size_t *len)
 {
+    *len = 0;
     FILE *f = fopen(path, "rb");
     if (!f)
         return NULL;
