@@ -142,17 +142,19 @@ int darshan_log_open(darshan_log *log, const uint8_t *data, size_t size, char *e
     log->size = size;
     if (size < 16)
         return fail(err, errlen, "truncated header: the file has %zu bytes", size);
-    int rc = parse_version(log, err, errlen);
-    if (rc < 0)
-        return rc;
-
+    /* The magic number first: it says whether this is a Darshan log at all
+     * (and its byte order); the version then says whether it is one we know. */
     uint64_t magic = get_u64(data + 8, false);
     if (magic == DARSHAN_MAGIC)
         log->swap = false;
     else if (__builtin_bswap64(magic) == DARSHAN_MAGIC)
         log->swap = true;
     else
-        return fail(err, errlen, "bad magic number 0x%" PRIx64 " at offset 8", magic);
+        return fail(err, errlen, "not a Darshan log (bad magic number 0x%" PRIx64 " at offset 8)",
+                    magic);
+    int rc = parse_version(log, err, errlen);
+    if (rc < 0)
+        return rc;
 
     bool current = log->format_minor >= 41;
     log->header_size = current ? HEADER_SIZE_3_41 : HEADER_SIZE_OLD;
