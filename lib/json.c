@@ -193,6 +193,11 @@ void pano_json_set(pano_json *o, const char *key, pano_json *value)
     items_push(o, pano_strdup(key), value);
 }
 
+void pano_json_add(pano_json *o, const char *key, pano_json *value)
+{
+    items_push(o, pano_strdup(key), value);
+}
+
 void pano_json_set_str(pano_json *o, const char *key, const char *text)
 {
     pano_json_set(o, key, pano_json_string(text));
