@@ -15,7 +15,9 @@
 
 typedef struct {
     darshan_summary *s;
-    darshan_module_summary *module; /* the section being read */
+    /* The section being read, by index: adding a module moves them all. */
+    size_t module;
+    bool in_module;
     size_t line;
     char *err;
     size_t errlen;
@@ -82,17 +84,28 @@ static darshan_module_summary *module_named(parser *p, const char *name, size_t 
     return m;
 }
 
+static darshan_module_summary *current(parser *p)
+{
+    return p->in_module ? &p->s->modules[p->module] : NULL;
+}
+
 /* "total_<COUNTER>: <value>" */
 static int parse_total(parser *p, const char *line)
 {
     const char *colon = strstr(line, ": ");
     if (!colon)
         return bad(p, "malformed counter line");
-    if (!p->module)
+    if (!p->in_module)
         return bad(p, "counter before any module section");
     char *name = pano_strndup(line + 6, (size_t)(colon - line - 6));
     const char *value = colon + 2;
-    darshan_total *t = darshan_module_add_total(p->module, name);
+    darshan_module_summary *m = current(p);
+    darshan_total *t = NULL;
+    for (size_t i = 0; i < m->n_totals && !t; i++) /* printed twice: keep the last */
+        if (strcmp(m->totals[i].name, name) == 0)
+            t = &m->totals[i];
+    if (!t)
+        t = darshan_module_add_total(m, name, true);
     free(name);
     if (strpbrk(value, ".eEnN")) {
         t->type = DARSHAN_VALUE_FLOAT;
@@ -138,8 +151,8 @@ static int parse_region(parser *p, const char *body, const char *mark)
 
 static darshan_perf *perf_of(parser *p)
 {
-    p->module->has_perf = true;
-    return &p->module->perf;
+    current(p)->has_perf = true;
+    return &current(p)->perf;
 }
 
 /* The "# ..." lines of --perf. Returns 1 if the line was one, 0 if not. */
@@ -205,11 +218,11 @@ static int parse_files(parser *p, const char *body)
         const char *v = after(body, prefix);
         if (!v)
             continue;
-        darshan_file_category *f = &p->module->files[c];
+        darshan_file_category *f = &current(p)->files[c];
         if (sscanf(v, "%" SCNd64 " %" SCNd64 " %" SCNd64, &f->count, &f->bytes,
                    &f->max_offset) != 3)
             return bad(p, "malformed file count line");
-        p->module->has_files = true;
+        current(p)->has_files = true;
         return 1;
     }
     return 0;
@@ -282,7 +295,8 @@ static int parse_line(parser *p, char *line)
     static const char banner[] = " module data";
     if (blen > sizeof banner - 1 && strcmp(body + blen - (sizeof banner - 1), banner) == 0 &&
         !strchr(body, ':')) {
-        p->module = module_named(p, body, blen - (sizeof banner - 1));
+        p->module = (size_t)(module_named(p, body, blen - (sizeof banner - 1)) - p->s->modules);
+        p->in_module = true;
         return 0;
     }
     if ((mark = strstr(body, " module: ")) && strstr(mark, "bytes (compressed)"))
@@ -292,7 +306,7 @@ static int parse_line(parser *p, char *line)
         module_named(p, w, (size_t)(mark - w))->partial = true;
         return 0;
     }
-    if (!p->module)
+    if (!p->in_module)
         return 0;
     r = parse_perf(p, body);
     if (r == 0)

@@ -196,6 +196,30 @@ START_TEST(not_darshan_parser_output)
 }
 END_TEST
 
+/* Found by fuzz_darshan_text: modules named after a section began (region
+ * lines, warnings) must not leave the parser pointing into freed memory. */
+START_TEST(modules_named_inside_a_section)
+{
+    char text[4096] = "# darshan log version: 3.41\n# POSIX module data\n";
+    for (int i = 0; i < 40; i++) {
+        char line[96];
+        snprintf(line, sizeof line, "# M%d module: 10 bytes (compressed), ver=1\n", i);
+        strcat(text, line);
+    }
+    strcat(text, "# *WARNING*: The OTHER module contains incomplete data!\n"
+                 "# total: 1 2 3\ntotal_POSIX_OPENS: 4\n# total_bytes: 5\n");
+    darshan_summary s;
+    char err[256];
+    ck_assert_msg(darshan_text_parse(text, strlen(text), &s, err, sizeof err) == 0, "%s", err);
+    const darshan_module_summary *posix = darshan_summary_find_module(&s, "POSIX");
+    ck_assert(posix->has_files && posix->files[DARSHAN_FILES_TOTAL].max_offset == 3);
+    ck_assert(posix->n_totals == 1 && posix->perf.total_bytes == 5);
+    ck_assert(darshan_summary_find_module(&s, "OTHER")->partial);
+    ck_assert_uint_eq(s.n_modules, 42);
+    darshan_summary_free(&s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("darshan_text");
@@ -204,6 +228,7 @@ int main(void)
     tcase_add_test(tc, current_layout_with_units);
     tcase_add_test(tc, incomplete_modules);
     tcase_add_test(tc, not_darshan_parser_output);
+    tcase_add_test(tc, modules_named_inside_a_section);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }
