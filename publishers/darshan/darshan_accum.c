@@ -382,7 +382,7 @@ static void add_totals(const darshan_accum *acc, darshan_module_summary *m)
 {
     const darshan_module_def *def = acc->def;
     for (int i = 0; i < def->n_ints; i++) {
-        darshan_total *t = darshan_module_add_total(m, def->ints[i].name);
+        darshan_total *t = darshan_module_add_total(m, def->ints[i].name, false);
         if (i == def->unsigned_int) {
             t->type = DARSHAN_VALUE_UINT;
             t->v.u = (uint64_t)acc->agg.ints[i];
@@ -392,7 +392,7 @@ static void add_totals(const darshan_accum *acc, darshan_module_summary *m)
         }
     }
     for (int i = 0; i < def->n_floats; i++) {
-        darshan_total *t = darshan_module_add_total(m, def->floats[i].name);
+        darshan_total *t = darshan_module_add_total(m, def->floats[i].name, false);
         t->type = DARSHAN_VALUE_FLOAT;
         t->v.f = acc->agg.floats[i];
     }

@@ -7,8 +7,9 @@
 #include <stdio.h>
 #include <time.h>
 
-/* Doubles are written in their shortest exact form. */
-#define EXACT (-1)
+/* Counters and --perf values are written with darshan-parser's precision
+ * (%lf: 6 decimals), which is also the cheapest exact-enough form. */
+#define DECIMALS 6
 
 double darshan_summary_end_time(const darshan_summary *s)
 {
@@ -25,50 +26,54 @@ static void set_asci_time(pano_json *ev, const char *key, int64_t seconds)
         pano_json_set_str(ev, key, buf);
 }
 
-static void set_total(pano_json *totals, const darshan_total *t)
+/* Totals have unique names (a module's counters), so they are appended
+ * without pano_json_set's search: a module has up to 86 of them. */
+static void add_total(pano_json *totals, const darshan_total *t)
 {
+    pano_json *value = NULL;
     switch (t->type) {
     case DARSHAN_VALUE_INT:
-        pano_json_set_int(totals, t->name, t->v.i);
+        value = pano_json_int(t->v.i);
         break;
     case DARSHAN_VALUE_UINT:
         /* A record id: a string when it does not fit a JSON-safe int64. */
         if (t->v.u <= INT64_MAX)
-            pano_json_set_int(totals, t->name, (int64_t)t->v.u);
+            value = pano_json_int((int64_t)t->v.u);
         else {
             char buf[32];
             snprintf(buf, sizeof buf, "%" PRIu64, t->v.u);
-            pano_json_set_str(totals, t->name, buf);
+            value = pano_json_string(buf);
         }
         break;
     case DARSHAN_VALUE_FLOAT:
-        pano_json_set_double(totals, t->name, t->v.f, EXACT);
+        value = pano_json_double(t->v.f, DECIMALS);
         break;
     }
+    pano_json_add(totals, t->name, value);
 }
 
 static void set_perf(pano_json *md, const darshan_perf *p)
 {
     pano_json_set_int(md, "total_bytes", p->total_bytes);
     pano_json *unique = pano_json_set_object(md, "unique_files");
-    pano_json_set_double(unique, "slowest_rank_io_time", p->slowest_rank_io_time, EXACT);
+    pano_json_set_double(unique, "slowest_rank_io_time", p->slowest_rank_io_time, DECIMALS);
     pano_json_set_double(unique, "slowest_rank_meta_only_time", p->slowest_rank_meta_only_time,
-                         EXACT);
+                         DECIMALS);
     if (p->has_rw_only_time)
         pano_json_set_double(unique, "slowest_rank_rw_only_time", p->slowest_rank_rw_only_time,
-                             EXACT);
+                             DECIMALS);
     pano_json_set_int(unique, "slowest_rank", p->slowest_rank);
     pano_json *shared = pano_json_set_object(md, "shared_files");
-    pano_json_set_double(shared, "time_by_slowest", p->time_by_slowest, EXACT);
+    pano_json_set_double(shared, "time_by_slowest", p->time_by_slowest, DECIMALS);
     for (size_t i = 0; i < p->n_legacy; i++)
         if (p->legacy[i].shared_files)
-            pano_json_set_double(shared, p->legacy[i].name, p->legacy[i].value, EXACT);
+            pano_json_set_double(shared, p->legacy[i].name, p->legacy[i].value, DECIMALS);
     if (p->has_agg_time)
-        pano_json_set_double(md, "agg_time_by_slowest", p->agg_time_by_slowest, EXACT);
-    pano_json_set_double(md, "agg_perf_by_slowest", p->agg_perf_by_slowest, EXACT);
+        pano_json_set_double(md, "agg_time_by_slowest", p->agg_time_by_slowest, DECIMALS);
+    pano_json_set_double(md, "agg_perf_by_slowest", p->agg_perf_by_slowest, DECIMALS);
     for (size_t i = 0; i < p->n_legacy; i++)
         if (!p->legacy[i].shared_files)
-            pano_json_set_double(md, p->legacy[i].name, p->legacy[i].value, EXACT);
+            pano_json_set_double(md, p->legacy[i].name, p->legacy[i].value, DECIMALS);
 }
 
 static void set_module(pano_json *ev, const darshan_module_summary *m)
@@ -100,7 +105,7 @@ static void set_module(pano_json *ev, const darshan_module_summary *m)
     if (m->n_totals) {
         pano_json *totals = pano_json_set_object(md, "totals");
         for (size_t i = 0; i < m->n_totals; i++)
-            set_total(totals, &m->totals[i]);
+            add_total(totals, &m->totals[i]);
     }
 }
 

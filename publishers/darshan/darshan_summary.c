@@ -64,12 +64,16 @@ void darshan_summary_parse_metadata(darshan_summary *s, const char *text)
     }
 }
 
-darshan_total *darshan_module_add_total(darshan_module_summary *m, const char *name)
+darshan_total *darshan_module_add_total(darshan_module_summary *m, const char *name, bool copy)
 {
-    m->totals = pano_reallocarray(m->totals, m->n_totals + 1, sizeof *m->totals);
+    if (m->n_totals == m->totals_cap) {
+        m->totals_cap = m->totals_cap ? 2 * m->totals_cap : 128;
+        m->totals = pano_reallocarray(m->totals, m->totals_cap, sizeof *m->totals);
+    }
     darshan_total *t = &m->totals[m->n_totals++];
     memset(t, 0, sizeof *t);
-    t->name = pano_strdup(name);
+    t->name = copy ? pano_strdup(name) : name;
+    t->owned = copy;
     return t;
 }
 
@@ -86,7 +90,8 @@ static void module_free(darshan_module_summary *m)
     free(m->name);
     free(m->note);
     for (size_t i = 0; i < m->n_totals; i++)
-        free(m->totals[i].name);
+        if (m->totals[i].owned)
+            free((char *)m->totals[i].name);
     free(m->totals);
     for (size_t i = 0; i < m->perf.n_legacy; i++)
         free(m->perf.legacy[i].name);

@@ -21,7 +21,8 @@ typedef enum {
 
 /* One counter of a module's --total record. */
 typedef struct {
-    char *name;
+    const char *name; /* static (a counter table) or owned (text input) */
+    bool owned;
     darshan_value_type type;
     union {
         int64_t i;
@@ -74,7 +75,7 @@ typedef struct {
     int64_t records;          /* -1 if not counted */
     char *note;               /* why the module was skipped, or NULL */
     darshan_total *totals;
-    size_t n_totals;
+    size_t n_totals, totals_cap;
     bool has_perf, has_files;
     darshan_perf perf;
     darshan_file_category files[DARSHAN_FILES_CATEGORIES];
@@ -107,7 +108,9 @@ void darshan_summary_add_metadata(darshan_summary *s, const char *key, const cha
 /* Split darshan's "key=value\n..." metadata text at each line's first '='
  * (values may contain '='), skipping lines without one. */
 void darshan_summary_parse_metadata(darshan_summary *s, const char *text);
-darshan_total *darshan_module_add_total(darshan_module_summary *m, const char *name);
+/* Add a total named `name`: a string that outlives the summary (a counter
+ * table's), or one that is copied when copy is set. */
+darshan_total *darshan_module_add_total(darshan_module_summary *m, const char *name, bool copy);
 void darshan_perf_add_legacy(darshan_perf *perf, const char *name, bool shared_files,
                              double value);
 void darshan_summary_free(darshan_summary *s);
