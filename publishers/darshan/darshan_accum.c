@@ -65,6 +65,13 @@ static size_t index_find_or_add(key_index *ix, uint64_t **keys, size_t *count, s
     return e;
 }
 
+/* Counters come from the file: sums of absurd values must wrap (as they do
+ * in darshan-util) rather than overflow, which C leaves undefined. */
+static int64_t add(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
 /* ---- state ---------------------------------------------------------------- */
 
 typedef struct {
@@ -133,7 +140,7 @@ static void merge_common(const darshan_module_def *def, int64_t *agg, const int6
     for (int j = 0; j < 4; j++)
         for (int k = 0; k < 4; k++)
             if (agg[at + k] == in[at + j]) {
-                agg[at + k + 4] += in[at + j + 4];
+                agg[at + k + 4] = add(agg[at + k + 4], in[at + j + 4]);
                 duplicate[j] = true;
             }
 
@@ -148,7 +155,7 @@ static void merge_common(const darshan_module_def *def, int64_t *agg, const int6
         int k;
         for (k = 0; k < 4; k++)
             if (agg[at + k] == value) {
-                total = (int)(agg[at + k + 4] + count);
+                total = (int)add(agg[at + k + 4], count);
                 break;
             }
 
@@ -203,7 +210,7 @@ static void aggregate(darshan_accum *acc, const darshan_record *rec)
         slow_time = rec->floats[def->slowest_time];
     } else {
         fast_rank = slow_rank = rec->rank;
-        fast_bytes = slow_bytes = rec->ints[def->bytes_read] + rec->ints[def->bytes_written];
+        fast_bytes = slow_bytes = add(rec->ints[def->bytes_read], rec->ints[def->bytes_written]);
         fast_time = slow_time = rec->floats[def->read_time] + rec->floats[def->write_time] +
                                 rec->floats[def->meta_time];
     }
@@ -223,10 +230,10 @@ static void aggregate(darshan_accum *acc, const darshan_record *rec)
         int64_t *a = &agg->ints[i], v = rec->ints[i];
         switch (def->ints[i].rule) {
         case DARSHAN_AGG_SUM:
-            *a += v;
+            *a = add(*a, v);
             break;
         case DARSHAN_AGG_SUM_CLAMPED:
-            *a += v;
+            *a = add(*a, v);
             if (*a < 0)
                 *a = -1;
             break;
@@ -315,7 +322,7 @@ int darshan_accum_add(darshan_accum *acc, const darshan_record *rec, char *err, 
         int64_t mr = rec->ints[def->max_byte_read], mw = rec->ints[def->max_byte_written];
         max_offset = mr > mw ? mr : mw;
     }
-    acc->total_bytes += r + w;
+    acc->total_bytes = add(acc->total_bytes, add(r, w));
 
     if (rec->rank < 0) {
         /* a shared record: its slowest rank's time */
@@ -350,8 +357,8 @@ int darshan_accum_add(darshan_accum *acc, const darshan_record *rec, char *err, 
         acc->files[e] = (file_metrics){0, 0, 0, 0};
     }
     file_metrics *f = &acc->files[e];
-    f->read += r;
-    f->written += w;
+    f->read = add(f->read, r);
+    f->written = add(f->written, w);
     if (max_offset == -1)
         f->max_offset = -1; /* not tracked by this module */
     else if (max_offset > f->max_offset)
@@ -371,7 +378,7 @@ typedef struct {
 static void category_add(category *c, const file_metrics *f)
 {
     c->count++;
-    c->bytes += f->read + f->written;
+    c->bytes = add(c->bytes, add(f->read, f->written));
     if (f->max_offset == -1)
         c->max_offset = -1;
     else if (f->max_offset > c->max_offset)
@@ -429,8 +436,10 @@ void darshan_accum_finish(darshan_accum *acc, darshan_module_summary *m)
     /* darshan-parser's "shared" line adds the partially shared files to the
      * shared ones, in all three columns (so the offsets are summed). */
     m->files[DARSHAN_FILES_SHARED].count += cats[PARTIAL].count;
-    m->files[DARSHAN_FILES_SHARED].bytes += cats[PARTIAL].bytes;
-    m->files[DARSHAN_FILES_SHARED].max_offset += cats[PARTIAL].max_offset;
+    m->files[DARSHAN_FILES_SHARED].bytes = add(m->files[DARSHAN_FILES_SHARED].bytes,
+                                               cats[PARTIAL].bytes);
+    m->files[DARSHAN_FILES_SHARED].max_offset = add(m->files[DARSHAN_FILES_SHARED].max_offset,
+                                                    cats[PARTIAL].max_offset);
 
     /* The slowest rank: the largest per-rank time, the lowest rank on a tie. */
     darshan_perf *p = &m->perf;

@@ -443,7 +443,8 @@ double darshan_job_run_time(const darshan_log *log, const darshan_job *job)
     if (log->format_minor >= 41)
         return ((double)job->end_sec + (double)job->end_nsec / 1e9) -
                ((double)job->start_sec + (double)job->start_nsec / 1e9);
-    return (double)(job->end_sec - job->start_sec + 1);
+    /* in int64 like darshan-util, wrapping on absurd values */
+    return (double)(int64_t)((uint64_t)job->end_sec - (uint64_t)job->start_sec + 1);
 }
 
 /* ---- module records ------------------------------------------------------- */

@@ -470,6 +470,24 @@ START_TEST(absurd_record_values_fail_clearly)
     ck_assert_int_eq(s.nprocs, INT64_C(1) << 62);
     darshan_summary_free(&s);
 
+    /* counters that overflow when summed, and a float too long for %.6f */
+    memcpy(copy, plain, out_len);
+    size_t posix = log.modules[DARSHAN_MOD_POSIX].off, record = 16 + 8 * (69 + 17);
+    for (size_t r = 0; r < 3; r++)
+        put_u64_at(copy + posix + r * record + 16 + 8 * 14, INT64_MAX, false); /* BYTES_READ */
+    double huge = 1e300;
+    uint64_t bits;
+    memcpy(&bits, &huge, 8);
+    put_u64_at(copy + posix + 16 + 8 * (69 + 8), bits, false); /* F_READ_TIME */
+    ck_assert_msg(darshan_summarize_log(copy, out_len, &s, err, sizeof err) == 0, "%s", err);
+    pano_json *ev = event_of(&s, NULL);
+    double read_time;
+    ck_assert(pano_json_get_number(pano_json_get(pano_json_get(ev, "POSIX_module_data"), "totals"),
+                                   "POSIX_F_READ_TIME", &read_time) &&
+              read_time >= 1e300);
+    pano_json_free(ev);
+    darshan_summary_free(&s);
+
     /* a job region too short for the job record */
     memcpy(copy, plain, out_len);
     put_u64_at(copy + 24, log.job.off + 100, false); /* the name map offset ends the job region */
