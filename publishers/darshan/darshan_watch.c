@@ -266,9 +266,9 @@ int darshan_watch_run(const darshan_watch_options *opt, char *err, size_t errlen
 
     w.baseline = !existed && !opt->publish_existing;
     scan(&w, opt->dir, 0);
-    if (w.baseline)
-        pano_info("first start: %zu existing logs under %s recorded as seen", w.seen.count,
-                  opt->dir);
+    pano_info("watching %s: %zu logs handled so far%s", opt->dir, w.seen.count,
+              w.baseline ? " (first start: the logs already there are recorded, not published)"
+                         : "");
     w.baseline = false;
 
     double start = pano_now(), next_scan = start + opt->rescan_interval;

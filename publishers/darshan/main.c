@@ -379,7 +379,7 @@ static int run_watch(app *a, const char *dir)
         .handler = watch_handler,
         .ctx = a,
     };
-    pano_info("watching %s (state in %s)", dir, state);
+    pano_debug("state file: %s", state);
     char err[512];
     int rc = darshan_watch_run(&opt, err, sizeof err);
     if (rc < 0)

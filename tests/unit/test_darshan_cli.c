@@ -298,6 +298,25 @@ static size_t wait_lines(const char *path, size_t want)
     return n;
 }
 
+/* Wait (up to 20 s) until the watcher has said `count` times that its
+ * initial scan is done. */
+static void wait_ready(int count)
+{
+    char *err_path = tmp_path("watch-stderr");
+    for (int i = 0; i < 200; i++) {
+        size_t len;
+        char *text = read_file(err_path, &len);
+        int n = 0;
+        for (const char *p = text; p && (p = strstr(p, "logs handled so far")); p++)
+            n++;
+        free(text);
+        if (n >= count)
+            break;
+        pause_ms(100);
+    }
+    free(err_path);
+}
+
 static int stop(pid_t pid)
 {
     ck_assert(kill(pid, SIGTERM) == 0);
@@ -317,7 +336,7 @@ START_TEST(watch_publishes_each_new_log_once)
     copy_file(log, path); /* there before the first start: recorded, not published */
 
     pid_t pid = start_watch(dir, state, out);
-    pause_ms(500);
+    wait_ready(1);
     /* a new dated folder, and Darshan's way: write *.darshan_partial, rename */
     snprintf(path, sizeof path, "%s/2026", dir);
     ck_assert(mkdir(path, 0755) == 0);
@@ -342,7 +361,7 @@ START_TEST(watch_publishes_each_new_log_once)
 
     /* a restart publishes only what is new */
     pid = start_watch(dir, state, out);
-    pause_ms(800);
+    wait_ready(2);
     ck_assert_uint_eq(lines_now(out), 2);
     snprintf(path, sizeof path, "%s/2026/11/job3.darshan", dir);
     copy_file(log, path);
