@@ -124,6 +124,7 @@ const pano_config_key pano_config_keys[] = {
     {"pano.darshan.publish_existing", PANO_CFG_BOOL, "false", NOLIMIT, false, {0}, {0},
      "pano-darshan --watch: on the first start (no state file yet), also publish the "
      "logs already present; otherwise they are only recorded as seen."},
+
     /* ---- pano-transfer ---- */
     {"pano.transfer.publish", PANO_CFG_STR, "auto", NOLIMIT, false, {0}, {0},
      "auto: publish when pano.amqp.url is set; true: publish (warn without a URL); "
