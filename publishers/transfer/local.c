@@ -271,6 +271,7 @@ static int link_unnamed(int fd, const char *dst)
         return -1;
 exists:
     /* dst exists: link under a temporary name, then rename over it. */
+    ;
     const char *slash = strrchr(dst, '/');
     int dirlen = slash ? (int)(slash - dst + 1) : 0;
     for (int tries = 0; tries < 100; tries++) {
