@@ -4,11 +4,12 @@
  *
  * Transfers with a remote side run on one libcurl multi handle (connections
  * are reused across files). Local -> local copies take the fast path of
- * local.h on worker threads (inline when jobs == 1), or libcurl's file://
- * when curl_for_local is set; the results look the same either way.
+ * local.h on worker threads (on the calling thread when jobs == 1, or once
+ * they prove cheap), or libcurl's file:// when curl_for_local is set; the
+ * results look the same either way.
  *
- *   download (remote -> local): into a temporary file next to DST, renamed
- *       when complete; a retry resumes from the bytes already there
+ *   download (remote -> local): into a new file next to DST (local.h's
+ *       pano_local_create) that becomes DST when complete; a retry resumes from the bytes already there
  *       (CURLOPT_RESUME_FROM_LARGE) where the protocol has ranges (http(s),
  *       ftp(s), sftp, file), and starts over when the server refuses the
  *       range. With resume (--continue) DST itself is written and continued,
