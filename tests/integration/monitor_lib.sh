@@ -12,6 +12,16 @@ QUEUE="$TEST_ID.events"
 # A spool of the test's own, so tests never replay each other's events.
 export PANO_SPOOL_DIR="$TEST_DIR/spool"
 
+# Extra cleanup steps, run before lib.sh's cleanup.
+CLEANUP_HOOKS=()
+monitor_cleanup() {
+    local rc=$? hook
+    for hook in "${CLEANUP_HOOKS[@]}"; do "$hook" || true; done
+    (exit "$rc")
+    cleanup
+}
+trap monitor_cleanup EXIT
+
 require_rabbitmq() {
     (exec 3<>"/dev/tcp/127.0.0.1/$AMQP_PORT") 2>/dev/null ||
         fail "RabbitMQ is not reachable on port $AMQP_PORT (run deploy/local/pano-stack up)"
@@ -31,3 +41,84 @@ expect() { jq -s -e "$2" "$1" >/dev/null || fail "$3 ($(jq -s -c "$2" "$1" 2>&1 
 
 # within A B PCT: |A - B| <= PCT % of B.
 within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= p / 100 * b) }'; }
+
+# ---- a private RabbitMQ node, for tests that stop the broker --------------
+# The shared broker is never stopped: such a test starts a node of its own on
+# free ports, with its own data directory, Erlang cookie and epmd.
+
+free_port() { # a port with nothing listening on it, nor on the next two
+    local p
+    for _ in $(seq 100); do
+        p=$((30000 + RANDOM % 20000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null &&
+            ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + 1))") 2>/dev/null &&
+            ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + 2))") 2>/dev/null; then
+            echo "$p"
+            return
+        fi
+    done
+    fail "no free port"
+}
+
+RMQ_BIN=${PANO_RABBITMQ_BIN:-/usr/lib/rabbitmq/bin}
+
+rmq_env() {
+    local d=$RMQ_DIR
+    env HOME="$d/home" ERL_EPMD_ADDRESS=127.0.0.1 ERL_EPMD_PORT="$((RMQ_PORT + 2))" \
+        RABBITMQ_NODENAME="$RMQ_NODE" RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 \
+        RABBITMQ_NODE_PORT="$RMQ_PORT" RABBITMQ_DIST_PORT="$((RMQ_PORT + 1))" \
+        RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
+        RABBITMQ_CTL_ERL_ARGS="-kernel inet_dist_use_interface {127,0,0,1}" \
+        RABBITMQ_CONF_ENV_FILE="$d/rabbitmq-env.conf" RABBITMQ_CONFIG_FILE="$d/rabbitmq.conf" \
+        RABBITMQ_ADVANCED_CONFIG_FILE="$d/advanced.config" \
+        RABBITMQ_ENABLED_PLUGINS_FILE="$d/enabled_plugins" RABBITMQ_MNESIA_BASE="$d/mnesia" \
+        RABBITMQ_LOG_BASE="$d/log" RABBITMQ_PID_FILE="$d/rabbitmq.pid" "$@"
+}
+
+# private_rabbitmq_start: start (or restart) the node; sets PRIVATE_URL.
+private_rabbitmq_start() {
+    if [[ -z ${RMQ_PORT:-} ]]; then
+        command -v "$RMQ_BIN/rabbitmq-server" >/dev/null || fail "no rabbitmq-server in $RMQ_BIN"
+        RMQ_PORT=$(free_port)
+        RMQ_NODE="pano-test-$RMQ_PORT@localhost"
+        RMQ_DIR="$TEST_DIR/rabbitmq"
+        mkdir -p "$RMQ_DIR/home" "$RMQ_DIR/mnesia" "$RMQ_DIR/log"
+        printf 'listeners.tcp.default = 127.0.0.1:%s\nloopback_users.guest = true\n' \
+            "$RMQ_PORT" >"$RMQ_DIR/rabbitmq.conf"
+        echo '[].' >"$RMQ_DIR/enabled_plugins"
+        echo '[].' >"$RMQ_DIR/advanced.config"
+        : >"$RMQ_DIR/rabbitmq-env.conf"
+        rmq_env epmd -daemon -address 127.0.0.1 -port "$((RMQ_PORT + 2))"
+        PRIVATE_URL="amqp://guest:guest@127.0.0.1:$RMQ_PORT/%2F/$TEST_ID"
+        CLEANUP_HOOKS+=(private_rabbitmq_cleanup)
+    fi
+    rmq_env "$RMQ_BIN/rabbitmq-server" >>"$RMQ_DIR/log/console.log" 2>&1 &
+    RMQ_PID=$!
+    wait_until 120 private_rabbitmq_up || fail "private RabbitMQ did not start (log: $RMQ_DIR/log)"
+    log "private RabbitMQ up on port $RMQ_PORT (pid $RMQ_PID)"
+}
+
+private_rabbitmq_up() { "$QUEUE_TOOL" probe "amqp://guest:guest@127.0.0.1:$RMQ_PORT/%2F/x" x 2>/dev/null; }
+
+private_rabbitmq_stop() {
+    rmq_env "$RMQ_BIN/rabbitmqctl" -n "$RMQ_NODE" -q -t 60 stop >/dev/null 2>&1 ||
+        kill -TERM "$RMQ_PID" 2>/dev/null || true
+    local i
+    for ((i = 0; i < 600; i++)); do
+        kill -0 "$RMQ_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    wait "$RMQ_PID" 2>/dev/null || true
+    ! (exec 3<>"/dev/tcp/127.0.0.1/$RMQ_PORT") 2>/dev/null || fail "private RabbitMQ did not stop"
+    log "private RabbitMQ stopped"
+}
+
+private_rabbitmq_cleanup() {
+    [[ -n ${RMQ_PORT:-} ]] || return 0
+    if kill -0 "${RMQ_PID:-0}" 2>/dev/null; then
+        rmq_env "$RMQ_BIN/rabbitmqctl" -n "$RMQ_NODE" -q -t 30 stop >/dev/null 2>&1 ||
+            kill -KILL "$RMQ_PID" 2>/dev/null || true
+        wait "$RMQ_PID" 2>/dev/null || true
+    fi
+    rmq_env epmd -port "$((RMQ_PORT + 2))" -kill >/dev/null 2>&1 || true
+}

@@ -8,6 +8,7 @@
  *                                    until the queue stayed empty IDLE_SECONDS
  *                                    (default 1)
  *   pano-queue delete URL QUEUE      delete the queue and the exchange
+ *   pano-queue probe URL QUEUE       succeed when the broker takes connections
  */
 #include "amqp_client.h"
 #include "url.h"
@@ -59,7 +60,9 @@ int main(int argc, char **argv)
     amqp_bytes_t queue = amqp_cstring_bytes(argv[3]);
     amqp_bytes_t exchange = amqp_cstring_bytes(url.exchange);
     int rc = 0;
-    if (strcmp(cmd, "declare") == 0) {
+    if (strcmp(cmd, "probe") == 0) {
+        /* connected: the broker is up */
+    } else if (strcmp(cmd, "declare") == 0) {
         amqp_exchange_declare(c, 1, exchange, amqp_cstring_bytes("topic"), 0, 1, 0, 0,
                               amqp_empty_table);
         if (check(c, "exchange.declare") < 0)
