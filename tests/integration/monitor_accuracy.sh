@@ -13,6 +13,7 @@ run() {
     shift
     "$MONITOR" "$@" >"$TEST_DIR/$name.out" 2>"$TEST_DIR/$name.log" || fail "$name: pano-monitor exited $?"
     drain "$TEST_DIR/$name.events"
+    check_schema "$TEST_DIR/$name.events"
     log "$name: $(wc -l <"$TEST_DIR/$name.events") events"
 }
 

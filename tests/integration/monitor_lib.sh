@@ -122,3 +122,25 @@ private_rabbitmq_cleanup() {
     fi
     rmq_env epmd -port "$((RMQ_PORT + 2))" -kill >/dev/null 2>&1 || true
 }
+
+# check_schema FILE: every event whose name has a schema in schemas/events
+# has the schema's required fields and no field the schema (or the
+# envelope) does not declare.
+SCHEMAS="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../schemas" && pwd)"
+check_schema() {
+    local name schema
+    for name in $(jq -r .event "$1" | sort -u); do
+        schema="$SCHEMAS/events/$name.schema.json"
+        [[ -f $schema ]] || continue
+        jq -e -n --slurpfile ev "$1" --slurpfile s "$schema" --slurpfile env "$SCHEMAS/envelope.schema.json" \
+            --arg name "$name" '
+            ($s[0].properties + $env[0].properties | keys) as $known
+            | ($s[0].required // []) as $req
+            | [$ev[] | select(.event == $name)]
+            | all((keys - $known | length == 0) and ($req - keys | length == 0))' >/dev/null ||
+            fail "$name events do not match $schema: $(jq -c -n --slurpfile ev "$1" \
+                --slurpfile s "$schema" --slurpfile env "$SCHEMAS/envelope.schema.json" --arg name "$name" \
+                '[$ev[] | select(.event == $name) | keys - ($s[0].properties + $env[0].properties | keys)]
+                 | add | unique')"
+    done
+}
