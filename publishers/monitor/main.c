@@ -309,6 +309,12 @@ static void emit_end(monitor *m, int status, double duration, const pano_tree_to
     pano_json_set_int(ev, "maxrss", ru.ru_maxrss); /* kB */
     put_totals(pano_json_set_object(ev, "final"), final);
     pano_json_set_int(ev, "samples", (int64_t)m->samples_sent);
+    /* What monitoring cost: the monitor's own CPU time (all its threads). */
+    struct rusage self;
+    if (getrusage(RUSAGE_SELF, &self) == 0) {
+        pano_json_set_double(ev, "monitor_utime", tv_seconds(self.ru_utime), 6);
+        pano_json_set_double(ev, "monitor_stime", tv_seconds(self.ru_stime), 6);
+    }
     pano_json_set_int(ev, "payload_events", (int64_t)m->payload_events);
     pano_json_set_int(ev, "payload_errors", (int64_t)m->payload_errors);
     if (error)

@@ -68,6 +68,8 @@ bool pano_proc_stat_parse(const char *buf, size_t len, pano_proc_stat *out)
         return false;
     char *end;
     long pid = strtol(buf, &end, 10);
+    if (open - buf > 24)
+        return false;
     if (end == buf || pid <= 0)
         return false;
     out->pid = (int)pid;
@@ -94,16 +96,18 @@ bool pano_proc_stat_parse(const char *buf, size_t len, pano_proc_stat *out)
             n++;
             continue;
         }
-        char tmp[32];
-        size_t t = 0;
-        while (p < stop && *p != ' ' && *p != '\n' && t < sizeof tmp - 1)
-            tmp[t++] = *p++;
-        tmp[t] = '\0';
-        errno = 0;
-        /* Signed fields (priority, nice) can be negative; rsslim is 2^64-1. */
-        field[n] = tmp[0] == '-' ? (uint64_t)strtoll(tmp, &end, 10) : strtoull(tmp, &end, 10);
-        if (end == tmp || *end || errno)
+        /* Decimal digits, parsed in place (this runs for every process
+         * of the tree at every sample). */
+        bool neg = *p == '-';
+        if (neg)
+            p++;
+        uint64_t v = 0;
+        const char *digits = p;
+        while (p < stop && *p >= '0' && *p <= '9')
+            v = v * 10 + (uint64_t)(*p++ - '0');
+        if (p == digits || (p < stop && *p != ' ' && *p != '\n'))
             return false;
+        field[n] = neg ? (uint64_t)-(int64_t)v : v;
         n++;
     }
     if (n <= 24) /* everything up to rss is required */
@@ -159,13 +163,18 @@ bool pano_proc_io_parse(const char *buf, size_t len, pano_proc_io *out)
 
 /* ---- reading /proc ---------------------------------------------------------- */
 
-/* Read a /proc file into t->buf (NUL-terminated). *fd caches an open
- * descriptor (-1: none yet). Returns the length, or -1 (the file or the
- * process is gone). */
-static ssize_t read_proc(pano_proctree *t, int *fd, const char *path)
+/* Read /proc/<pid>/<what>, or /proc/<pid>/task/<tid>/<what> when tid > 0,
+ * into t->buf, NUL-terminated. *fd caches an open descriptor (-1: none yet).
+ * Returns the length, or -1 (the file or the process is gone). */
+static ssize_t read_proc(pano_proctree *t, int *fd, pid_t pid, const char *what, pid_t tid)
 {
     bool fresh = false;
     if (*fd < 0) {
+        char path[96];
+        if (tid > 0)
+            snprintf(path, sizeof path, "/proc/%d/task/%d/%s", (int)pid, (int)tid, what);
+        else
+            snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, what);
         *fd = open(path, O_RDONLY | O_CLOEXEC);
         if (*fd < 0)
             return -1;
@@ -177,7 +186,8 @@ static ssize_t read_proc(pano_proctree *t, int *fd, const char *path)
             t->buf_cap = t->buf_cap ? 2 * t->buf_cap : 8192;
             t->buf = pano_realloc(t->buf, t->buf_cap);
         }
-        ssize_t n = pread(*fd, t->buf + len, t->buf_cap - len - 1, (off_t)len);
+        size_t want = t->buf_cap - len - 1;
+        ssize_t n = pread(*fd, t->buf + len, want, (off_t)len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n < 0) {
@@ -187,9 +197,11 @@ static ssize_t read_proc(pano_proctree *t, int *fd, const char *path)
             *fd = -1;
             return -1;
         }
-        if (n == 0)
-            break;
         len += (size_t)n;
+        /* These are seq_files: a read fills the buffer unless the text
+         * ended, so a short read is the end (and saves a read per file). */
+        if (n == 0 || (size_t)n < want)
+            break;
     }
     t->buf[len] = '\0';
     if (fresh) {
@@ -357,12 +369,11 @@ static void push_list(pano_proctree *t, size_t *n)
  * fork too). The main thread's file is kept open when known. */
 static void push_children(pano_proctree *t, size_t *n, pid_t pid, int *main_fd, int64_t threads)
 {
-    char path[96];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-    if (read_proc(t, main_fd, path) >= 0)
+    if (read_proc(t, main_fd, pid, "children", pid) >= 0)
         push_list(t, n);
     if (threads <= 1)
         return;
+    char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
     DIR *d = opendir(path);
     if (!d)
@@ -372,9 +383,8 @@ static void push_children(pano_proctree *t, size_t *n, pid_t pid, int *main_fd, 
         long tid = strtol(de->d_name, NULL, 10);
         if (tid <= 0 || tid == pid)
             continue;
-        snprintf(path, sizeof path, "/proc/%d/task/%ld/children", (int)pid, tid);
         int fd = -1;
-        if (read_proc(t, &fd, path) >= 0)
+        if (read_proc(t, &fd, pid, "children", (pid_t)tid) >= 0)
             push_list(t, n);
         if (fd >= 0) {
             close(fd);
@@ -402,10 +412,8 @@ static proc_link *scan_links(pano_proctree *t, size_t *count)
     while ((de = readdir(d))) {
         if (!isdigit((unsigned char)de->d_name[0]))
             continue;
-        char path[64];
-        snprintf(path, sizeof path, "/proc/%.20s/stat", de->d_name);
         int fd = -1;
-        ssize_t len = read_proc(t, &fd, path);
+        ssize_t len = read_proc(t, &fd, (pid_t)atoi(de->d_name), "stat", 0);
         if (fd >= 0) {
             close(fd);
             t->kept_fds--;
@@ -428,17 +436,14 @@ static proc_link *scan_links(pano_proctree *t, size_t *count)
 /* Read one process of the tree. False when it is gone. */
 static bool read_process(pano_proctree *t, proc *p)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)p->pid);
-    ssize_t len = read_proc(t, &p->stat_fd, path);
+    ssize_t len = read_proc(t, &p->stat_fd, p->pid, "stat", 0);
     pano_proc_stat st;
     if (len < 0 || !pano_proc_stat_parse(t->buf, (size_t)len, &st) || st.pid != p->pid)
         return false;
     if (p->seen && st.starttime != p->stat.starttime)
         return false; /* the pid was reused */
     p->stat = st;
-    snprintf(path, sizeof path, "/proc/%d/io", (int)p->pid);
-    len = read_proc(t, &p->io_fd, path);
+    len = read_proc(t, &p->io_fd, p->pid, "io", 0);
     if (len >= 0)
         p->has_io = pano_proc_io_parse(t->buf, (size_t)len, &p->io);
     return true;
@@ -574,11 +579,9 @@ void pano_proctree_zombie(pano_proctree *t, pid_t pid)
     t->zombie_pid = pid;
     t->zombie_ok = false;
     proc *p = find(t, pid);
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/io", (int)pid);
     int fd = -1;
     int *fdp = p ? &p->io_fd : &fd;
-    ssize_t len = read_proc(t, fdp, path);
+    ssize_t len = read_proc(t, fdp, pid, "io", 0);
     if (len >= 0)
         t->zombie_ok = pano_proc_io_parse(t->buf, (size_t)len, &t->zombie_io);
     if (fd >= 0) {
@@ -587,8 +590,7 @@ void pano_proctree_zombie(pano_proctree *t, pid_t pid)
     }
     /* Its last iowait reading, for the record. */
     if (p) {
-        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-        len = read_proc(t, &p->stat_fd, path);
+        len = read_proc(t, &p->stat_fd, pid, "stat", 0);
         pano_proc_stat st;
         if (len >= 0 && pano_proc_stat_parse(t->buf, (size_t)len, &st) && st.pid == pid)
             p->stat.blkio_ticks = st.blkio_ticks;

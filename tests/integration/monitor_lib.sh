@@ -16,6 +16,7 @@ export PANO_SPOOL_DIR="$TEST_DIR/spool"
 CLEANUP_HOOKS=()
 monitor_cleanup() {
     local rc=$? hook
+    set +e
     for hook in "${CLEANUP_HOOKS[@]}"; do "$hook" || true; done
     (exit "$rc")
     cleanup
