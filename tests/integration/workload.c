@@ -22,7 +22,9 @@
  *   wait-signal SECONDS     wait up to SECONDS for SIGTERM/SIGINT/SIGHUP/SIGUSR1/
  *                           SIGUSR2/SIGQUIT; exit 100 + the signal number (99: none)
  *   spin N SECONDS          N processes burning CPU for SECONDS of wall time
- *                           (benchmark: a tree of N)
+ *   work N SECONDS          N processes burning SECONDS/N of CPU time each, at
+ *                           once (benchmark: fixed work, so wall time shows
+ *                           what monitoring takes away)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -254,6 +256,19 @@ int main(int argc, char **argv)
                 _exit(0);
             }
         spin_wall(seconds);
+        while (wait(NULL) > 0)
+            ;
+        return 0;
+    }
+    if (strcmp(mode, "work") == 0 && argc == 4) {
+        int n = atoi(argv[2]);
+        double each = atof(argv[3]) / (n > 0 ? n : 1);
+        for (int i = 1; i < n; i++)
+            if (fork() == 0) {
+                burn(each);
+                _exit(0);
+            }
+        burn(each);
         while (wait(NULL) > 0)
             ;
         return 0;
