@@ -123,7 +123,7 @@ const pano_config_key pano_config_keys[] = {
      "makes a sample worth sending."},
     {"pano.monitor.level", PANO_CFG_INT, "1", 0, 9, false, {0}, {0},
      "Metrics level (as Dragon's telemetry levels): custom metrics of a higher level "
-     "are not sent; 0 also stops pano-monitor's periodic samples (--level)."},
+     "are not sent; 0 also stops pano-monitor's kickstart.inv.online samples (--level)."},
     {"pano.monitor.capture", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
      "pano-monitor: read the task's stdout and stderr (when they are not terminals) "
      "for MONITORING_PAYLOAD blocks; the output passes through unchanged."},
