@@ -40,6 +40,7 @@ typedef struct {
     pano_amqp_options amqp_options;
     pano_amqp *amqp;
     uint64_t generation; /* bumped at every reconnect */
+    char consumer_tag[256];
 
     /* Tags of the current channel in (acked, received]: a ring of states. */
     unsigned char *tags;
@@ -306,10 +307,14 @@ static int setup_consumer(bridge *b)
     amqp_basic_qos(c, CHANNEL, 0, (uint16_t)pano_config_int(b->cfg, "pano.bridge.prefetch"), 0);
     if (check_rpc(b, "setting the prefetch count") < 0)
         return -1;
-    amqp_basic_consume(c, CHANNEL, amqp_cstring_bytes(queue), amqp_empty_bytes, 0, 0, 0,
-                       amqp_empty_table);
+    amqp_basic_consume_ok_t *ok = amqp_basic_consume(
+        c, CHANNEL, amqp_cstring_bytes(queue), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
     snprintf(what, sizeof what, "consuming from '%s'", queue);
-    return check_rpc(b, what);
+    if (check_rpc(b, what) < 0 || !ok)
+        return -1;
+    snprintf(b->consumer_tag, sizeof b->consumer_tag, "%.*s", (int)ok->consumer_tag.len,
+             (const char *)ok->consumer_tag.bytes);
+    return 0;
 }
 
 static void disconnect(bridge *b)
@@ -422,8 +427,11 @@ static void log_stats(bridge *b)
 /* Stop consuming, let Kafka confirm what is in flight, ack it. */
 static void drain(bridge *b)
 {
+    /* Messages already prefetched but not produced stay unacked and are
+     * requeued by RabbitMQ when the connection closes. */
     if (b->amqp)
-        amqp_channel_flow(pano_amqp_connection(b->amqp), CHANNEL, 0);
+        amqp_basic_cancel(pano_amqp_connection(b->amqp), CHANNEL,
+                          amqp_cstring_bytes(b->consumer_tag));
     pano_info("draining %d message(s) in flight", rd_kafka_outq_len(b->producer));
     for (int i = 0; i < 300 && rd_kafka_outq_len(b->producer) > 0; i++) {
         rd_kafka_poll(b->producer, 100);

@@ -30,17 +30,24 @@ void pano_buf_append_str(pano_buf *b, const char *s) { pano_buf_append(b, s, str
 
 void pano_buf_appendf(pano_buf *b, const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        return;
-    reserve(b, (size_t)n);
-    va_start(ap, fmt);
-    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
+    /* Try in the room there is; grow once if it did not fit. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        reserve(b, 64);
+        size_t room = b->cap - b->len;
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->data + b->len, room, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->data[b->len] = '\0';
+            return;
+        }
+        if ((size_t)n < room) {
+            b->len += (size_t)n;
+            return;
+        }
+        reserve(b, (size_t)n);
+    }
 }
 
 void pano_buf_clear(pano_buf *b)

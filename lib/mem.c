@@ -58,13 +58,10 @@ char *pano_asprintf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *p = NULL;
+    int n = vasprintf(&p, fmt, ap);
     va_end(ap);
     if (n < 0)
         out_of_memory(0);
-    char *p = pano_malloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(p, (size_t)n + 1, fmt, ap);
-    va_end(ap);
     return p;
 }

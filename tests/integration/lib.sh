@@ -47,6 +47,22 @@ start() {
     log "started $name (pid $!)"
 }
 
+# Stop every program the test started with SIGTERM and check that each one
+# exited 0 and that no sanitizer complained in its log.
+stop_all() {
+    local i pid rc
+    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for i in "${!PIDS[@]}"; do
+        rc=0
+        wait "${PIDS[$i]}" || rc=$?
+        ((rc == 0)) || fail "process ${PIDS[$i]} exited $rc after SIGTERM"
+    done
+    PIDS=()
+    if grep -l -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$TEST_DIR"/*.log 2>/dev/null; then
+        fail "sanitizer report in the logs above"
+    fi
+}
+
 # wait_until SECONDS COMMAND...: retry COMMAND every 0.2 s until it succeeds.
 wait_until() {
     local limit=$1

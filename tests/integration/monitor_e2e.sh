@@ -38,4 +38,5 @@ check "$online" '.seq == 3 and .pid > 0 and (.wchar|type) == "number"' "final on
 ts=$(jq -r .ts <<<"$end")
 stamp=$(jq -r '."@timestamp"' <<<"$end")
 [[ $(date -u -d "@${ts%.*}" +%Y-%m-%dT%H:%M:%S) == "${stamp%.*}" ]] || fail "@timestamp $stamp does not match ts $ts"
+stop_all
 log "PASS"

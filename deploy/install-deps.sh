@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Install what building and testing pano needs, from Debian's packages.
+# Idempotent and quick when everything is there already. Needs root (or sudo).
+# The services of the local stack (RabbitMQ, Kafka, Elasticsearch) are
+# installed by deploy/local/pano-stack itself.
+set -euo pipefail
+
+packages=(
+    # build
+    gcc meson ninja-build pkg-config
+    librabbitmq-dev librdkafka-dev libcurl4-openssl-dev libyajl-dev libssl-dev
+    zlib1g-dev libbz2-dev
+    # tests
+    check valgrind jq curl
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+    exit 0
+fi
+
+SUDO=
+if ((EUID != 0)); then
+    command -v sudo >/dev/null || { echo "install-deps: run as root (missing: ${missing[*]})" >&2; exit 1; }
+    SUDO=sudo
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
