@@ -142,7 +142,7 @@ static entry *list_entries(pano_spool *sp, size_t *count, uint64_t *total)
             cap = cap ? 2 * cap : 64;
             list = pano_reallocarray(list, cap, sizeof *list);
         }
-        snprintf(list[*count].name, sizeof list[*count].name, "%s", de->d_name);
+        snprintf(list[*count].name, sizeof list[*count].name, "%.63s", de->d_name);
         list[*count].size = (uint64_t)st.st_size;
         *total += (uint64_t)st.st_size;
         (*count)++;

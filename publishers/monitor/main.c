@@ -553,6 +553,11 @@ int main(int argc, char **argv)
     double linger = pano_config_double(cfg, "pano.monitor.linger");
     export_cli_settings(cfg, argc, argv);
     m.source = pano_source_new(cfg);
+    /* A workflow UUID made up for this run (none configured) is the task's
+     * too: pano-emit and payloads inside it belong to the same run. */
+    if (pano_config_source_of(cfg, "pano.wf_uuid") == PANO_CFG_DEFAULT &&
+        setenv("PANO_WF_UUID", pano_source_wf_uuid(m.source), 1) < 0)
+        pano_warn("cannot export PANO_WF_UUID: %s", strerror(errno));
     char err[512];
     pano_sink *sink = pano_sink_open(cfg, "/dev/stderr", err, sizeof err);
     if (!sink)

@@ -9,6 +9,8 @@ EMIT="$PANO_BUILD/publishers/emit/pano-emit"
 QUEUE_TOOL="$PANO_BUILD/tests/integration/pano-queue"
 WORKLOAD="$PANO_BUILD/tests/integration/pano-workload"
 QUEUE="$TEST_ID.events"
+# The workflow context Pegasus puts in every job's environment.
+export PEGASUS_WF_UUID=${PEGASUS_WF_UUID:-$(cat /proc/sys/kernel/random/uuid)}
 # A spool of the test's own, so tests never replay each other's events.
 export PANO_SPOOL_DIR="$TEST_DIR/spool"
 

@@ -21,7 +21,8 @@ check_schema "$ev"
 expect "$ev" '[.[] | select(.event=="transfer.inv.local")] | length == 2' "two payload items, once each"
 expect "$ev" '[.[] | select(.event=="transfer.inv.local")] | map(.bytes) == [1024, 2048]' "item fields"
 expect "$ev" '[.[] | select(.event=="transfer.inv.local")] | all(.monitoring_event == "transfer.inv.local"
-              and .ts == 1700000000 and (.event_id | length) > 0 and .wf_uuid == null)' "payload envelope"
+              and .ts == 1700000000 and (.event_id | length) > 0 and .wf_uuid == env.PEGASUS_WF_UUID)' \
+    "payload envelope"
 expect "$ev" '[.[] | select(.event=="kickstart.payload.error")] | length == 1 and .[0].stream == "stderr"
               and (.[0].error | test("not a valid event name"))' "the invalid block became an error event"
 expect "$ev" '.[] | select(.event=="kickstart.inv.end") | .payload_events == 2 and .payload_errors == 1' \
@@ -60,4 +61,9 @@ drain "$TEST_DIR/emit.events"
 check_schema "$TEST_DIR/emit.events"
 expect "$TEST_DIR/emit.events" '[.[] | select(.event=="custom.metric") | .name] == ["inner.metric"]' \
     "levels: the level 2 metric is sent, the level 3 one is not"
+# Without any workflow context, the UUID the monitor makes up is the task's too.
+env -u PEGASUS_WF_UUID "$MONITOR" -- "$EMIT" made.up 1 2>/dev/null || fail "monitor failed"
+drain "$TEST_DIR/madeup.events"
+expect "$TEST_DIR/madeup.events" '(map(.wf_uuid) | unique | length == 1) and
+    (.[0].wf_uuid != env.PEGASUS_WF_UUID) and any(.event == "custom.metric")' "one made-up workflow"
 log "PASS"
