@@ -34,15 +34,24 @@ wait "$mon" || rc=$?
 drain "$TEST_DIR/run1.events" "$PRIVATE_URL"
 ev=$TEST_DIR/run1.events
 n=$(wc -l <"$ev")
+# Publishing is at least once: an event the broker stored while it was
+# shutting down, but never confirmed, is sent again after the restart. Such a
+# copy is the same event (same event_id, same bytes), which the indexer
+# stores once (_id = event_id): by event_id, every seq must arrive exactly
+# once, in order, and copies must be rare (at most one per outage).
 missing=$(jqf "$ev" '[.[] | .seq] as $s | [range(1; ($s | max) + 1)] - $s | map(tostring) | join(" ")')
-twice=$(jqf "$ev" '[.[] | .seq] | group_by(.) | map(select(length > 1) | .[0] | tostring) | join(" ")')
-[[ -z $missing && -z $twice ]] || fail "seq missing: [$missing], came twice: [$twice] (of $n events)"
-expect "$ev" '[.[] | .seq] == [range(1; length + 1)]' "events arrived out of order"
-expect "$ev" '[.[] | .event_id] | unique | length == length' "an event_id came twice"
-expect "$ev" '.[-1].event == "kickstart.inv.end" and .[-1].exitcode == 110' "the last event is the end"
+twice=$(jqf "$ev" 'unique_by(.event_id) | [.[] | .seq] | group_by(.) | map(select(length > 1) | .[0] | tostring) | join(" ")')
+[[ -z $missing && -z $twice ]] || fail "seq missing: [$missing], twice under different ids: [$twice] (of $n events)"
+expect "$ev" 'group_by(.event_id) | all(unique | length == 1)' "copies of an event differ"
+copies=$(jqf "$ev" 'length - (unique_by(.event_id) | length)')
+((copies <= 1)) || fail "$copies events were delivered twice for one outage"
+expect "$ev" '[reduce .[] as $e ({seen: {}, seqs: []};
+              if .seen[$e.event_id] then . else .seen[$e.event_id] = true | .seqs += [$e.seq] end)
+              | .seqs[]] == [range(1; (map(.seq) | max) + 1)]' "events arrived out of order"
+expect "$ev" 'max_by(.seq) | .event == "kickstart.inv.end" and .exitcode == 110' "the last event is the end"
 expect "$ev" '[.[] | select(.event == "kickstart.inv.online")] | length >= 30' "online samples"
 grep -q "kept in spool" "$TEST_DIR/monitor.log" || fail "the monitor did not say it spooled"
-log "broker restart: all $n events arrived once, in order"
+log "broker restart: all $((n - copies)) events arrived, in order ($copies resent copy of an event stored but not confirmed before the stop)"
 
 # ---- the next pano-monitor on the node replays what an earlier one left
 private_rabbitmq_stop

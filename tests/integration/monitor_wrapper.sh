@@ -37,9 +37,10 @@ for sig in TERM HUP USR1 USR2 QUIT INT; do
     # A non-interactive shell starts background jobs with SIGINT and SIGQUIT
     # ignored; setsid gives the monitor default dispositions, as under a
     # batch system.
-    setsid "$MONITOR" -- "$WORKLOAD" wait-signal 60 >"$TEST_DIR/sig.out" 2>>"$TEST_DIR/monitor.log" &
+    # (A file per signal: the shell truncates it only when the job starts.)
+    setsid "$MONITOR" -- "$WORKLOAD" wait-signal 60 >"$TEST_DIR/sig-$sig.out" 2>>"$TEST_DIR/monitor.log" &
     mon=$!
-    wait_until 30 grep -q ready "$TEST_DIR/sig.out" || fail "SIG$sig: the task did not start"
+    wait_until 30 grep -q ready "$TEST_DIR/sig-$sig.out" || fail "SIG$sig: the task did not start"
     kill -s "$sig" "$mon"
     rc=0
     wait "$mon" || rc=$?
