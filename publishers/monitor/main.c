@@ -152,6 +152,7 @@ typedef struct {
     pano_relay relays[2];
     size_t nrelays;
     uint64_t payload_events, payload_errors;
+    pid_t relay_pid; /* the output relay left behind, not the task's */
 } monitor;
 
 static double mono_now(void)
@@ -451,6 +452,8 @@ static void reap_children(monitor *m, bool *task_done, int *status)
         if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
             return;
         pid_t pid = si.si_pid;
+        if (pid == m->relay_pid)
+            return; /* ours, and still needed: not reaped here */
         /* Its last counters, while it is still a zombie. */
         pano_proctree_zombie(m->tree, pid);
         struct rusage ru;
@@ -703,13 +706,22 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < m.nrelays; i++)
             pano_relay_handle(&m.relays[i], pfd[2 + i].revents);
     }
-    for (size_t i = 0; i < m.nrelays; i++) {
-        if (pano_relay_active(&m.relays[i]))
-            pano_warn("descendants of the task still hold its %s open %.1f s after it "
-                      "exited; no longer relaying it",
-                      m.relays[i].name, linger);
-        pano_relay_close(&m.relays[i]);
+    bool left_open = false;
+    for (size_t i = 0; i < m.nrelays; i++)
+        left_open |= m.relays[i].in_fd >= 0;
+    if (left_open) {
+        pano_info("descendants of the task still hold its output open %.1f s after it "
+                  "exited: a relay process keeps passing it on (payloads are no longer "
+                  "read)",
+                  linger);
+        pid_t relay = pano_relay_detach(m.relays, m.nrelays);
+        if (relay > 0) {
+            m.relay_pid = relay;
+            pano_proctree_ignore(m.tree, relay);
+        }
     }
+    for (size_t i = 0; i < m.nrelays; i++)
+        pano_relay_close(&m.relays[i]);
     /* Children that exited meanwhile count in the final sample. */
     bool dummy_done = task_done;
     int dummy_status = status;

@@ -46,6 +46,7 @@ struct pano_proctree {
     uint64_t gone_iowait_ticks; /* last readings of processes gone */
     pano_tree_totals last;      /* what was reported, to keep totals monotonic */
     int root_children_fd;
+    pid_t ignored;
     pid_t *queue;
     size_t queue_cap;
     char *buf;
@@ -341,6 +342,8 @@ void pano_proctree_free(pano_proctree *t)
 
 bool pano_proctree_uses_children_files(const pano_proctree *t) { return t->children_files; }
 
+void pano_proctree_ignore(pano_proctree *t, pid_t pid) { t->ignored = pid; }
+
 static void push(pano_proctree *t, size_t *n, pid_t pid)
 {
     if (*n == t->queue_cap) {
@@ -478,6 +481,8 @@ int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
     /* Breadth first: parents are read before their children. */
     while (head < n) {
         pid_t pid = t->queue[head++];
+        if (pid == t->ignored)
+            continue;
         proc *p = find(t, pid);
         if (p && p->seen == t->round)
             continue; /* listed twice (re-parented during the walk) */

@@ -82,6 +82,9 @@ void pano_proctree_zombie(pano_proctree *t, pid_t pid);
 /* That child was reaped with this rusage (wait4). */
 void pano_proctree_reaped(pano_proctree *t, pid_t pid, const struct rusage *ru);
 
+/* Leave this child of root out of the tree (the monitor's own helper). */
+void pano_proctree_ignore(pano_proctree *t, pid_t pid);
+
 /* Whether the children files are used (false: full /proc scans). */
 bool pano_proctree_uses_children_files(const pano_proctree *t);
 

@@ -3,7 +3,9 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -107,4 +109,56 @@ void pano_relay_close(pano_relay *r)
 {
     write_out(r, false);
     close_input(r);
+}
+
+pid_t pano_relay_detach(pano_relay *relays, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        write_out(&relays[i], false);
+    pid_t pid = fork();
+    if (pid < 0)
+        pano_warn("cannot fork an output relay: %s", strerror(errno));
+    if (pid != 0) {
+        /* The parent lets go of the pipes; the child (if any) has them. */
+        for (size_t i = 0; i < n; i++)
+            if (relays[i].in_fd >= 0) {
+                close(relays[i].in_fd);
+                relays[i].in_fd = -1;
+            }
+        return pid;
+    }
+    /* The child of a multithreaded process: no logging (another thread may
+     * have held stdio's lock at fork time), no allocation. Only the pipes
+     * (moved to 3, 4) and stdin/stdout/stderr stay open. */
+    pano_log_set_level((pano_log_level)-1);
+    int fds[2] = {-1, -1};
+    for (size_t i = 0; i < n && i < 2; i++) {
+        relays[i].scanner = NULL;
+        if (relays[i].in_fd < 0)
+            continue;
+        fds[i] = fcntl(relays[i].in_fd, F_DUPFD_CLOEXEC, 10);
+        if (fds[i] < 0)
+            _exit(1);
+    }
+    for (size_t i = 0; i < n && i < 2; i++)
+        if (fds[i] >= 0) {
+            if (dup2(fds[i], (int)(3 + i)) < 0)
+                _exit(1);
+            relays[i].in_fd = (int)(3 + i);
+        }
+    closefrom(5);
+    for (;;) {
+        struct pollfd pfd[2];
+        bool any = false;
+        for (size_t i = 0; i < n && i < 2; i++) {
+            pano_relay_poll_fd(&relays[i], &pfd[i]);
+            any |= pfd[i].fd >= 0;
+        }
+        if (!any)
+            _exit(0);
+        if (poll(pfd, (nfds_t)(n < 2 ? n : 2), -1) < 0 && errno != EINTR)
+            _exit(1);
+        for (size_t i = 0; i < n && i < 2; i++)
+            pano_relay_handle(&relays[i], pfd[i].revents);
+    }
 }

@@ -19,6 +19,8 @@
 #include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #define PANO_RELAY_BUF 65536
 
@@ -45,5 +47,13 @@ void pano_relay_handle(pano_relay *r, short revents);
 /* Stop reading (the linger time is over): close the pipe after writing
  * out, blocking, what was already read. */
 void pano_relay_close(pano_relay *r);
+
+/* Descendants of the task still hold its output open after the linger
+ * time: hand the open pipes to a small child process that keeps copying
+ * them (without scanning) until they close, so the monitor can exit and
+ * late output is neither lost nor answered with EPIPE. The child closes
+ * every other descriptor (the broker connection above all). Returns the
+ * child's pid, or -1 (the pipes are then closed). */
+pid_t pano_relay_detach(pano_relay *relays, size_t n);
 
 #endif

@@ -63,8 +63,16 @@ cmp -s "$TEST_DIR/random" "$TEST_DIR/copy2" || fail "stdin -> stderr is not byte
 rc=0
 "$MONITOR" -- sh -c 'yes | head -c 100000000' 2>>"$TEST_DIR/monitor.log" | head -c 10 >/dev/null || rc=$?
 # (rc is head's.) The monitor must not hang: reaching this line is the test.
+# A daemon that writes after the task exited: its output still arrives (a
+# relay process takes over the pipes after the linger time).
+"$MONITOR" --set pano.monitor.linger=0.3 -- sh -c '(sleep 1; echo late; echo late2 >&2) & echo early' \
+    >"$TEST_DIR/late.out" 2>"$TEST_DIR/late.err" || fail "late output: monitor failed"
+wait_until 30 grep -q late2 "$TEST_DIR/late.err" || fail "late output on stderr lost"
+[[ $(cat "$TEST_DIR/late.out") == $'early\nlate' ]] || fail "late output: $(cat "$TEST_DIR/late.out")"
 drain "$TEST_DIR/stdio.events"
-log "stdio passes through byte for byte"
+expect "$TEST_DIR/stdio.events" '[.[] | select(.event=="kickstart.inv.end")][-1].final.procs == 2' \
+    "the daemon counts in the final sample, the relay does not"
+log "stdio passes through byte for byte, late output included"
 
 # ---- the broker is down or the configuration is partly wrong: the task runs
 start=$SECONDS
