@@ -29,6 +29,7 @@ command -v jq >/dev/null || { echo "jq is needed" >&2; exit 2; }
 TMP=$(mktemp -d /tmp/pano-bench.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 export PANO_SPOOL_DIR="$TMP/spool"
+export PANO_WF_UUID=${PANO_WF_UUID:-pano-bench}
 if [[ -n ${BENCH_AMQP_URL:-} ]]; then
     export PANO_AMQP_URL=$BENCH_AMQP_URL
     dest="broker $(sed -E 's#//[^@]*@#//***@#' <<<"$BENCH_AMQP_URL")"
@@ -78,7 +79,7 @@ run_case() {
     printf '%s %s %s %s %s\n' "$pct" "$(calc "$mon / $plain")" "$samples" "$plain" "$mon"
 }
 
-echo "pano-monitor overhead: WORK=$WORK s, REPS=$REPS, $(nproc) CPUs, events: $dest" >&2
+echo "pano-monitor overhead: WORK=$WORK s, REPS=$REPS, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), events: $dest" >&2
 printf '%-8s %8s %12s %10s %8s %10s %10s\n' workload interval cpu_pct wall_ratio samples plain_s monitored_s >&2
 declare -A PCT RATIO
 for interval in 1 0.1; do
@@ -91,5 +92,6 @@ for interval in 1 0.1; do
     done
 done
 worst=$(printf '%s\n' "${RATIO[@]}" | sort -g | tail -1)
+echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg) (wall ratios mean little on a loaded machine)" >&2
 printf 'RESULT monitor cpu_pct_1s=%.4f cpu_pct_100ms=%.4f wall_ratio=%.4f\n' \
     "${PCT[tree64,1]}" "${PCT[tree64,0.1]}" "$worst"

@@ -73,6 +73,16 @@ awk -v u="$last_periodic" 'BEGIN { exit !(u > 0.5 && u <= 1.1) }' ||
     fail "name: utime of the last periodic sample is $last_periodic (fields shifted?)"
 log "name: 'a b) c' parsed, utime $last_periodic s while running"
 
+# ---- --on-change: an idle task sends (almost) only its start and end
+# samples; a busy one keeps sending
+run idle --on-change -i 0.1 -- "$WORKLOAD" sleep 1.5
+expect "$TEST_DIR/idle.events" '[.[] | select(.sample == "periodic")] | length <= 3' "on-change: idle task"
+expect "$TEST_DIR/idle.events" '[.[] | select(.event == "kickstart.inv.online") | .sample] | (.[0] == "start" and .[-1] == "end")' \
+    "on-change: start and end samples"
+run busy --on-change -i 0.1 -- "$WORKLOAD" burn 0.8
+expect "$TEST_DIR/busy.events" '[.[] | select(.sample == "periodic")] | length >= 3' "on-change: busy task"
+log "on-change: $(jqf "$TEST_DIR/idle.events" '[.[] | select(.sample == "periodic")] | length') periodic samples idle, $(jqf "$TEST_DIR/busy.events" '[.[] | select(.sample == "periodic")] | length') busy"
+
 # ---- a 50 ms task with -i 1
 run short -i 1 -- "$WORKLOAD" sleep 0.05
 ev=$TEST_DIR/short.events
