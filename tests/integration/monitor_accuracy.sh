@@ -90,4 +90,5 @@ expect "$ev" '[.[] | .event] == ["kickstart.inv.start", "kickstart.inv.online",
                                  "kickstart.inv.online", "kickstart.inv.end"]' "short: events"
 expect "$ev" '[.[] | select(.event=="kickstart.inv.online") | .sample] == ["start", "end"]' \
     "short: start and end samples"
+no_sanitizer_reports
 log "PASS"

@@ -147,3 +147,11 @@ check_schema() {
                  | add | unique')"
     done
 }
+
+# No sanitizer report in any log the test kept (the ASan build).
+no_sanitizer_reports() {
+    if grep -l -E "ERROR: (Address|Leak)Sanitizer|runtime error:" "$TEST_DIR"/*.log "$TEST_DIR"/*.err \
+        2>/dev/null; then
+        fail "sanitizer report in the logs above"
+    fi
+}

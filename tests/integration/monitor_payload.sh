@@ -66,4 +66,5 @@ env -u PEGASUS_WF_UUID "$MONITOR" -- "$EMIT" made.up 1 2>/dev/null || fail "moni
 drain "$TEST_DIR/madeup.events"
 expect "$TEST_DIR/madeup.events" '(map(.wf_uuid) | unique | length == 1) and
     (.[0].wf_uuid != env.PEGASUS_WF_UUID) and any(.event == "custom.metric")' "one made-up workflow"
+no_sanitizer_reports
 log "PASS"

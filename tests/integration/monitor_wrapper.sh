@@ -110,4 +110,5 @@ expect "$ev" '[.[] | .rank] | all(. != null)' "every event has a rank"
 expect "$ev" 'group_by(.event_id | split("-")[0]) | length == 6 and
               all(map(.seq) | sort == [range(1; length + 1)])' "each rank its own source and seq"
 log "MPI ranks"
+no_sanitizer_reports
 log "PASS"
