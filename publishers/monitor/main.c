@@ -554,6 +554,14 @@ int main(int argc, char **argv)
     m.on_change = pano_config_bool(cfg, "pano.monitor.on_change");
     m.threshold = pano_config_double(cfg, "pano.monitor.on_change_threshold");
     double linger = pano_config_double(cfg, "pano.monitor.linger");
+    /* Panorama's KICKSTART_MON_URL=file:///path: JSON lines to that file. */
+    const char *url = pano_config_str(cfg, "pano.amqp.url");
+    if (url && strncmp(url, "file://", 7) == 0) {
+        char *path = pano_strdup(url + 7);
+        pano_cli_set(cfg, "pano.output", path);
+        pano_cli_set(cfg, "pano.amqp.url", (char[]){""});
+        free(path);
+    }
     export_cli_settings(cfg, argc, argv);
     m.source = pano_source_new(cfg);
     /* A workflow UUID made up for this run (none configured) is the task's

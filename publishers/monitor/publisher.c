@@ -4,6 +4,7 @@
 #include "mem.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@ struct pano_publisher {
     bool threaded;
     pthread_mutex_t lock;
     pthread_cond_t more, room;
+    uint64_t lost;
     item *head, *tail;
     size_t queued_bytes;
     bool stopping;
@@ -30,9 +32,15 @@ static void deliver(pano_publisher *p, item *it)
     if (p->sink &&
         pano_sink_send_raw(p->sink, it->key, it->id, it->json, it->len, err, sizeof err) == 0)
         return;
-    /* Never lost without a trace: the whole event goes to the log. */
-    pano_error("event not delivered (%s): %.*s", p->sink ? err : "no usable output",
-               (int)it->len, it->json);
+    /* Never lost without a trace: the first events go to the log in full,
+     * later ones are counted (a job must not drown in its own monitoring). */
+    p->lost++;
+    if (p->lost <= 10)
+        pano_error("event not delivered (%s): %.*s", p->sink ? err : "no usable output",
+                   (int)it->len, it->json);
+    else if (p->lost % 100 == 0)
+        pano_error("%llu events not delivered so far (%s)", (unsigned long long)p->lost,
+                   p->sink ? err : "no usable output");
 }
 
 static void free_item(item *it)
@@ -127,6 +135,8 @@ void pano_publisher_stop(pano_publisher *p, pano_sink_stats *stats)
     }
     if (stats)
         memset(stats, 0, sizeof *stats);
+    if (p->lost > 10)
+        pano_error("%llu events were not delivered in all", (unsigned long long)p->lost);
     if (p->sink) {
         if (stats)
             *stats = pano_sink_get_stats(p->sink);
