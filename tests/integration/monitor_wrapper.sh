@@ -91,6 +91,11 @@ rc=0
 PANO_AMQP_HEARTBEAT=often KICKSTART_MON_INTERVAL=0.01 "$MONITOR" -- "$WORKLOAD" exit 7 \
     2>"$TEST_DIR/badenv.log" || rc=$?
 [[ $rc == 7 ]] || fail "bad environment: exit $rc"
+# Kickstart's file:// form of KICKSTART_MON_URL: JSON lines to that file.
+env -u PANO_AMQP_URL KICKSTART_MON_URL="file://$TEST_DIR/km.jsonl" "$MONITOR" -- "$WORKLOAD" exit 0 ||
+    fail "file:// URL: monitor failed"
+expect "$TEST_DIR/km.jsonl" 'map(.event) == ["kickstart.inv.start", "kickstart.inv.online",
+    "kickstart.inv.online", "kickstart.inv.end"]' "file:// URL: events"
 drain "$TEST_DIR/config.events"
 log "the task runs whatever the broker and the configuration"
 
