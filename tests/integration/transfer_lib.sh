@@ -11,6 +11,8 @@ HTTPD="$PANO_BUILD/tests/integration/transfer_httpd"
 no_broker() {
     unset PANO_AMQP_URL PEGASUS_AMQP_URL PEGASUS_TRANSFER_PUBLISH PANO_TRANSFER_PUBLISH PANO_OUTPUT
     export PANO_WF_UUID=${PANO_WF_UUID:-$(cat /proc/sys/kernel/random/uuid)}
+    # events for a broker that is down go to the test's own spool
+    export PANO_SPOOL_DIR="$TEST_DIR/spool"
 }
 
 # check JSON JQ_EXPR WHAT: fail unless the expression holds.
