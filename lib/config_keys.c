@@ -74,7 +74,7 @@ const pano_config_key pano_config_keys[] = {
      "pano-transfer sends events (false: it still transfers, and sends nothing; "
      "PEGASUS_TRANSFER_PUBLISH chooses broker or JSON lines)."},
     {"pano.emit.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
-     "pano-emit and the metric API send events (false: nothing is sent)."},
+     "pano-emit sends events (false: it sends nothing and exits 0)."},
     {"pano.encoding", PANO_CFG_STR, "json", NOLIMIT, false, {0},
      {"pegasus.monitord.encoding"},
      "Always json: accepted so Pegasus properties work unchanged; bp or bson is warned "
