@@ -55,7 +55,8 @@ common='
       {("m\($i)_max"): {max: {field: $m.field}},
        ("m\($i)"): {derivative: {buckets_path: "m\($i)_max", unit: "1s"}}}
     elif $m.op == "last" then
-      {("m\($i)"): {top_metrics: {metrics: {field: $m.field}, sort: {"@timestamp": "desc"}}}}
+      {("m\($i)"): {top_hits: {size: 1, sort: [{"@timestamp": {order: "desc"}}], _source: false,
+                                fields: [$m.field]}}}
     elif $m.op == "unique_count" then {("m\($i)"): {cardinality: {field: $m.field}}}
     else {("m\($i)"): {($m.op): {field: $m.field}}} end;
   def es_metrics($p): [$p.metrics | to_entries[] | es_metric(.value; .key)] | add // {};
