@@ -132,5 +132,19 @@ const pano_config_key pano_config_keys[] = {
     {"pano.indexer.linger", PANO_CFG_DOUBLE, "0.2", 0, 60, false, {0}, {0},
      "Seconds to wait for a batch to fill before sending it."},
 
+    /* ---- pano-darshan ---- */
+    {"pano.darshan.parser", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "darshan-parser to run for logs newer than pano-darshan's reader knows "
+     "(default: darshan-parser from PATH, when there is one)."},
+    {"pano.darshan.state", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "pano-darshan --watch: file recording the logs already published "
+     "(default: $XDG_STATE_HOME/pano/darshan-watch.state, i.e. ~/.local/state/...)."},
+    {"pano.darshan.rescan_interval", PANO_CFG_DOUBLE, "60", 0.1, 86400, false, {0}, {0},
+     "pano-darshan --watch: seconds between full rescans of the watched tree "
+     "(a fallback for events inotify misses)."},
+    {"pano.darshan.publish_existing", PANO_CFG_BOOL, "false", NOLIMIT, false, {0}, {0},
+     "pano-darshan --watch: on the first start (no state file yet), also publish the "
+     "logs already present; otherwise they are only recorded as seen."},
+
     {0},
 };
