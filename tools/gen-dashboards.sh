@@ -27,7 +27,7 @@ common='
   # The JSON Schema type of a dotted field: envelope first, then every event.
   def subschema($s; $name):
     if ($s.properties // {}) | has($name) then $s.properties[$name]
-    else ([($s.patternProperties // {}) | to_entries[] | select($name | test(.key)) | .value] | first)
+    else ([($s.patternProperties // {}) | to_entries[] as $e | select($name | test($e.key)) | $e.value] | first)
          // (if ($s.additionalProperties | type) == "object" then $s.additionalProperties else null end)
     end
     | if . != null and .type == "array" then .items else . end;
