@@ -39,7 +39,14 @@ uses=$(
     } | jq -sc 'unique'
 )
 
-jq -n --argjson uses "$uses" --arg prefix "$prefix" --slurpfile t "$templates" '
+# Fields the schemas of this tree describe by name (not through patterns):
+# these must be in the templates; others may be left to the dynamic rules.
+declared=$(jq -s -c '[.[] | paths(type == "object") as $p | select(($p | length) >= 2 and $p[-2] == "properties"
+    and (($p | map(tostring) | index("patternProperties")) == null) and (($p | map(tostring) | index("additionalProperties")) == null))
+    | $p | map(select(. != "properties" and . != "items" and (type == "string"))) | join(".")] | unique' \
+    "$src/schemas/envelope.schema.json" "$src"/schemas/events/*.schema.json)
+
+jq -n -r --argjson uses "$uses" --argjson declared "$declared" --arg prefix "$prefix" --slurpfile t "$templates" '
   def globre: "^" + (gsub("\\."; "\\.") | gsub("\\*"; ".*")) + "$";
   def flat($p): to_entries[] | .key as $k | .value as $v
     | (if $v.properties then ($v.properties | flat($p + $k + "."))
@@ -54,20 +61,37 @@ jq -n --argjson uses "$uses" --arg prefix "$prefix" --slurpfile t "$templates" '
     else ($type | numeric) end;
   def lens_type($t): if ($t | numeric) then "number" elif ($t | IN("keyword", "constant_keyword", "ip")) then "string"
     elif ($t | IN("date", "date_nanos")) then "date" else $t end;
-  # templates as [{patterns, properties}]
-  ($t[0] | if .index_templates then [.index_templates[] | .index_template]
-           else [to_entries[] | .value] end
-   | map({patterns: .index_patterns, props: ([(.template.mappings.properties // {}) | flat("")] | from_entries),
-          dynamic: (.template.mappings.dynamic_templates // [])})) as $tpl
+  # what a field is expected to hold: Lens says it; for Grafana, what Lens says of the same field
+  ($uses | map(select(.dataType)) | map({key: .field, value: .dataType}) | from_entries) as $known
+  | ($t[0] | if .index_templates then [.index_templates[] | .index_template]
+             else [to_entries[] | .value] end
+     | map({patterns: .index_patterns, props: ([(.template.mappings.properties // {}) | flat("")] | from_entries),
+            dynamic: (.template.mappings.dynamic_templates // [])})) as $tpl
   | [ $uses[] | . as $u
+      | ($u.dataType // $known[$u.field] // (if $u.use | IN("terms", "top_metrics", "last_value", "unique_count", "cardinality") then null else "number" end)) as $expect
       | ($u.pattern | sub("^pano-"; $prefix) | rtrimstr("*")) as $index
       | [$tpl[] | select(any(.patterns[]; . as $g | $index | test($g | globre)))] as $applies
       | ([$applies[] | .props[$u.field] // empty] | first) as $type
-      | if ($applies | length) == 0 then "\($u.where): no index template applies to \($index)"
-        elif $type == null then "\($u.where): field \($u.field) is not in the templates of \($index)"
-        elif (fits($u.use; $type) | not) then "\($u.where): field \($u.field) is \($type) in the templates, unfit for \($u.use)"
-        elif $u.dataType and $u.use != "date_histogram" and lens_type($type) != $u.dataType then
-          "\($u.where): Lens says \($u.field) is \($u.dataType), the templates map it as \($type)"
-        else empty end ]
-  | if length > 0 then (.[] | "FAIL: " + .), ("\(length) field uses do not fit the index templates\n" | halt_error(1)) else "checked \($uses | length) field uses: all in the templates with fitting types" end
-' -r
+      # a field the templates do not describe: what their dynamic rules make of
+      # it, when the result fits whatever form the value takes in JSON
+      | ($applies[0].dynamic // []) as $dyn
+      | ([$dyn[] | to_entries[] | .value | select((.match // .path_match // "*") == "*")
+          | {key: (.match_mapping_type // ""), value: .mapping.type}] | from_entries) as $rules
+      | (if $type != null then null
+         elif $expect == "number" and ($rules.long // "" | numeric) and ($rules.double // "" | numeric) then "long or double"
+         elif $expect == "string" and $rules.string == "keyword" then "keyword"
+         else null end) as $dynamic
+      | if ($applies | length) == 0 then {fail: "\($u.where): no index template applies to \($index)"}
+        elif $type == null and ($declared | index([$u.field])) != null then
+          {fail: "\($u.where): \($u.field) is in schemas/ but not in the templates of \($index) (are they generated from this tree'"'"'s schemas?)"}
+        elif $type == null and $dynamic != null then
+          {warn: "\($u.where): \($u.field) is not in the templates of \($index); their dynamic rules map it as \($dynamic)"}
+        elif $type == null then {fail: "\($u.where): field \($u.field) is not in the templates of \($index)"}
+        elif (fits($u.use; $type) | not) then {fail: "\($u.where): field \($u.field) is \($type) in the templates, unfit for \($u.use)"}
+        elif $expect and $u.use != "date_histogram" and lens_type($type) != $expect then
+          {fail: "\($u.where): \($u.field) should be a \($expect), the templates map it as \($type)"}
+        else empty end ] as $r
+  | ($r[] | select(.warn) | "WARN: " + .warn),
+    ($r | map(select(.fail)) | if length > 0 then (.[] | "FAIL: " + .fail), ("\(length) field uses do not fit the index templates\n" | halt_error(1))
+     else "checked \($uses | length) field uses: all in the templates with fitting types" end)
+'
