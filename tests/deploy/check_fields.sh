@@ -10,6 +10,7 @@
 # TEMPLATES: a file in the form of GET _index_template, or of
 # pano-indexer --print-templates ({name: body, ...}). PREFIX replaces the
 # "pano-" of the data views ("pano-" itself, or a test's own prefix).
+# SKIP_EVENTS (space-separated event names): leave out the panels of these.
 set -euo pipefail
 templates=$1
 prefix=$2
@@ -24,7 +25,8 @@ uses=$(
           | ($dv[] | select(.id == $view) | .title) as $pattern
           | $o.attributes.state.datasourceStates.formBased.layers[].columns[]
           | select(.sourceField and .sourceField != "___records___")
-          | {where: "kibana \($o.id)", pattern: $pattern, field: .sourceField, use: .operationType, dataType}
+          | {where: "kibana \($o.id)", pattern: $pattern, field: .sourceField, use: .operationType, dataType,
+             event: ($o.attributes.state.query.query | capture("event:\"(?<e>[^\"]+)\"").e)}
         ' "$src/deploy/kibana/pano.ndjson"
         # Grafana: bucket and metric fields; the index from the data source uid
         jq -c --slurpfile dv <(jq -c 'select(.type == "index-pattern") | {id, title: .attributes.title}' "$src/deploy/kibana/pano.ndjson") '
@@ -34,9 +36,10 @@ uses=$(
              (.metrics[] | select(.type != "count" and .type != "derivative")
               | if .type == "top_metrics" then (.settings.metrics[] | {field: ., use: "top_metrics"})
                 else {field, use: .type} end))
-          | . + {where: "grafana \($p.title)", pattern: $pattern}
+          | . + {where: "grafana \($p.title)", pattern: $pattern,
+                 event: ($p.targets[0].query | capture("event:\"(?<e>[^\"]+)\"").e)}
         ' "$src/deploy/grafana/pano.json"
-    } | jq -sc 'unique'
+    } | jq -sc --arg skip "${SKIP_EVENTS:-}" '($skip | split(" ")) as $s | map(select(.event as $e | $s | index([$e]) | not)) | unique'
 )
 
 # Fields the schemas of this tree describe by name (not through patterns):
