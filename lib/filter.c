@@ -121,6 +121,27 @@ pano_filter *pano_filter_new(const pano_config *cfg, const char *program, char *
         f->disabled = true;
         pano_info("%s is false: no event is sent", toggle);
     }
+    /* A pegasus.properties written for monitord (events = stampede.*) would
+     * silence a pano publisher: say so. */
+    static const struct {
+        const char *key, *events[4];
+    } own[] = {
+        {"pano.monitor.enabled", {"kickstart.inv.start", "kickstart.inv.online", "kickstart.inv.end"}},
+        {"pano.darshan.enabled", {"darshan.perf"}},
+        {"pano.transfer.enabled", {"transfer.inv.local.single", "transfer.inv.local", "transfer.inv.go"}},
+        {"pano.emit.enabled", {"custom.metric"}},
+    };
+    for (size_t i = 0; toggle && !f->disabled && !f->all && i < sizeof own / sizeof *own; i++) {
+        if (strcmp(own[i].key, toggle) != 0)
+            continue;
+        bool any = false;
+        for (size_t e = 0; e < 4 && own[i].events[e]; e++)
+            any = any || pano_filter_pass(f, own[i].events[e]);
+        if (!any)
+            pano_warn("pano.events (pegasus.catalog.workflow.amqp.events) = '%s' lets none of "
+                      "this program's events through (%s...): nothing will be sent",
+                      pano_config_str(cfg, "pano.events"), own[i].events[0]);
+    }
     const char *encoding = pano_config_str(cfg, "pano.encoding");
     const char *url = pano_config_str(cfg, "pano.amqp.url");
     if (encoding && strcasecmp(encoding, "json") != 0) {
