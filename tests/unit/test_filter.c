@@ -93,6 +93,23 @@ START_TEST(globs_where_regexes_cannot_be)
 }
 END_TEST
 
+/* The examples of docs/deploy.md, "The event filter". */
+START_TEST(documented_examples)
+{
+    ck_assert(pass("stampede.*", "stampede.xwf.start"));
+    ck_assert(!pass("stampede.*", "kickstart.inv.end"));
+    ck_assert(pass("inv.end", "kickstart.inv.end") && pass("inv.end", "stampede.inv.end"));
+    ck_assert(!pass("inv.end", "kickstart.inv.online"));
+    ck_assert(pass("^kickstart\\.inv\\.(start|end)$", "kickstart.inv.start"));
+    ck_assert(!pass("^kickstart\\.inv\\.(start|end)$", "kickstart.inv.online"));
+    ck_assert(pass("*.inv.*", "kickstart.inv.online") && pass("*.inv.*", "stampede.inv.end"));
+    ck_assert(!pass("*.inv.*", "transfer.inv"));
+    ck_assert(pass("*.end", "kickstart.inv.end") && !pass("*.end", "kickstart.inv.end.x"));
+    ck_assert(pass("transfer.inv.local$", "transfer.inv.local"));
+    ck_assert(!pass("transfer.inv.local$", "transfer.inv.local.single"));
+}
+END_TEST
+
 START_TEST(bad_patterns_are_errors)
 {
     char err[512] = "";
@@ -203,6 +220,7 @@ int main(void)
     tcase_add_test(tc, everything_by_default);
     tcase_add_test(tc, regex_search_like_pegasus);
     tcase_add_test(tc, globs_where_regexes_cannot_be);
+    tcase_add_test(tc, documented_examples);
     tcase_add_test(tc, bad_patterns_are_errors);
     tcase_add_test(tc, toggle_keys);
     tcase_add_test(tc, pegasus_properties);
