@@ -12,6 +12,8 @@ packages=(
     zlib1g-dev libbz2-dev
     # tests
     check valgrind jq curl
+    # tests of deploy/ (compose file, dashboards, man pages, broker password hash)
+    docker-compose yq openssl groff-base
 )
 
 missing=()
