@@ -54,6 +54,10 @@ for s in pano-bridge pano-indexer; do
 done
 grep -q '^FROM .* AS runtime' Dockerfile || fail "Dockerfile has no runtime stage"
 
+# KRaft formats its storage with CLUSTER_ID: a Base64 (URL-safe) UUID, 22 characters
+jq -e '.services.kafka.environment.CLUSTER_ID | test("^[A-Za-z0-9_-]{22}$")' "$tmp/config.json" >/dev/null ||
+    fail "kafka CLUSTER_ID is not a Base64 UUID"
+
 # same versions as the local stack (deploy/local/pom.xml)
 pom_es=$(sed -n 's:.*<es.version>\(.*\)</es.version>.*:\1:p' local/pom.xml)
 pom_kafka=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' local/pom.xml)
