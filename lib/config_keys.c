@@ -39,7 +39,7 @@ const pano_config_key pano_config_keys[] = {
 
     /* ---- AMQP publishing ---- */
     {"pano.amqp.url", PANO_CFG_STR, NULL, NOLIMIT, true,
-     {"PEGASUS_AMQP_URL"}, {"pegasus.catalog.workflow.amqp.url"},
+     {"PEGASUS_AMQP_URL", "KICKSTART_MON_URL"}, {"pegasus.catalog.workflow.amqp.url"},
      "Broker URL: amqp[s]://user:pass@host:port/vhost/exchange, or Panorama's "
      "rabbitmq[s]://user:pass@host:port/api/exchanges/VHOST/EXCHANGE/publish. "
      "Unset: events are written as JSON lines (see pano.output)."},
@@ -131,6 +131,37 @@ const pano_config_key pano_config_keys[] = {
      "Most bytes in one bulk request."},
     {"pano.indexer.linger", PANO_CFG_DOUBLE, "0.2", 0, 60, false, {0}, {0},
      "Seconds to wait for a batch to fill before sending it."},
+
+    /* ---- pano-monitor, pano-emit, the metric API and the spool ---- */
+    {"pano.monitor.interval", PANO_CFG_DOUBLE, "1", 0.05, 3600, false,
+     {"KICKSTART_MON_INTERVAL"}, {0},
+     "pano-monitor: seconds between kickstart.inv.online samples (-i)."},
+    {"pano.monitor.on_change", PANO_CFG_BOOL, "false", NOLIMIT, false, {0}, {0},
+     "pano-monitor: send a periodic sample only when a value moved by more than "
+     "pano.monitor.on_change_threshold since the last sample sent (--on-change)."},
+    {"pano.monitor.on_change_threshold", PANO_CFG_DOUBLE, "0.05", 0, 1e6, false, {0}, {0},
+     "pano-monitor --on-change: relative change (0.05 = 5 %) of any sampled value that "
+     "makes a sample worth sending."},
+    {"pano.monitor.level", PANO_CFG_INT, "1", 0, 9, false, {0}, {0},
+     "Metrics level (as Dragon's telemetry levels): custom metrics of a higher level "
+     "are not sent; 0 also stops pano-monitor's kickstart.inv.online samples (--level)."},
+    {"pano.monitor.capture", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-monitor: read the task's stdout and stderr (when they are not terminals) "
+     "for MONITORING_PAYLOAD blocks; the output passes through unchanged."},
+    {"pano.monitor.payload_max", PANO_CFG_SIZE, "4M", 1024, 1e9, false, {0}, {0},
+     "pano-monitor: largest MONITORING_PAYLOAD block; larger ones become "
+     "kickstart.payload.error events."},
+    {"pano.monitor.linger", PANO_CFG_DOUBLE, "2", 0, 3600, false, {0}, {0},
+     "pano-monitor: seconds to keep relaying output after the task exited while "
+     "descendants still hold its stdout/stderr open."},
+    {"pano.spool.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "Keep events the broker cannot take in an on-disk spool and replay them later."},
+    {"pano.spool.dir", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Spool root, one subdirectory per broker (default /var/tmp/pano-spool-<uid>, "
+     "mode 0700)."},
+    {"pano.spool.max_size", PANO_CFG_SIZE, "64M", 4096, 1e12, false, {0}, {0},
+     "Most bytes spooled per broker; past it the oldest events are dropped (and "
+     "counted, as errors)."},
 
     /* ---- pano-darshan ---- */
     {"pano.darshan.parser", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
