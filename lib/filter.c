@@ -33,7 +33,13 @@ const char *pano_filter_toggle_key(const char *program)
         return NULL;
     const char *base = strrchr(program, '/');
     base = base ? base + 1 : program;
-    if (strncmp(base, "pano-", 5) != 0 || !base[5])
+    static const char *const publishers[] = {"monitor", "darshan", "transfer", "emit"};
+    if (strncmp(base, "pano-", 5) != 0)
+        return NULL;
+    bool known = false;
+    for (size_t i = 0; i < sizeof publishers / sizeof *publishers; i++)
+        known = known || strcmp(base + 5, publishers[i]) == 0;
+    if (!known)
         return NULL;
     char key[128];
     if ((size_t)snprintf(key, sizeof key, "pano.%s.enabled", base + 5) >= sizeof key)

@@ -58,8 +58,9 @@ bool pano_filter_enabled(const pano_filter *f);
 /* How pattern i is matched: 'a' all, 'r' regex, 'g' glob; 0 past the end. */
 char pano_filter_kind(const pano_filter *f, size_t i);
 
-/* "pano.monitor.enabled" for "pano-monitor" or "/usr/bin/pano-monitor",
- * when the registry has that key; NULL otherwise. */
+/* "pano.monitor.enabled" for "pano-monitor" or "/usr/bin/pano-monitor" (the
+ * publishers pano-monitor, pano-darshan, pano-transfer, pano-emit), when the
+ * registry has that key; NULL otherwise. */
 const char *pano_filter_toggle_key(const char *program);
 
 void pano_filter_free(pano_filter *f);

@@ -12,6 +12,7 @@
  */
 #include "cli.h"
 #include "config.h"
+#include "filter.h"
 #include "log.h"
 
 #include <getopt.h>
@@ -102,7 +103,10 @@ static const char *group_of(const char *key, char *buf, size_t size)
     for (size_t i = 0; i < sizeof context / sizeof *context; i++)
         if (strcmp(buf, context[i]) == 0)
             return "wf_uuid";
-    if (strcmp(buf, "encoding") == 0 || (g[n] == '.' && strcmp(g + n + 1, "enabled") == 0))
+    char program[80];
+    snprintf(program, sizeof program, "pano-%s", buf);
+    const char *toggle = pano_filter_toggle_key(program); /* pano.monitor.enabled, ... */
+    if (strcmp(buf, "encoding") == 0 || (toggle && strcmp(toggle, key) == 0))
         return "events";
     return buf;
 }

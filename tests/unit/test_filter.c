@@ -130,6 +130,7 @@ START_TEST(toggle_keys)
     ck_assert_str_eq(pano_filter_toggle_key("pano-darshan"), "pano.darshan.enabled");
     ck_assert_str_eq(pano_filter_toggle_key("pano-emit"), "pano.emit.enabled");
     ck_assert_ptr_null(pano_filter_toggle_key("pano-bridge"));
+    ck_assert_ptr_null(pano_filter_toggle_key("pano-spool")); /* pano.spool.enabled is no publisher */
     ck_assert_ptr_null(pano_filter_toggle_key("pano-"));
     ck_assert_ptr_null(pano_filter_toggle_key("test_filter"));
     ck_assert_ptr_null(pano_filter_toggle_key(NULL));
