@@ -5,6 +5,9 @@ set -euo pipefail
 : "${PANO_BUILD:?}" "${PANO_SOURCE:?}"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+# The configuration must come from the files below only, not from the
+# caller's environment (tests/run.sh exports the local stack's PANO_* URLs).
+while read -r var; do [[ $var == PANO_BUILD || $var == PANO_SOURCE || $var == PANO_FIXTURES ]] || unset "$var"; done < <(env | sed -n 's/^\(PANO_[A-Z0-9_]*\|PEGASUS_[A-Z0-9_]*\|KICKSTART_[A-Z0-9_]*\|CONDOR_JOBID\)=.*/\1/p')
 "$PANO_BUILD/tools/pano-config" --properties >"$tmp/generated"
 if ! diff -u "$PANO_SOURCE/deploy/pano.properties" "$tmp/generated"; then
     echo "FAIL: deploy/pano.properties differs from the key registry; run tools/regen.sh" >&2
