@@ -14,6 +14,8 @@ packages=(
     zlib1g-dev libbz2-dev
     # tests
     check valgrind jq curl
+    # pano-transfer's sftp/scp and ftp tests start their own sshd and vsftpd
+    openssh-server vsftpd
 )
 
 missing=()

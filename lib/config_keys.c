@@ -177,5 +177,44 @@ const pano_config_key pano_config_keys[] = {
      "pano-darshan --watch: on the first start (no state file yet), also publish the "
      "logs already present; otherwise they are only recorded as seen."},
 
+    /* ---- pano-transfer ---- */
+    {"pano.transfer.publish", PANO_CFG_STR, "auto", NOLIMIT, false, {0}, {0},
+     "auto: publish when pano.amqp.url is set; true: publish (warn without a URL); "
+     "false: never publish, write JSON lines. PEGASUS_TRANSFER_PUBLISH maps here: "
+     "1, true or yes mean true, any other value false."},
+    {"pano.transfer.jobs", PANO_CFG_INT, "4", 1, 256, false, {0}, {0},
+     "Transfers pano-transfer runs at once (-j)."},
+    {"pano.transfer.retries", PANO_CFG_INT, "3", 0, 100, false, {0}, {0},
+     "Retries of a transfer whose failure may go away (timeouts, refused connections, "
+     "5xx, dropped connections); 404 and the like are not retried."},
+    {"pano.transfer.retry_delay", PANO_CFG_DOUBLE, "1", 0, 3600, false, {0}, {0},
+     "Seconds before the first retry; doubled for each further retry."},
+    {"pano.transfer.retry_max_delay", PANO_CFG_DOUBLE, "60", 0, 86400, false, {0}, {0},
+     "Longest wait between two retries, in seconds."},
+    {"pano.transfer.connect_timeout", PANO_CFG_DOUBLE, "30", 0.1, 3600, false, {0}, {0},
+     "Seconds to wait for a connection."},
+    {"pano.transfer.stall_timeout", PANO_CFG_DOUBLE, "60", 0, 86400, false, {0}, {0},
+     "An attempt that moves no byte for this many seconds is aborted (0: never)."},
+    {"pano.transfer.timeout", PANO_CFG_DOUBLE, "0", 0, 1e7, false, {0}, {0},
+     "Longest time of one attempt in seconds (0: no limit)."},
+    {"pano.transfer.checksum", PANO_CFG_STR, "none", NOLIMIT, false, {0}, {0},
+     "sha256: hash the data moved, verify local copies and report the digest; none."},
+    {"pano.transfer.continue", PANO_CFG_BOOL, "false", NOLIMIT, false, {0}, {0},
+     "Resume a partial destination left by an earlier run (downloads with ranges)."},
+    {"pano.transfer.local_engine", PANO_CFG_STR, "native", NOLIMIT, false, {0}, {0},
+     "Local-to-local copies: native (copy_file_range) or curl (libcurl file://)."},
+    {"pano.transfer.src_site", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Source site label for transfers that name none (source_site_name)."},
+    {"pano.transfer.dst_site", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Destination site label for transfers that name none (destination_site_name)."},
+    {"pano.transfer.tls_verify", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "Verify TLS certificates of https and ftps servers."},
+    {"pano.transfer.cacert", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "CA bundle for https and ftps (default: the system store)."},
+    {"pano.transfer.ssh_key", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Private key for scp and sftp (default: libcurl's, ~/.ssh/id_rsa)."},
+    {"pano.transfer.ssh_known_hosts", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "known_hosts file that scp and sftp servers are checked against."},
+
     {0},
 };
