@@ -59,6 +59,27 @@ const pano_config_key pano_config_keys[] = {
     {"pano.output", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
      "Without a broker URL: file to append events to as JSON lines (- for stdout)."},
 
+    /* ---- what publishers send (lib/filter.h) ---- */
+    {"pano.events", PANO_CFG_STR, "*", NOLIMIT, false, {0},
+     {"pegasus.catalog.workflow.amqp.events"},
+     "Events to send: comma-separated patterns, * alone = all. Each is a regular "
+     "expression searched in the event name (POSIX extended; Pegasus's re.search), e.g. "
+     "stampede.*,^kickstart\\.inv\\.end$; one that is not a valid regex or starts "
+     "with * or ? is a glob over the whole name (*.inv.*)."},
+    {"pano.monitor.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-monitor sends events (false: it still runs the task, and sends nothing)."},
+    {"pano.darshan.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-darshan sends events (false: nothing is sent)."},
+    {"pano.transfer.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-transfer sends events (false: it still transfers, and sends nothing; "
+     "PEGASUS_TRANSFER_PUBLISH chooses broker or JSON lines)."},
+    {"pano.emit.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-emit sends events (false: it sends nothing and exits 0)."},
+    {"pano.encoding", PANO_CFG_STR, "json", NOLIMIT, false, {0},
+     {"pegasus.monitord.encoding"},
+     "Always json: accepted so Pegasus properties work unchanged; bp or bson is warned "
+     "about with a broker (monitord forces json for AMQP too) and ignored."},
+
     /* ---- Kafka (pano-bridge, pano-indexer) ---- */
     {"pano.kafka.brokers", PANO_CFG_STR, "127.0.0.1:9092", NOLIMIT, false, {0}, {0},
      "Kafka bootstrap servers, host:port[,host:port...]."},
