@@ -27,6 +27,8 @@ void pano_bulk_timestamp(double ts, char *out, size_t size)
 
 bool pano_wf_uuid_normalize(const char *in, char out[PANO_WF_UUID_LEN + 1])
 {
+    char tmp[PANO_WF_UUID_LEN + 1];
+    out[0] = '\0';
     if (!in)
         return false;
     for (size_t i = 0; i < PANO_WF_UUID_LEN; i++) {
@@ -34,19 +36,18 @@ bool pano_wf_uuid_normalize(const char *in, char out[PANO_WF_UUID_LEN + 1])
         if (i == 8 || i == 13 || i == 18 || i == 23) {
             if (c != '-')
                 return false;
-            out[i] = c;
-        } else if (c >= '0' && c <= '9')
-            out[i] = c;
-        else if (c >= 'a' && c <= 'f')
-            out[i] = c;
+            tmp[i] = c;
+        } else if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))
+            tmp[i] = c;
         else if (c >= 'A' && c <= 'F')
-            out[i] = (char)(c - 'A' + 'a');
+            tmp[i] = (char)(c - 'A' + 'a');
         else
             return false; /* includes the NUL of a short string */
     }
     if (in[PANO_WF_UUID_LEN] != '\0')
         return false;
-    out[PANO_WF_UUID_LEN] = '\0';
+    tmp[PANO_WF_UUID_LEN] = '\0';
+    memcpy(out, tmp, sizeof tmp);
     return true;
 }
 
