@@ -11,7 +11,7 @@ packages=(
     librabbitmq-dev librdkafka-dev libcurl4-openssl-dev libyajl-dev libssl-dev
     zlib1g-dev libbz2-dev
     # tests
-    check valgrind jq curl
+    check valgrind jq curl kcat socat
 )
 
 missing=()
