@@ -33,7 +33,7 @@ export PANO_INDEXER_MAX_BACKOFF=2
 PANO_ES_URL="http://127.0.0.1:$RELAY_PORT" start_indexer ix
 # Events keep coming during the outage: about 20 s of load at N/20 per s.
 start load "$LOAD" -n "$N" -w 16 --rate $((N / 20))
-wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$FAMILY_INDICES/_count?ignore_unavailable=true' | jq -r .count) -ge $((N / 10)) ]]" ||
+wait_until 60 bash -c "[[ \$(curl -sS '$ES/$FAMILY_INDICES/_count?ignore_unavailable=true' 2>/dev/null | jq -r .count) -ge $((N / 10)) ]]" ||
     fail "indexing did not start"
 relay_down
 log "Elasticsearch unreachable for the indexer for $OUTAGE s"

@@ -16,7 +16,7 @@ victims=(b1 a1 b2)
 next=(b2 a2 b3)
 for k in 0 1 2; do
     threshold=$((N * (k + 1) / 4))
-    wait_until 240 bash -c "[[ \$(curl -fsS '$ES/$FAMILY_INDICES/_count?ignore_unavailable=true' | jq -r .count) -ge $threshold ]]" ||
+    wait_until 240 bash -c "[[ \$(curl -sS '$ES/$FAMILY_INDICES/_count?ignore_unavailable=true' 2>/dev/null | jq -r .count) -ge $threshold ]]" ||
         fail "fewer than $threshold events indexed in time"
     kill_indexer "${victims[$k]}"
     start_indexer "${next[$k]}"

@@ -11,6 +11,7 @@ export PANO_INDEXER_STATS_INTERVAL=5
 
 indexer_cleanup() {
     local rc=$?
+    set +e # an EXIT trap under set -e would stop at the first failure
     "$LOAD" --delete-topics >/dev/null 2>&1 || true
     (exit "$rc")
     cleanup

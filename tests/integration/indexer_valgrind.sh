@@ -15,7 +15,7 @@ command -v valgrind >/dev/null || fail "valgrind is needed (deploy/install-deps.
 "$LOAD" -n 300 -w 5 --bad 2 --invalid-wf '../_all' >/dev/null 2>&1 || fail "kafka_load"
 printf 'not json\n' | kcat -P -b "$KAFKA" -t "${PANO_KAFKA_TOPIC_PREFIX}custom"
 export PANO_INDEXER_STATUS_FILE="$TEST_DIR/status.prom"
-start_indexer vg valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect \
+start vg valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect \
     --show-leak-kinds=definite,indirect --error-exitcode=99 --track-fds=no \
     "$INDEXER" --set pano.indexer.status_port=-1
 wait_until 240 count_is "${P}dead-letter" 3 || fail "expected 3 dead letters, found $(count_in "${P}dead-letter")"
