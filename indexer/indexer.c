@@ -529,8 +529,10 @@ static void collect_batch(indexer *ix)
         add_message(ix, m);
         bytes += m->len;
     }
-    memmove(ix->pending, ix->pending + taken, (ix->npending - taken) * sizeof *ix->pending);
-    ix->npending -= taken;
+    if (taken) {
+        memmove(ix->pending, ix->pending + taken, (ix->npending - taken) * sizeof *ix->pending);
+        ix->npending -= taken;
+    }
     double deadline = ix->count ? pano_now() + ix->linger : 0;
     while (ix->count < ix->max_docs && bytes < ix->max_bytes && !stopping) {
         double left = deadline ? deadline - pano_now() : 0.5;
