@@ -42,6 +42,10 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+/* A batch is split into concurrent bulk requests of at least this many
+ * documents. */
+#define MIN_SLICE 250
+
 typedef struct {
     rd_kafka_message_t *msg;
     pano_bulk_doc doc;
@@ -76,7 +80,9 @@ typedef struct {
     bool paused;
     bool indices_ready;
     pano_wfcache *known;
-    pano_buf body;
+    size_t concurrency;
+    pano_buf *bodies; /* one per concurrent bulk request */
+    size_t nbodies;
     pano_status *status;
     double started, last_publish;
     bool es_up;
@@ -88,7 +94,24 @@ static volatile sig_atomic_t stopping;
 static void on_signal(int sig)
 {
     (void)sig;
+    if (stopping) {
+        /* A second request: stop now (offsets stored so far are kept by
+         * Kafka only if committed; the rest is replayed). */
+        static const char msg[] = "pano-indexer: second signal, exiting now\n";
+        ssize_t w = write(2, msg, sizeof msg - 1);
+        (void)w;
+        _exit(1);
+    }
     stopping = 1;
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "pano-indexer: shutdown took too long, exiting\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(1);
 }
 
 static void usage(FILE *out)
@@ -354,6 +377,11 @@ done:
 static void make_dead_letter(indexer *ix, batch_item *it)
 {
     rd_kafka_message_t *m = it->msg;
+    static unsigned logged;
+    if (logged++ < 100)
+        pano_info("dead letter from %s [%d] at %lld: %s%s", rd_kafka_topic_name(m->rkt),
+                  (int)m->partition, (long long)m->offset, it->reason,
+                  logged == 100 ? " (no more of these messages)" : "");
     pano_json *d = pano_json_object();
     char stamp[64], hash[33];
     pano_bulk_timestamp(pano_now(), stamp, sizeof stamp);
@@ -551,52 +579,10 @@ static void collect_batch(indexer *ix)
     }
 }
 
-/* One bulk request for the items not settled yet. Returns false if
- * Elasticsearch did not answer usefully. */
-static bool send_pending(indexer *ix)
+/* Apply one bulk response to its items. */
+static void apply_results(indexer *ix, const size_t *order, size_t n,
+                          const pano_bulk_result *results)
 {
-    pano_buf_clear(&ix->body);
-    size_t *order = pano_calloc(ix->count ? ix->count : 1, sizeof *order), n = 0;
-    for (size_t i = 0; i < ix->count; i++) {
-        batch_item *it = &ix->items[i];
-        if (it->settled)
-            continue;
-        pano_bulk_append(&ix->body, &it->doc);
-        order[n++] = i;
-    }
-    bool answered = false;
-    pano_bulk_result *results = NULL;
-    pano_es_response resp = {0};
-    if (n == 0) {
-        answered = true;
-        goto done;
-    }
-    char err[512];
-    double t0 = pano_now();
-    ix->n.bulk_requests++;
-    int rc = pano_es_request(ix->es, "POST", "/_bulk", ix->body.data, ix->body.len, &resp, err,
-                             sizeof err);
-    ix->n.bulk_seconds += pano_now() - t0;
-    if (rc < 0) {
-        if (ix->es_up)
-            pano_warn("%s", err);
-        ix->es_up = false;
-        ix->n.bulk_failures++;
-        goto done;
-    }
-    ix->es_up = true;
-    if (resp.status != 200) {
-        pano_warn("bulk request answered %ld: %.300s", resp.status, resp.body);
-        ix->n.bulk_failures++;
-        goto done;
-    }
-    results = pano_calloc(n, sizeof *results);
-    if (pano_bulk_read_response(resp.body, resp.len, n, results, err, sizeof err) < 0) {
-        pano_warn("%s", err);
-        ix->n.bulk_failures++;
-        goto done;
-    }
-    answered = true;
     for (size_t k = 0; k < n; k++) {
         batch_item *it = &ix->items[order[k]];
         it->status = results[k].status;
@@ -628,9 +614,78 @@ static bool send_pending(indexer *ix)
             break;
         }
     }
-done:
-    free(results);
-    pano_es_response_free(&resp);
+}
+
+/* Send the items not settled yet: in up to pano.indexer.concurrency bulk
+ * requests at once (consecutive slices of the batch, so Elasticsearch works
+ * on them in parallel). Returns false if some request got no usable answer
+ * (Elasticsearch down or overloaded as a whole). */
+static bool send_pending(indexer *ix)
+{
+    size_t *order = pano_calloc(ix->count ? ix->count : 1, sizeof *order), n = 0;
+    for (size_t i = 0; i < ix->count; i++)
+        if (!ix->items[i].settled)
+            order[n++] = i;
+    if (n == 0) {
+        free(order);
+        return true;
+    }
+    size_t k = (n + MIN_SLICE - 1) / MIN_SLICE;
+    if (k > ix->concurrency)
+        k = ix->concurrency;
+    pano_es_call *calls = pano_calloc(k, sizeof *calls);
+    size_t *first = pano_calloc(k + 1, sizeof *first);
+    if (ix->nbodies < k) {
+        ix->bodies = pano_reallocarray(ix->bodies, k, sizeof *ix->bodies);
+        memset(ix->bodies + ix->nbodies, 0, (k - ix->nbodies) * sizeof *ix->bodies);
+        ix->nbodies = k;
+    }
+    for (size_t j = 0; j < k; j++) {
+        first[j] = n * j / k;
+        first[j + 1] = n * (j + 1) / k;
+        pano_buf *b = &ix->bodies[j];
+        pano_buf_clear(b);
+        for (size_t q = first[j]; q < first[j + 1]; q++)
+            pano_bulk_append(b, &ix->items[order[q]].doc);
+        calls[j] = (pano_es_call){.method = "POST", .path = "/_bulk", .body = b->data, .len = b->len};
+    }
+    double t0 = pano_now();
+    pano_es_request_many(ix->es, calls, k);
+    ix->n.bulk_seconds += pano_now() - t0;
+    ix->n.bulk_requests += k;
+    bool answered = true;
+    for (size_t j = 0; j < k; j++) {
+        pano_es_call *c = &calls[j];
+        size_t m = first[j + 1] - first[j];
+        bool ok = false;
+        if (c->rc < 0) {
+            if (ix->es_up)
+                pano_warn("%s", c->err);
+            ix->es_up = false;
+        } else if (c->resp.status != 200) {
+            ix->es_up = true;
+            pano_warn("bulk request answered %ld: %.300s", c->resp.status, c->resp.body);
+        } else {
+            ix->es_up = true;
+            pano_bulk_result *results = pano_calloc(m, sizeof *results);
+            char err[512];
+            if (pano_bulk_read_response(c->resp.body, c->resp.len, m, results, err, sizeof err) < 0)
+                pano_warn("%s", err);
+            else {
+                apply_results(ix, order + first[j], m, results);
+                ok = true;
+            }
+            free(results);
+        }
+        if (!ok) {
+            ix->n.bulk_failures++;
+            answered = false;
+        }
+        if (c->rc == 0)
+            pano_es_response_free(&c->resp);
+    }
+    free(first);
+    free(calls);
     free(order);
     return answered;
 }
@@ -960,6 +1015,7 @@ int main(int argc, char **argv)
     ix.max_backoff = pano_config_double(cfg, "pano.indexer.max_backoff");
     ix.drain_timeout = pano_config_double(cfg, "pano.indexer.drain_timeout");
     ix.stats_interval = pano_config_double(cfg, "pano.indexer.stats_interval");
+    ix.concurrency = (size_t)pano_config_int(cfg, "pano.indexer.concurrency");
     ix.items = pano_calloc(ix.max_docs, sizeof *ix.items);
     ix.known = pano_wfcache_new((size_t)pano_config_int(cfg, "pano.indexer.alias_cache"));
 
@@ -998,6 +1054,11 @@ int main(int argc, char **argv)
     pano_info("indexing into %s (%s*, layout %s)", pano_es_describe(ix.es), ix.prefix, layout);
 
     rc = run(&ix);
+    /* Leaving the group can hang when Kafka misbehaves: bound it. */
+    struct sigaction al = {.sa_handler = on_alarm};
+    sigemptyset(&al.sa_mask);
+    sigaction(SIGALRM, &al, NULL);
+    alarm(30);
 
     rd_kafka_resp_err_t e = rd_kafka_commit(ix.consumer, NULL, 0);
     if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET)
@@ -1011,7 +1072,9 @@ int main(int argc, char **argv)
 out:
     pano_status_free(ix.status);
     pano_es_free(ix.es);
-    pano_buf_free(&ix.body);
+    for (size_t i = 0; i < ix.nbodies; i++)
+        pano_buf_free(&ix.bodies[i]);
+    free(ix.bodies);
     free(ix.pending);
     free(ix.items);
     pano_wfcache_free(ix.known);

@@ -240,8 +240,11 @@ static void fixed_fields(pano_json *props)
     pano_json_set(props, "event_id", leaf("keyword"));
 }
 
+/* dead_letter: no dynamic fields at all. mixed (the fallback index, where
+ * events of every family meet): fields no schema knows are keywords, which
+ * take any value, so one family's number cannot refuse another's string. */
 static char *template_body(const pano_template_options *opt, const char *const *patterns,
-                           const pano_json *props, bool dead_letter)
+                           const pano_json *props, bool dead_letter, bool mixed)
 {
     pano_json *t = pano_json_object();
     pano_json *pat = pano_json_set_array(t, "index_patterns");
@@ -260,8 +263,11 @@ static char *template_body(const pano_template_options *opt, const char *const *
         pano_json_set_bool(m, "numeric_detection", false);
         pano_json *dt = pano_json_set_array(m, "dynamic_templates");
         pano_json_append(dt, dynamic_rule("pano_strings", "string", "keyword"));
-        pano_json_append(dt, dynamic_rule("pano_longs", "long", "long"));
-        pano_json_append(dt, dynamic_rule("pano_doubles", "double", "double"));
+        pano_json_append(dt, dynamic_rule("pano_longs", "long", mixed ? "keyword" : "long"));
+        pano_json_append(dt,
+                         dynamic_rule("pano_doubles", "double", mixed ? "keyword" : "double"));
+        if (mixed)
+            pano_json_append(dt, dynamic_rule("pano_booleans", "boolean", "keyword"));
     }
     pano_json_set(m, "properties", pano_json_clone(props));
     char *body = pano_json_serialize(t, NULL);
@@ -339,12 +345,12 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
         snprintf(per_wf, sizeof per_wf, "%.250s-*", exact);
         const char *patterns[] = {exact, per_wf, NULL};
         snprintf(t[f].name, sizeof t[f].name, "%s", exact);
-        t[f].body = template_body(opt, patterns, fam[f], false);
+        t[f].body = template_body(opt, patterns, fam[f], false, false);
         t[f].family = true;
     }
     const char *fallback[] = {opt->fallback_index, NULL};
     snprintf(t[nfam].name, sizeof t[nfam].name, "%s", opt->fallback_index);
-    t[nfam].body = template_body(opt, fallback, all, false);
+    t[nfam].body = template_body(opt, fallback, all, false, true);
 
     pano_json *dl = pano_json_object();
     pano_json_set(dl, "@timestamp", leaf("date"));
@@ -363,7 +369,7 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
     pano_json_set(dl, "original", orig);
     const char *dead[] = {opt->dead_letter_index, NULL};
     snprintf(t[nfam + 1].name, sizeof t[nfam + 1].name, "%s", opt->dead_letter_index);
-    t[nfam + 1].body = template_body(opt, dead, dl, true);
+    t[nfam + 1].body = template_body(opt, dead, dl, true, false);
     pano_json_free(dl);
     pano_json_free(all);
 

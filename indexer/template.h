@@ -30,7 +30,8 @@
  *
  * Fields no schema knows are mapped dynamically and safely: strings as
  * keyword (ignore_above 1024), integers as long, reals as double, no date
- * or numeric detection from strings.
+ * or numeric detection from strings. In the fallback index, where events of
+ * every family meet, such fields are all keywords.
  */
 #ifndef PANO_TEMPLATE_H
 #define PANO_TEMPLATE_H

@@ -12,6 +12,10 @@ export PANO_INDEXER_STATS_INTERVAL=5
 indexer_cleanup() {
     local rc=$?
     set +e # an EXIT trap under set -e would stop at the first failure
+    local pid
+    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+    PIDS=()
     "$LOAD" --delete-topics >/dev/null 2>&1 || true
     (exit "$rc")
     cleanup

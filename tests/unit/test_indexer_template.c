@@ -170,6 +170,13 @@ START_TEST(dynamic_rules_are_safe)
     ck_assert_str_eq(pano_json_get_str(pano_json_get(strings, "mapping"), "type"), "keyword");
     pano_json *d = pano_json_get(m, "date_detection");
     ck_assert(d && d->type == PANO_JSON_BOOL && !d->u.boolean);
+    /* the fallback index mixes families: unknown numbers are keywords */
+    pano_json *fb = pano_json_get(
+        pano_json_get(pano_json_get(pano_json_get(templates, "p-unassigned"), "template"),
+                      "mappings"),
+        "dynamic_templates");
+    pano_json *longs = pano_json_get(fb->u.items.values[1], "pano_longs");
+    ck_assert_str_eq(pano_json_get_str(pano_json_get(longs, "mapping"), "type"), "keyword");
     pano_json *dl = pano_json_get(
         pano_json_get(pano_json_get(templates, "p-dead-letter"), "template"), "mappings");
     pano_json *dyn = pano_json_get(dl, "dynamic");
