@@ -174,6 +174,16 @@ pano_bulk_outcome pano_bulk_classify(int status)
     return PANO_BULK_REJECTED;
 }
 
+bool pano_bulk_all_created(const char *body, size_t len)
+{
+    /* {"errors":false,"items":[...]} with filter_path; {"took":N,"errors":false,...}
+     * without. Look only at the first 64 bytes, outside any item. */
+    size_t n = len < 64 ? len : 64;
+    const char *items = memmem(body, n, "\"items\"", 7);
+    const char *f = memmem(body, n, "\"errors\":false", 14);
+    return f && (!items || f < items);
+}
+
 int pano_bulk_read_response(const char *body, size_t len, size_t n, pano_bulk_result *results,
                             char *err, size_t errlen)
 {

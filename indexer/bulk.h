@@ -81,6 +81,11 @@ typedef struct {
 /* Classify an HTTP status of one item. */
 pano_bulk_outcome pano_bulk_classify(int status);
 
+/* True when a bulk response says "errors": false before anything else
+ * (Elasticsearch writes it first): every item was created, none needs
+ * reading. A 409 counts as an error there, so this never hides one. */
+bool pano_bulk_all_created(const char *body, size_t len);
+
 /* Read the response to a bulk request of n items into results[0..n).
  * Returns -1 (reason in err) when it is not a usable bulk response: then
  * every item must be retried. */

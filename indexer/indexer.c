@@ -35,7 +35,9 @@
 #include "wfcache.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +47,9 @@
 /* A batch is split into concurrent bulk requests of at least this many
  * documents. */
 #define MIN_SLICE 250
+
+/* Only what the outcome needs comes back: much less to read. */
+#define BULK_PATH "/_bulk?filter_path=errors,items.*.status,items.*.error.type,items.*.error.reason"
 
 typedef struct {
     rd_kafka_message_t *msg;
@@ -72,8 +77,14 @@ typedef struct {
     size_t max_docs, max_bytes;
     double linger, max_backoff, drain_timeout, stats_interval;
 
-    batch_item *items;
+    batch_item *items; /* the batch being settled */
     size_t count;
+    /* the next batch, gathered while the current one is in flight */
+    batch_item *next;
+    size_t nnext, next_bytes;
+    double next_first; /* when its first message came */
+    bool in_flight;    /* bulk requests running in the HTTP thread */
+    rd_kafka_topic_partition_list_t *deferred; /* revoked while in flight */
     /* messages polled while a batch was being settled, for the next one */
     rd_kafka_message_t **pending;
     size_t npending, cap_pending;
@@ -174,7 +185,7 @@ static void publish_status(indexer *ix)
             n->offsets_stored);
     GAUGE("bulk_seconds_total", "Time spent in bulk requests.", "%.3f", n->bulk_seconds);
     GAUGE("in_hand", "Messages held: the batch being settled and those polled meanwhile.", "%zu",
-          ix->count + ix->npending);
+          ix->count + ix->nnext + ix->npending);
     GAUGE("elasticsearch_up", "1 when the last request to Elasticsearch was answered.", "%d",
           ix->es_up ? 1 : 0);
     GAUGE("paused", "1 while the partitions are paused (Elasticsearch unavailable).", "%d",
@@ -408,15 +419,21 @@ static void make_dead_letter(indexer *ix, batch_item *it)
     it->rejected = true;
 }
 
-static void add_message(indexer *ix, rd_kafka_message_t *msg)
+static void add_message_to(indexer *ix, batch_item *items, size_t *count,
+                           rd_kafka_message_t *msg)
 {
-    batch_item *it = &ix->items[ix->count++];
+    batch_item *it = &items[(*count)++];
     memset(it, 0, sizeof *it);
     it->msg = msg;
     ix->n.consumed++;
     if (!pano_bulk_doc_prepare(msg->payload ? msg->payload : "", msg->len, &ix->layout,
                                &it->doc, it->reason, sizeof it->reason))
         make_dead_letter(ix, it);
+}
+
+static void add_message(indexer *ix, rd_kafka_message_t *msg)
+{
+    add_message_to(ix, ix->items, &ix->count, msg);
 }
 
 static void drop_message_list(rd_kafka_message_t **msgs, size_t *n,
@@ -438,20 +455,39 @@ static void drop_message_list(rd_kafka_message_t **msgs, size_t *n,
 /* Forget the messages of revoked partitions (all when parts is NULL): they
  * are not settled, their offsets are not stored, the new owner replays
  * them. */
-static void drop_partitions(indexer *ix, const rd_kafka_topic_partition_list_t *parts)
+static void drop_items(indexer *ix, batch_item *items, size_t *count,
+                       const rd_kafka_topic_partition_list_t *parts)
 {
     size_t keep = 0;
-    for (size_t i = 0; i < ix->count; i++) {
-        batch_item *it = &ix->items[i];
+    for (size_t i = 0; i < *count; i++) {
+        batch_item *it = &items[i];
         if (!parts || rd_kafka_topic_partition_list_find(parts, rd_kafka_topic_name(it->msg->rkt),
                                                          it->msg->partition)) {
             pano_bulk_doc_free(&it->doc);
             rd_kafka_message_destroy(it->msg);
             ix->n.dropped_revoked++;
         } else
-            ix->items[keep++] = *it;
+            items[keep++] = *it;
     }
-    ix->count = keep;
+    *count = keep;
+}
+
+/* While bulk requests are in flight, the batch being settled is left alone
+ * and its messages of revoked partitions are dropped once the answers are
+ * in (before any offset is stored). */
+static void drop_partitions(indexer *ix, const rd_kafka_topic_partition_list_t *parts)
+{
+    if (ix->in_flight && parts) {
+        if (!ix->deferred)
+            ix->deferred = rd_kafka_topic_partition_list_new(parts->cnt);
+        for (int i = 0; i < parts->cnt; i++)
+            rd_kafka_topic_partition_list_add(ix->deferred, parts->elems[i].topic,
+                                              parts->elems[i].partition);
+    } else
+        drop_items(ix, ix->items, &ix->count, parts);
+    drop_items(ix, ix->next, &ix->nnext, parts);
+    if (ix->nnext == 0)
+        ix->next_bytes = 0;
     drop_message_list(ix->pending, &ix->npending, parts, &ix->n.dropped_revoked);
 }
 
@@ -552,6 +588,18 @@ static void wait_polling(indexer *ix, double seconds, double deadline)
 static void collect_batch(indexer *ix)
 {
     size_t bytes = 0, taken = 0;
+    double deadline = 0;
+    if (ix->count == 0 && ix->nnext > 0) {
+        /* What was gathered while the last batch was in flight. */
+        batch_item *t = ix->items;
+        ix->items = ix->next;
+        ix->count = ix->nnext;
+        ix->next = t;
+        ix->nnext = 0;
+        bytes = ix->next_bytes;
+        ix->next_bytes = 0;
+        deadline = ix->next_first + ix->linger;
+    }
     while (taken < ix->npending && ix->count < ix->max_docs && bytes < ix->max_bytes) {
         rd_kafka_message_t *m = ix->pending[taken++];
         add_message(ix, m);
@@ -561,7 +609,8 @@ static void collect_batch(indexer *ix)
         memmove(ix->pending, ix->pending + taken, (ix->npending - taken) * sizeof *ix->pending);
         ix->npending -= taken;
     }
-    double deadline = ix->count ? pano_now() + ix->linger : 0;
+    if (!deadline && ix->count)
+        deadline = pano_now() + ix->linger;
     while (ix->count < ix->max_docs && bytes < ix->max_bytes && !stopping) {
         double left = deadline ? deadline - pano_now() : 0.5;
         if (deadline && left <= 0)
@@ -577,6 +626,74 @@ static void collect_batch(indexer *ix)
         if (!deadline)
             deadline = pano_now() + ix->linger;
     }
+}
+
+/* Gather the next batch while the HTTP thread works, until it is done or
+ * the next batch is full. Older messages (polled during a backoff) first. */
+static void prefetch(indexer *ix, atomic_bool *done)
+{
+    size_t taken = 0;
+    while (taken < ix->npending && ix->nnext < ix->max_docs && ix->next_bytes < ix->max_bytes) {
+        rd_kafka_message_t *m = ix->pending[taken++];
+        if (ix->nnext == 0)
+            ix->next_first = pano_now();
+        add_message_to(ix, ix->next, &ix->nnext, m);
+        ix->next_bytes += m->len;
+    }
+    if (taken) {
+        memmove(ix->pending, ix->pending + taken, (ix->npending - taken) * sizeof *ix->pending);
+        ix->npending -= taken;
+    }
+    while (!atomic_load(done) && ix->nnext < ix->max_docs && ix->next_bytes < ix->max_bytes &&
+           !stopping) {
+        rd_kafka_message_t *m = poll_one(ix, 5);
+        if (!m)
+            continue;
+        if (ix->nnext == 0)
+            ix->next_first = pano_now();
+        add_message_to(ix, ix->next, &ix->nnext, m);
+        ix->next_bytes += m->len;
+    }
+}
+
+typedef struct {
+    pano_es *es;
+    pano_es_call *calls;
+    size_t n;
+    atomic_bool done;
+} http_job;
+
+static void *http_run(void *arg)
+{
+    http_job *job = arg;
+    pano_es_request_many(job->es, job->calls, job->n);
+    atomic_store(&job->done, true);
+    return NULL;
+}
+
+/* Run the requests; when prefetching, in a thread while the next batch is
+ * gathered from Kafka (Elasticsearch is never idle waiting for us). */
+static void perform(indexer *ix, pano_es_call *calls, size_t n, bool with_prefetch)
+{
+    http_job job = {.es = ix->es, .calls = calls, .n = n};
+    atomic_init(&job.done, false);
+    pthread_t thread;
+    bool threaded = false;
+    if (with_prefetch) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        threaded = pthread_create(&thread, NULL, http_run, &job) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    if (!threaded) {
+        http_run(&job);
+        return;
+    }
+    ix->in_flight = true;
+    prefetch(ix, &job.done);
+    pthread_join(thread, NULL);
+    ix->in_flight = false;
 }
 
 /* Apply one bulk response to its items. */
@@ -620,7 +737,7 @@ static void apply_results(indexer *ix, const size_t *order, size_t n,
  * requests at once (consecutive slices of the batch, so Elasticsearch works
  * on them in parallel). Returns false if some request got no usable answer
  * (Elasticsearch down or overloaded as a whole). */
-static bool send_pending(indexer *ix)
+static bool send_pending(indexer *ix, bool with_prefetch)
 {
     size_t *order = pano_calloc(ix->count ? ix->count : 1, sizeof *order), n = 0;
     for (size_t i = 0; i < ix->count; i++)
@@ -647,10 +764,10 @@ static bool send_pending(indexer *ix)
         pano_buf_clear(b);
         for (size_t q = first[j]; q < first[j + 1]; q++)
             pano_bulk_append(b, &ix->items[order[q]].doc);
-        calls[j] = (pano_es_call){.method = "POST", .path = "/_bulk", .body = b->data, .len = b->len};
+        calls[j] = (pano_es_call){.method = "POST", .path = BULK_PATH, .body = b->data, .len = b->len};
     }
     double t0 = pano_now();
-    pano_es_request_many(ix->es, calls, k);
+    perform(ix, calls, k, with_prefetch);
     ix->n.bulk_seconds += pano_now() - t0;
     ix->n.bulk_requests += k;
     bool answered = true;
@@ -668,12 +785,21 @@ static bool send_pending(indexer *ix)
         } else {
             ix->es_up = true;
             pano_bulk_result *results = pano_calloc(m, sizeof *results);
-            char err[512];
-            if (pano_bulk_read_response(c->resp.body, c->resp.len, m, results, err, sizeof err) < 0)
-                pano_warn("%s", err);
-            else {
+            if (pano_bulk_all_created(c->resp.body, c->resp.len)) {
+                /* The common case, without reading every item. */
+                for (size_t q = 0; q < m; q++)
+                    results[q] = (pano_bulk_result){.outcome = PANO_BULK_DONE, .status = 201};
                 apply_results(ix, order + first[j], m, results);
                 ok = true;
+            } else {
+                char err[512];
+                if (pano_bulk_read_response(c->resp.body, c->resp.len, m, results, err,
+                                            sizeof err) < 0)
+                    pano_warn("%s", err);
+                else {
+                    apply_results(ix, order + first[j], m, results);
+                    ok = true;
+                }
             }
             free(results);
         }
@@ -683,6 +809,13 @@ static bool send_pending(indexer *ix)
         }
         if (c->rc == 0)
             pano_es_response_free(&c->resp);
+    }
+    if (ix->deferred) {
+        /* Partitions revoked while the requests ran: their messages leave
+         * the batch now, settled or not, before any offset is stored. */
+        drop_items(ix, ix->items, &ix->count, ix->deferred);
+        rd_kafka_topic_partition_list_destroy(ix->deferred);
+        ix->deferred = NULL;
     }
     free(first);
     free(calls);
@@ -704,10 +837,10 @@ static bool all_settled(const indexer *ix)
 static void settle_batch(indexer *ix)
 {
     double backoff = 0.1, deadline = stopping ? pano_now() + ix->drain_timeout : 0;
-    for (;;) {
+    for (bool first = true;; first = false) {
         bool answered = ix->count == 0 ||
                         ((ix->indices_ready || setup_indices(ix) == 0) && ensure_aliases(ix) &&
-                         send_pending(ix));
+                         send_pending(ix, first && !stopping));
         if (all_settled(ix))
             break;
         if (stopping && !deadline)
@@ -899,7 +1032,7 @@ static int run(indexer *ix)
      * polled meanwhile are left for the next run. */
     if (ix->count)
         finish_batch(ix);
-    drop_partitions(ix, NULL);
+    drop_partitions(ix, NULL); /* the next batch and pending: replayed */
     log_stats(ix);
     return 0;
 }
@@ -1017,6 +1150,7 @@ int main(int argc, char **argv)
     ix.stats_interval = pano_config_double(cfg, "pano.indexer.stats_interval");
     ix.concurrency = (size_t)pano_config_int(cfg, "pano.indexer.concurrency");
     ix.items = pano_calloc(ix.max_docs, sizeof *ix.items);
+    ix.next = pano_calloc(ix.max_docs, sizeof *ix.next);
     ix.known = pano_wfcache_new((size_t)pano_config_int(cfg, "pano.indexer.alias_cache"));
 
     char err[512];
@@ -1077,6 +1211,7 @@ out:
     free(ix.bodies);
     free(ix.pending);
     free(ix.items);
+    free(ix.next);
     pano_wfcache_free(ix.known);
     pano_config_free(cfg);
     return rc;

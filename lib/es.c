@@ -138,8 +138,8 @@ static CURLcode prepare(pano_es *es, CURL *c, const char *method, const char *pa
 {
     memset(resp, 0, sizeof *resp);
     *url = pano_asprintf("%s%s", es->base, path);
-    size_t plen = strlen(path);
-    bool bulk = plen >= 5 && strcmp(path + plen - 5, "_bulk") == 0;
+    size_t plen = strcspn(path, "?"); /* the path without a query string */
+    bool bulk = plen >= 5 && strncmp(path + plen - 5, "_bulk", 5) == 0;
     CURLcode rc = curl_easy_setopt(c, CURLOPT_URL, *url);
     if (rc == CURLE_OK)
         rc = curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);

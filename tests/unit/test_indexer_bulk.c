@@ -208,6 +208,13 @@ START_TEST(responses)
     ck_assert_int_eq(r[2].outcome, PANO_BULK_RETRY);
     ck_assert_int_eq(r[3].outcome, PANO_BULK_REJECTED);
     ck_assert_str_eq(r[3].reason, "document_parsing_exception: failed to parse field [exitcode]");
+    ck_assert(!pano_bulk_all_created(body, strlen(body)));
+    const char *fine = "{\"errors\":false,\"items\":[{\"create\":{\"status\":201}}]}";
+    ck_assert(pano_bulk_all_created(fine, strlen(fine)));
+    const char *took = "{\"took\":12,\"errors\":false,\"items\":[]}";
+    ck_assert(pano_bulk_all_created(took, strlen(took)));
+    const char *tricky = "{\"items\":[{\"create\":{\"error\":{\"reason\":\"\\\"errors\\\":false\"}}}]}";
+    ck_assert(!pano_bulk_all_created(tricky, strlen(tricky)));
     /* a count mismatch or garbage means: retry everything */
     ck_assert_int_eq(pano_bulk_read_response(body, strlen(body), 5, r, err, sizeof err), -1);
     ck_assert_int_eq(pano_bulk_read_response("<html>", 6, 1, r, err, sizeof err), -1);
