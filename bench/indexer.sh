@@ -17,7 +17,8 @@
 #
 # Environment: PANO_ES_URL, PANO_KAFKA_BROKERS (default the local stack),
 # BENCH_EVENTS, BENCH_CLIENTS (4), BENCH_BULK_DOCS (documents per ceiling
-# body; default pano.indexer.batch_docs), BUILD, and any PANO_INDEXER_*
+# body; default batch_docs / concurrency, the size of the indexer's
+# requests), BUILD, and any PANO_INDEXER_*
 # setting for the indexer run.
 # Last line: RESULT indexer docs_per_s=... ratio_to_ceiling=...
 set -euo pipefail
@@ -35,7 +36,10 @@ export PANO_KAFKA_DEAD_LETTER_TOPIC="$ID.dead-letter"
 export PANO_INDEXER_GROUP="$ID"
 export PANO_INDEXER_REPLICAS=${PANO_INDEXER_REPLICAS:-0}
 export PANO_INDEXER_STATUS_FILE="$DIR/status.prom"
-BULK_DOCS=${BENCH_BULK_DOCS:-$("$BUILD/indexer/pano-indexer" --show-config | sed -n 's/^pano.indexer.batch_docs *= *//p')}
+# The ceiling's bodies are as large as the indexer's requests: a batch of
+# pano.indexer.batch_docs split into pano.indexer.concurrency requests.
+cfgval() { "$BUILD/indexer/pano-indexer" --show-config | sed -n "s/^$1 *= *\([0-9]*\).*/\1/p"; }
+BULK_DOCS=${BENCH_BULK_DOCS:-$(($(cfgval pano.indexer.batch_docs) / $(cfgval pano.indexer.concurrency)))}
 IX_PID=
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
