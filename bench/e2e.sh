@@ -31,6 +31,7 @@ export PANO_INDEXER_GROUP="$ID-indexer"
 export PANO_INDEXER_INDEX_PREFIX="$ID-"
 export PANO_INDEXER_REPLICAS=${PANO_INDEXER_REPLICAS:-0}
 export PANO_INDEXER_REFRESH_INTERVAL=1s
+export PANO_INDEXER_STATS_INTERVAL=${PANO_INDEXER_STATS_INTERVAL:-10}
 export PANO_INDEXER_STATUS_FILE="$DIR/indexer.prom"
 PIDS=()
 
@@ -52,7 +53,7 @@ trap cleanup EXIT
 
 "$BUILD/broker-bridge/pano-bridge" >"$DIR/bridge.log" 2>&1 &
 PIDS+=($!)
-"$BUILD/indexer/pano-indexer" >"$DIR/indexer.log" 2>&1 &
+"$BUILD/indexer/pano-indexer" ${BENCH_INDEXER_ARGS:-} >"$DIR/indexer.log" 2>&1 &
 PIDS+=($!)
 for ((i = 0; i < 150; i++)); do
     grep -q consuming "$DIR/bridge.log" && grep -q "assigned" "$DIR/indexer.log" && break
@@ -63,8 +64,9 @@ grep -q assigned "$DIR/indexer.log" || { tail "$DIR/indexer.log"; exit 1; }
 log "$ID: $RATE events/s for $DURATION s through RabbitMQ, pano-bridge, Kafka, pano-indexer"
 "$BUILD/bench/e2e_probe" --rate "$RATE" --duration "$DURATION" --probe-every "$EVERY" \
     --index "$ID-*" --settle 60 | tee "$DIR/probe.out"
+[[ -n ${BENCH_KEEP_LOG:-} ]] && cp "$DIR/indexer.log" "$BENCH_KEEP_LOG"
 line=$(tail -n1 "$DIR/probe.out")
-grep -h "consumed\|received" "$DIR/indexer.log" "$DIR/bridge.log" | tail -n 2 >&2
+{ grep -h "consumed\|received" "$DIR/indexer.log" "$DIR/bridge.log" || true; } | tail -n 2 >&2
 p50=$(sed -n 's/.*p50_ms=\([-0-9]*\).*/\1/p' <<<"$line")
 p99=$(sed -n 's/.*p99_ms=\([-0-9]*\).*/\1/p' <<<"$line")
 lost=$(sed -n 's/.*lost=\([-0-9]*\).*/\1/p' <<<"$line")

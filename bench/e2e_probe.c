@@ -46,6 +46,8 @@ static const char *index_pattern;
 static char run_id[40];
 static pano_config *cfg;
 static uint64_t confirmed, refused;
+static double search_seconds, search_max;
+static long searches;
 
 static void on_confirm(void *user, uint64_t seq, pano_amqp_outcome outcome)
 {
@@ -100,6 +102,10 @@ static void *prober(void *arg)
         double asked = pano_now();
         int rc = pano_es_request(es, "POST", path, body, strlen(body), &resp, err, sizeof err);
         double answered = pano_now();
+        searches++;
+        search_seconds += answered - asked;
+        if (answered - asked > search_max)
+            search_max = answered - asked;
         free(path);
         free(body);
         if (rc == 0 && resp.status == 200) {
@@ -288,6 +294,23 @@ int main(int argc, char **argv)
     pthread_join(thread, NULL);
 
     size_t n = atomic_load(&nprobes), seen = 0;
+    pano_info("%ld searches for probes, %.0f ms on average, %.0f ms at most", searches,
+              searches ? search_seconds / (double)searches * 1000 : 0, search_max * 1000);
+    /* The latency over the run, per 10 s of publishing, to stderr. */
+    for (double w = 0; w < took; w += 10) {
+        double sum = 0, worst = 0;
+        size_t c = 0;
+        for (size_t i = 0; i < n; i++)
+            if (probes[i].seen && probes[i].ts - start >= w && probes[i].ts - start < w + 10) {
+                double l = probes[i].seen - probes[i].ts;
+                sum += l;
+                worst = l > worst ? l : worst;
+                c++;
+            }
+        if (c)
+            pano_info("published at %3.0f-%3.0f s: %zu probes, mean %.0f ms, max %.0f ms", w,
+                      w + 10, c, sum / (double)c * 1000, worst * 1000);
+    }
     double *lat = pano_calloc(n ? n : 1, sizeof *lat);
     for (size_t i = 0; i < n; i++)
         if (probes[i].seen)

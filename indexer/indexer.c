@@ -1017,7 +1017,22 @@ static int run(indexer *ix)
     while (!stopping) {
         collect_batch(ix);
         if (ix->count) {
+            if (pano_log_get_level() >= PANO_LOG_DEBUG) {
+                rd_kafka_message_t *m = ix->items[0].msg;
+                int64_t oldest = rd_kafka_message_timestamp(m, NULL);
+                char head[256];
+                snprintf(head, sizeof head, "%.*s", (int)(m->len < 255 ? m->len : 255),
+                         (const char *)m->payload);
+                const char *tsp = strstr(head, "\"ts\":");
+                double ts = tsp ? atof(tsp + 5) : 0;
+                pano_debug("batch of %zu, first message produced %.0f ms ago, %.0f ms after its "
+                           "ts",
+                           ix->count, oldest > 0 ? pano_now() * 1000 - (double)oldest : -1.0,
+                           ts > 0 && oldest > 0 ? (double)oldest - ts * 1000 : -1.0);
+            }
+            double t = pano_now();
             settle_batch(ix);
+            pano_debug("batch settled in %.0f ms", (pano_now() - t) * 1000);
             finish_batch(ix);
         }
         double now = pano_now();
