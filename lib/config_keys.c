@@ -39,7 +39,7 @@ const pano_config_key pano_config_keys[] = {
 
     /* ---- AMQP publishing ---- */
     {"pano.amqp.url", PANO_CFG_STR, NULL, NOLIMIT, true,
-     {"PEGASUS_AMQP_URL"}, {"pegasus.catalog.workflow.amqp.url"},
+     {"PEGASUS_AMQP_URL", "KICKSTART_MON_URL"}, {"pegasus.catalog.workflow.amqp.url"},
      "Broker URL: amqp[s]://user:pass@host:port/vhost/exchange, or Panorama's "
      "rabbitmq[s]://user:pass@host:port/api/exchanges/VHOST/EXCHANGE/publish. "
      "Unset: events are written as JSON lines (see pano.output)."},
@@ -147,6 +147,90 @@ const pano_config_key pano_config_keys[] = {
     {"pano.indexer.kafka_properties", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
      "Extra librdkafka consumer properties, name=value[,name=value...] "
      "(e.g. session.timeout.ms=10000)."},
+
+    /* ---- pano-monitor, pano-emit, the metric API and the spool ---- */
+    {"pano.monitor.interval", PANO_CFG_DOUBLE, "1", 0.05, 3600, false,
+     {"KICKSTART_MON_INTERVAL"}, {0},
+     "pano-monitor: seconds between kickstart.inv.online samples (-i)."},
+    {"pano.monitor.on_change", PANO_CFG_BOOL, "false", NOLIMIT, false, {0}, {0},
+     "pano-monitor: send a periodic sample only when a value moved by more than "
+     "pano.monitor.on_change_threshold since the last sample sent (--on-change)."},
+    {"pano.monitor.on_change_threshold", PANO_CFG_DOUBLE, "0.05", 0, 1e6, false, {0}, {0},
+     "pano-monitor --on-change: relative change (0.05 = 5 %) of any sampled value that "
+     "makes a sample worth sending."},
+    {"pano.monitor.level", PANO_CFG_INT, "1", 0, 9, false, {0}, {0},
+     "Metrics level (as Dragon's telemetry levels): custom metrics of a higher level "
+     "are not sent; 0 also stops pano-monitor's kickstart.inv.online samples (--level)."},
+    {"pano.monitor.capture", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-monitor: read the task's stdout and stderr (when they are not terminals) "
+     "for MONITORING_PAYLOAD blocks; the output passes through unchanged."},
+    {"pano.monitor.payload_max", PANO_CFG_SIZE, "4M", 1024, 1e9, false, {0}, {0},
+     "pano-monitor: largest MONITORING_PAYLOAD block; larger ones become "
+     "kickstart.payload.error events."},
+    {"pano.monitor.linger", PANO_CFG_DOUBLE, "2", 0, 3600, false, {0}, {0},
+     "pano-monitor: seconds to keep relaying output after the task exited while "
+     "descendants still hold its stdout/stderr open."},
+    {"pano.spool.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "Keep events the broker cannot take in an on-disk spool and replay them later."},
+    {"pano.spool.dir", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Spool root, one subdirectory per broker (default /var/tmp/pano-spool-<uid>, "
+     "mode 0700)."},
+    {"pano.spool.max_size", PANO_CFG_SIZE, "64M", 4096, 1e12, false, {0}, {0},
+     "Most bytes spooled per broker; past it the oldest events are dropped (and "
+     "counted, as errors)."},
+
+    /* ---- pano-darshan ---- */
+    {"pano.darshan.parser", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "darshan-parser to run for logs newer than pano-darshan's reader knows "
+     "(default: darshan-parser from PATH, when there is one)."},
+    {"pano.darshan.state", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "pano-darshan --watch: file recording the logs already published "
+     "(default: $XDG_STATE_HOME/pano/darshan-watch.state, i.e. ~/.local/state/...)."},
+    {"pano.darshan.rescan_interval", PANO_CFG_DOUBLE, "60", 0.1, 86400, false, {0}, {0},
+     "pano-darshan --watch: seconds between full rescans of the watched tree "
+     "(a fallback for events inotify misses)."},
+    {"pano.darshan.publish_existing", PANO_CFG_BOOL, "false", NOLIMIT, false, {0}, {0},
+     "pano-darshan --watch: on the first start (no state file yet), also publish the "
+     "logs already present; otherwise they are only recorded as seen."},
+
+    /* ---- pano-transfer ---- */
+    {"pano.transfer.publish", PANO_CFG_STR, "auto", NOLIMIT, false, {0}, {0},
+     "auto: publish when pano.amqp.url is set; true: publish (warn without a URL); "
+     "false: never publish, write JSON lines. PEGASUS_TRANSFER_PUBLISH maps here: "
+     "1, true or yes mean true, any other value false."},
+    {"pano.transfer.jobs", PANO_CFG_INT, "4", 1, 256, false, {0}, {0},
+     "Transfers pano-transfer runs at once (-j)."},
+    {"pano.transfer.retries", PANO_CFG_INT, "3", 0, 100, false, {0}, {0},
+     "Retries of a transfer whose failure may go away (timeouts, refused connections, "
+     "5xx, dropped connections); 404 and the like are not retried."},
+    {"pano.transfer.retry_delay", PANO_CFG_DOUBLE, "1", 0, 3600, false, {0}, {0},
+     "Seconds before the first retry; doubled for each further retry."},
+    {"pano.transfer.retry_max_delay", PANO_CFG_DOUBLE, "60", 0, 86400, false, {0}, {0},
+     "Longest wait between two retries, in seconds."},
+    {"pano.transfer.connect_timeout", PANO_CFG_DOUBLE, "30", 0.1, 3600, false, {0}, {0},
+     "Seconds to wait for a connection."},
+    {"pano.transfer.stall_timeout", PANO_CFG_DOUBLE, "60", 0, 86400, false, {0}, {0},
+     "An attempt that moves no byte for this many seconds is aborted (0: never)."},
+    {"pano.transfer.timeout", PANO_CFG_DOUBLE, "0", 0, 1e7, false, {0}, {0},
+     "Longest time of one attempt in seconds (0: no limit)."},
+    {"pano.transfer.checksum", PANO_CFG_STR, "none", NOLIMIT, false, {0}, {0},
+     "sha256: hash the data moved, verify local copies and report the digest; none."},
+    {"pano.transfer.continue", PANO_CFG_BOOL, "false", NOLIMIT, false, {0}, {0},
+     "Resume a partial destination left by an earlier run (downloads with ranges)."},
+    {"pano.transfer.local_engine", PANO_CFG_STR, "native", NOLIMIT, false, {0}, {0},
+     "Local-to-local copies: native (copy_file_range) or curl (libcurl file://)."},
+    {"pano.transfer.src_site", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Source site label for transfers that name none (source_site_name)."},
+    {"pano.transfer.dst_site", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Destination site label for transfers that name none (destination_site_name)."},
+    {"pano.transfer.tls_verify", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "Verify TLS certificates of https and ftps servers."},
+    {"pano.transfer.cacert", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "CA bundle for https and ftps (default: the system store)."},
+    {"pano.transfer.ssh_key", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Private key for scp and sftp (default: libcurl's, ~/.ssh/id_rsa)."},
+    {"pano.transfer.ssh_known_hosts", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "known_hosts file that scp and sftp servers are checked against."},
 
     {0},
 };
