@@ -14,6 +14,8 @@ packages=(
     zlib1g-dev libbz2-dev
     # tests
     check valgrind jq curl
+    # pano-indexer's tests: Kafka producer CLI, a TCP relay
+    kcat socat
     # pano-transfer's sftp/scp and ftp tests start their own sshd and vsftpd
     openssh-server vsftpd
 )
