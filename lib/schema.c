@@ -32,6 +32,17 @@ struct pano_schema {
     const char **prop_names;
     pano_schema **prop_schemas;
     size_t n_props;
+    /* Open-addressing table over properties and required names: entry =
+     * index + 1 into names[] (0: empty); names[i] has a schema in
+     * name_schemas[i] (NULL: only required) and is required if bit i of
+     * required_bits is set. */
+    const char **names;
+    pano_schema **name_schemas;
+    uint64_t *name_hashes;
+    size_t n_names;
+    uint32_t *table;
+    size_t table_size; /* a power of two */
+    uint64_t *required_bits; /* n_names bits */
     pano_schema *additional; /* additionalProperties as a schema */
     pano_schema *items;
     bool has_min_items, has_max_items;
@@ -292,6 +303,64 @@ fail:
 }
 
 /* ---- compiling --------------------------------------------------------- */
+
+static uint64_t hash_key(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static size_t find_name(const pano_schema *c, const char *key, uint64_t h)
+{
+    if (!c->table_size)
+        return SIZE_MAX;
+    size_t mask = c->table_size - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        uint32_t e = c->table[i];
+        if (e == 0)
+            return SIZE_MAX;
+        if (c->name_hashes[e - 1] == h && strcmp(c->names[e - 1], key) == 0)
+            return e - 1;
+    }
+}
+
+/* Index properties and required names together, for one pass over an
+ * object's keys. */
+static void build_name_table(pano_schema *c)
+{
+    size_t max = c->n_props + c->n_required;
+    if (max == 0)
+        return;
+    c->names = pano_calloc(max, sizeof *c->names);
+    c->name_schemas = pano_calloc(max, sizeof *c->name_schemas);
+    c->name_hashes = pano_calloc(max, sizeof *c->name_hashes);
+    c->required_bits = pano_calloc((max + 63) / 64, sizeof *c->required_bits);
+    c->table_size = 8;
+    while (c->table_size < 2 * max)
+        c->table_size *= 2;
+    c->table = pano_calloc(c->table_size, sizeof *c->table);
+    for (size_t i = 0; i < max; i++) {
+        bool required = i >= c->n_props;
+        const char *name = required ? c->required[i - c->n_props] : c->prop_names[i];
+        uint64_t h = hash_key(name);
+        size_t at = find_name(c, name, h);
+        if (at == SIZE_MAX) {
+            at = c->n_names++;
+            c->names[at] = name;
+            c->name_hashes[at] = h;
+            size_t mask = c->table_size - 1, k = h & mask;
+            while (c->table[k])
+                k = (k + 1) & mask;
+            c->table[k] = (uint32_t)(at + 1);
+        }
+        if (required)
+            c->required_bits[at / 64] |= 1ULL << (at % 64);
+        else
+            c->name_schemas[at] = c->prop_schemas[i];
+    }
+}
 
 static pano_schema *compile(pano_schema_set *set, size_t file, const pano_json *node,
                             const char *where, char *err, size_t errlen);
@@ -638,6 +707,7 @@ static pano_schema *compile(pano_schema_set *set, size_t file, const pano_json *
         if (!(c->ref = resolve_ref(set, file, ref->u.string.text, where, err, errlen)))
             return NULL;
     }
+    build_name_table(c);
     return c;
 }
 
@@ -645,6 +715,11 @@ static pano_schema *compile(pano_schema_set *set, size_t file, const pano_json *
 
 static void free_schema(pano_schema *c)
 {
+    free(c->names);
+    free(c->name_schemas);
+    free(c->name_hashes);
+    free(c->table);
+    free(c->required_bits);
     free(c->required);
     free(c->prop_names);
     free(c->prop_schemas);
@@ -869,13 +944,14 @@ __attribute__((format(printf, 2, 3))) static bool fail(vctx *c, const char *fmt,
 
 static size_t push_key(vctx *c, const char *key)
 {
-    size_t saved = c->plen;
-    int n = snprintf(c->path + c->plen, sizeof c->path - c->plen, ".%s", key);
-    if (n < 0 || (size_t)n >= sizeof c->path - c->plen) {
-        c->path[saved] = '\0';
+    size_t saved = c->plen, len = strlen(key);
+    if (len + 2 > sizeof c->path - c->plen) {
         c->truncated = true;
-    } else
-        c->plen += (size_t)n;
+        return saved;
+    }
+    c->path[c->plen] = '.';
+    memcpy(c->path + c->plen + 1, key, len + 1);
+    c->plen += len + 1;
     return saved;
 }
 
@@ -1007,38 +1083,55 @@ static bool check(const pano_schema *s, const pano_json *v, vctx *c);
 static bool check_object(const pano_schema *s, const pano_json *v, vctx *c)
 {
     char what[600];
-    for (size_t i = 0; i < s->n_required; i++)
-        if (!pano_json_get(v, s->required[i])) {
-            if (c->plen == 0)
-                return fail(c, "missing required field '%s'", s->required[i]);
-            describe(c, what, sizeof what);
-            return fail(c, "missing required field '%s' in %s", s->required[i], what);
-        }
-    if (s->n_props == 0 && !s->additional)
+    if (s->n_names == 0 && !s->additional)
         return true;
-    for (size_t i = 0; i < v->u.items.len; i++) {
+    /* One pass over the keys: check the values, note the required ones. */
+    uint64_t seen_small = 0, *seen = &seen_small;
+    size_t words = (s->n_names + 63) / 64;
+    uint64_t seen_big[16];
+    if (words > 1) {
+        seen = words <= 16 ? seen_big : pano_calloc(words, sizeof *seen);
+        memset(seen, 0, (words <= 16 ? words : 0) * sizeof *seen);
+    }
+    bool ok = true;
+    for (size_t i = 0; i < v->u.items.len && ok; i++) {
         const char *key = v->u.items.keys[i];
+        size_t at = s->n_names ? find_name(s, key, hash_key(key)) : SIZE_MAX;
         const pano_schema *p = NULL;
-        for (size_t k = 0; k < s->n_props; k++)
-            if (strcmp(s->prop_names[k], key) == 0) {
-                p = s->prop_schemas[k];
-                break;
-            }
+        if (at != SIZE_MAX) {
+            seen[at / 64] |= 1ULL << (at % 64);
+            p = s->name_schemas[at];
+            if (!p && !s->additional)
+                continue; /* only required */
+        }
         if (!p)
             p = s->additional;
         if (!p)
             continue;
         size_t saved = push_key(c, key);
-        bool ok = check(p, v->u.items.values[i], c);
+        ok = check(p, v->u.items.values[i], c);
         if (!ok && p->is_false && p == s->additional) {
             describe(c, what, sizeof what);
             fail(c, "unexpected field %s", what);
         }
         pop(c, saved);
-        if (!ok)
-            return false;
     }
-    return true;
+    /* Missing required fields, in the order the schema lists them. */
+    for (size_t r = 0; ok && r < s->n_required; r++) {
+        size_t at = find_name(s, s->required[r], hash_key(s->required[r]));
+        if (seen[at / 64] & (1ULL << (at % 64)))
+            continue;
+        if (c->plen == 0)
+            fail(c, "missing required field '%s'", s->required[r]);
+        else {
+            describe(c, what, sizeof what);
+            fail(c, "missing required field '%s' in %s", s->required[r], what);
+        }
+        ok = false;
+    }
+    if (words > 16)
+        free(seen);
+    return ok;
 }
 
 static bool check(const pano_schema *s, const pano_json *v, vctx *c)
@@ -1096,20 +1189,23 @@ static bool check(const pano_schema *s, const pano_json *v, vctx *c)
     }
     if (v->type == PANO_JSON_INT || v->type == PANO_JSON_DOUBLE) {
         double d = v->type == PANO_JSON_INT ? (double)v->u.integer : v->u.real.value;
-        describe(c, what, sizeof what);
         if (s->has_minimum && !(d >= s->minimum)) {
+            describe(c, what, sizeof what);
             fail(c, "%s must be at least %.15g", what, s->minimum);
             goto out;
         }
         if (s->has_maximum && !(d <= s->maximum)) {
+            describe(c, what, sizeof what);
             fail(c, "%s must be at most %.15g", what, s->maximum);
             goto out;
         }
         if (s->has_excl_minimum && !(d > s->excl_minimum)) {
+            describe(c, what, sizeof what);
             fail(c, "%s must be greater than %.15g", what, s->excl_minimum);
             goto out;
         }
         if (s->has_excl_maximum && !(d < s->excl_maximum)) {
+            describe(c, what, sizeof what);
             fail(c, "%s must be less than %.15g", what, s->excl_maximum);
             goto out;
         }
@@ -1117,13 +1213,14 @@ static bool check(const pano_schema *s, const pano_json *v, vctx *c)
     if (v->type == PANO_JSON_STRING) {
         if (s->has_min_length || s->has_max_length) {
             int64_t n = (int64_t)utf8_chars(v->u.string.text, v->u.string.len);
-            describe(c, what, sizeof what);
             if (s->has_min_length && n < s->min_length) {
+                describe(c, what, sizeof what);
                 fail(c, "%s must be at least %lld characters long", what,
                      (long long)s->min_length);
                 goto out;
             }
             if (s->has_max_length && n > s->max_length) {
+                describe(c, what, sizeof what);
                 fail(c, "%s is longer than %lld characters", what, (long long)s->max_length);
                 goto out;
             }
@@ -1139,12 +1236,13 @@ static bool check(const pano_schema *s, const pano_json *v, vctx *c)
     }
     if (v->type == PANO_JSON_ARRAY) {
         size_t n = v->u.items.len;
-        describe(c, what, sizeof what);
         if (s->has_min_items && (int64_t)n < s->min_items) {
+            describe(c, what, sizeof what);
             fail(c, "%s must have at least %lld items", what, (long long)s->min_items);
             goto out;
         }
         if (s->has_max_items && (int64_t)n > s->max_items) {
+            describe(c, what, sizeof what);
             fail(c, "%s must have at most %lld items", what, (long long)s->max_items);
             goto out;
         }
