@@ -45,6 +45,16 @@ pano_source *pano_source_new(const pano_config *cfg)
         const char *v = pano_config_str(cfg, context_fields[i][1]);
         src->context[i] = v && *v ? pano_strdup(v) : NULL;
     }
+    if (!src->context[0]) {
+        /* Without a workflow the events could not be found nor routed: make
+         * this run a workflow of its own, and say so. */
+        char uuid[37];
+        pano_uuid4(uuid);
+        src->context[0] = pano_strdup(uuid);
+        pano_warn("no workflow UUID configured (PEGASUS_WF_UUID or PANO_WF_UUID); "
+                  "using wf_uuid %s for this run",
+                  uuid);
+    }
     const char *host = pano_config_str(cfg, "pano.hostname");
     if (host && *host)
         snprintf(src->hostname, sizeof src->hostname, "%s", host);
@@ -130,6 +140,25 @@ bool pano_event_name_valid(const char *name)
             return false;
     }
     return word;
+}
+
+void pano_uuid4(char out[37])
+{
+    unsigned char b[16];
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+        /* Fall back to hashing time and pid: unique enough for one host. */
+        char material[64], hex[33];
+        int n = snprintf(material, sizeof material, "%.6f %d", pano_now(), (int)getpid());
+        pano_event_id_of(material, (size_t)n, hex);
+        for (int i = 0; i < 16; i++)
+            sscanf(hex + 2 * i, "%2hhx", &b[i]);
+    }
+    b[6] = (unsigned char)((b[6] & 0x0F) | 0x40); /* version 4 */
+    b[8] = (unsigned char)((b[8] & 0x3F) | 0x80); /* RFC 4122 variant */
+    snprintf(out, 37,
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
+             b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+             b[14], b[15]);
 }
 
 void pano_event_id_of(const void *data, size_t len, char out[33])

@@ -37,6 +37,9 @@ pano_source *pano_source_new(const pano_config *cfg);
 void pano_source_free(pano_source *src);
 const char *pano_source_wf_uuid(const pano_source *src);
 
+/* When no wf_uuid is configured, pano_source_new() warns and makes one up
+ * (a random UUID), so the run's events stay findable and routable. */
+
 /* A new event with its envelope filled in, ts = now. */
 pano_json *pano_event_new(pano_source *src, const char *name);
 
@@ -53,6 +56,9 @@ const char *pano_event_family(const char *name);
 
 /* Every family, "other" last, NULL-terminated. */
 extern const char *const pano_event_families[];
+
+/* A random (version 4) UUID, lowercase, 36 characters. */
+void pano_uuid4(char out[37]);
 
 /* A deterministic id for content that arrived without one: the first 128
  * bits of SHA-256 over the bytes, as 32 hex digits. */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void pano_url_redact(const char *url, char *out, size_t size)
 {
@@ -205,6 +206,8 @@ int pano_amqp_url_parse(const char *text, pano_amqp_url *out, char *err, size_t 
         goto done;
     } else if (nseg == 2) {
         vseg = seg[0], vlen = len[0], xseg = seg[1], xlen = len[1];
+    } else if (nseg == 1 && len[0] == 3 && strncasecmp(seg[0], "%2f", 3) == 0) {
+        vseg = seg[0], vlen = len[0]; /* "/%2f" is RabbitMQ's way to say vhost "/" */
     } else if (nseg == 1) {
         xseg = seg[0], xlen = len[0];
     }

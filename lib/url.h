@@ -6,7 +6,8 @@
  *       The Pegasus form (PEGASUS_AMQP_URL, pegasus.catalog.workflow.amqp.url).
  *       With two path segments the first is the vhost and the second the
  *       exchange; with one it is the exchange (vhost "/"), as Pegasus documents
- *       amqp://host/exchange; an empty vhost segment ("//exchange") means "/".
+ *       amqp://host/exchange, except "/%2f", RabbitMQ's spelling of vhost "/";
+ *       an empty vhost segment ("//exchange") means "/".
  *       Segments are percent-decoded ("%2F" is "/"). Defaults: port 5672 (5671
  *       for amqps), user and password guest, vhost "/", exchange "monitoring".
  *   rabbitmq[s]://user:pass@host:port/api/exchanges/VHOST/EXCHANGE/publish

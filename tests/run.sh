@@ -50,7 +50,7 @@ jq -rs '
   [.[] | .result] as $r
   | ($r | map(select(. == "OK" or . == "EXPECTEDFAIL")) | length) as $ok
   | ($r | map(select(. == "SKIP")) | length) as $skip
-  | ($r | length) - $ok - $skip as $bad
+  | (($r | length) - $ok - $skip) as $bad
   | "\($ok) passed, \($bad) failed" + (if $skip > 0 then ", \($skip) skipped" else "" end)
 ' build/meson-logs/testlog-*.json build-asan/meson-logs/testlog-*.json
 exit $status

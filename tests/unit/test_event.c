@@ -72,6 +72,13 @@ START_TEST(ids_are_unique_and_seq_counts)
     ck_assert(pano_json_get_int(a1, "seq", &s1) && pano_json_get_int(a2, "seq", &s2));
     ck_assert_int_eq(s2, s1 + 1);
     ck_assert_ptr_null(pano_json_get(a1, "rank"));
+    /* No workflow configured: each source makes up a UUID of its own. */
+    const char *w = pano_json_get_str(a1, "wf_uuid");
+    ck_assert_ptr_nonnull(w);
+    ck_assert_uint_eq(strlen(w), 36);
+    ck_assert_int_eq(w[14], '4');
+    ck_assert_str_ne(w, pano_json_get_str(b1, "wf_uuid"));
+    ck_assert_str_eq(w, pano_json_get_str(a2, "wf_uuid"));
     pano_json_free(a1);
     pano_json_free(a2);
     pano_json_free(b1);

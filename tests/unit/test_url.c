@@ -55,6 +55,10 @@ START_TEST(defaults)
     ck_assert_str_eq(u.vhost, "/");
     ck_assert_str_eq(u.exchange, "workflows");
     pano_amqp_url_free(&u);
+    u = parse_ok("amqp://guest:guest@127.0.0.1:5672/%2f");
+    ck_assert_str_eq(u.vhost, "/");
+    ck_assert_str_eq(u.exchange, PANO_AMQP_DEFAULT_EXCHANGE);
+    pano_amqp_url_free(&u);
     u = parse_ok("amqp://h//workflows");
     ck_assert_str_eq(u.vhost, "/");
     pano_amqp_url_free(&u);
