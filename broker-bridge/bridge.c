@@ -773,7 +773,7 @@ static bool connect_amqp(bridge *b, bool consume)
         if (b->connect_failures++ < 3 || b->connect_failures % 10 == 0)
             pano_warn("%s (retrying in %.0f s)", err, b->backoff);
         b->reconnect_at = monotonic() + b->backoff;
-        b->backoff = b->backoff * 2 > 30 ? 30 : b->backoff * 2;
+        b->backoff = b->backoff * 2 > 10 ? 10 : b->backoff * 2;
         return false;
     }
     if (setup_topology(b) < 0 || (consume && start_consuming(b) < 0)) {
@@ -781,7 +781,7 @@ static bool connect_amqp(bridge *b, bool consume)
         pano_amqp_close(b->amqp);
         b->amqp = NULL;
         b->reconnect_at = monotonic() + b->backoff;
-        b->backoff = b->backoff * 2 > 30 ? 30 : b->backoff * 2;
+        b->backoff = b->backoff * 2 > 10 ? 10 : b->backoff * 2;
         return false;
     }
     b->generation++;

@@ -3,7 +3,8 @@
  * losing any: pipelined publisher confirms (lib/amqp_client.h), and after a
  * lost connection every unconfirmed message is published again.
  *
- * Events look like kickstart.inv.online samples (about 450 bytes), with
+ * Events look like kickstart.inv.online samples (about 550 bytes, named
+ * kickstart.load.sample by default: no schema claims that name), with
  * event_id "<prefix>-<index>", seq = index + 1 and one of W workflow UUIDs,
  * so a test can check what arrived by event_id. --malformed K mixes K
  * messages the bridge must dead-letter, spread evenly through the run; their
@@ -76,7 +77,7 @@ static void usage(FILE *out)
             "  -s, --start I         index of the first event (default 0)\n"
             "  -w, --workflows W     distinct wf_uuid values (default 10)\n"
             "  -e, --events LIST     comma-separated event names, cycled\n"
-            "                        (default kickstart.inv.online)\n"
+            "                        (default kickstart.load.sample)\n"
             "  -p, --prefix P        event_id prefix (default: random)\n"
             "  -m, --malformed K     also publish K malformed messages\n"
             "      --huge H          of which H are 10 MB bodies (default 1 if K > 0)\n"
@@ -258,7 +259,7 @@ static int parse_options(int argc, char **argv, options *o)
     };
     *o = (options){.count = 1000, .workflows = 10, .in_flight = 1000, .timeout = 600,
                    .huge = UINT64_MAX, .url = getenv("PANO_AMQP_URL")};
-    static const char *default_events[] = {"kickstart.inv.online"};
+    static const char *default_events[] = {"kickstart.load.sample"};
     o->events = default_events;
     o->n_events = 1;
     char *events = NULL;
