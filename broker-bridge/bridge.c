@@ -785,7 +785,8 @@ static bool connect_amqp(bridge *b, bool consume)
         return false;
     }
     b->generation++;
-    pano_tags_reset(&b->tags, monotonic());
+    if (consume)
+        pano_tags_reset(&b->tags, monotonic());
     b->last_progress = monotonic(); /* the stall clock starts now */
     b->connect_failures = 0;
     b->backoff = 1;

@@ -24,7 +24,8 @@ void pano_tags_free(pano_tags *t)
 
 void pano_tags_reset(pano_tags *t, double now)
 {
-    memset(t->state, PENDING, t->size);
+    if (t->state)
+        memset(t->state, PENDING, t->size);
     t->base = t->received = t->done = t->settled = 0;
     t->head_since = now;
 }
