@@ -74,9 +74,12 @@
 #define DEAD_TOPIC N_FAMILIES /* index of the dead-letter topic */
 #define STALL_AFTER 10.0      /* seconds without a confirmation: Kafka is stalled */
 #define SINGLE_ACK_AFTER 1.0  /* a head stuck this long: ack the others one by one */
-#define ACK_INTERVAL 0.005    /* seconds between cumulative acks */
-#define ACK_BATCH 512         /* or this many confirmations */
+#define ACK_INTERVAL 0.02     /* at most this long between cumulative acks */
+/* ... or an ack per tenth of the prefetch window confirmed, as RabbitMQ's
+ * guidance has it: every ack costs the broker work. */
 #define READ_BATCH 256        /* deliveries handled between two Kafka polls */
+#define BUSY_BATCH 32         /* a read this large: the broker is streaming */
+#define BUSY_TICK 0.002       /* then work in ticks of this length */
 
 /* The opaque of a Kafka message: generation (13 bits), topic (3), tag (48). */
 #define TAG_BITS 48
@@ -103,13 +106,15 @@ typedef struct {
     pano_amqp *amqp;
     const char *queue;
     bool consuming;
+    bool busy;             /* the last read was large: work in ticks */
+    unsigned last_read;    /* deliveries in the last read */
     bool reconnect_needed; /* the connection is in a state we cannot continue from */
     bool dlx_known;        /* the queue has the dead-letter exchange we declared */
     char consumer_tag[256];
     uint64_t generation;
     pano_tags tags;
     double last_ack;
-    unsigned confirmed_since_ack;
+    unsigned confirmed_since_ack, ack_batch;
     double reconnect_at, backoff;
     unsigned connect_failures;
 
@@ -119,6 +124,7 @@ typedef struct {
     int kafka_pipe[2];
     bool fatal;
     double last_progress;   /* last time Kafka confirmed something */
+    double now;             /* monotonic time of the current loop round */
     bool stalled;
     bool waiting_for_kafka; /* messages were handed back: consume again when Kafka answers */
     double next_probe;
@@ -201,7 +207,7 @@ static void send_acks(bridge *b, double now, bool force)
 {
     if (!b->amqp || b->reconnect_needed)
         return;
-    if (!force && b->confirmed_since_ack < ACK_BATCH && now - b->last_ack < ACK_INTERVAL)
+    if (!force && b->confirmed_since_ack < b->ack_batch && now - b->last_ack < ACK_INTERVAL)
         return;
     b->confirmed_since_ack = 0;
     b->last_ack = now;
@@ -383,7 +389,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     bool current = b->amqp && generation == (b->generation & GEN_MASK) && !b->reconnect_needed;
     if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR &&
         rd_kafka_message_status(m) == RD_KAFKA_MSG_STATUS_PERSISTED) {
-        b->last_progress = monotonic();
+        b->last_progress = b->now;
         b->waiting_for_kafka = false;
         if (!current || !pano_tags_done(&b->tags, tag))
             return; /* its channel is gone; RabbitMQ redelivers it */
@@ -450,6 +456,9 @@ static rd_kafka_t *create_producer(bridge *b, char *err, size_t errlen)
         {"client.id", "pano-bridge"},
         {"batch.num.messages", "10000"},
         {"socket.nagle.disable", "true"},
+        /* Java's partitioner: the same wf_uuid lands where a Java
+         * producer would put it. */
+        {"partitioner", "murmur2_random"},
     };
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
         if (pano_kafka_conf_set(conf, fixed[i][0], fixed[i][1], err, errlen) < 0)
@@ -757,6 +766,8 @@ static void disconnect(bridge *b, bool clean)
     pano_amqp_close(b->amqp);
     b->amqp = NULL;
     b->consuming = false;
+    b->busy = false;
+    b->last_read = 0;
     b->reconnect_needed = false;
     b->generation++;
     pano_tags_reset(&b->tags, monotonic());
@@ -845,6 +856,7 @@ static int handle_frame(bridge *b)
 static int service_amqp(bridge *b, double now)
 {
     amqp_connection_state_t c = conn(b);
+    b->last_read = 0;
     for (int i = 0; i < READ_BATCH && !b->reconnect_needed; i++) {
         amqp_envelope_t env;
         struct timeval zero = {0, 0};
@@ -853,6 +865,7 @@ static int service_amqp(bridge *b, double now)
         if (r.reply_type == AMQP_RESPONSE_NORMAL) {
             handle_delivery(b, &env, now);
             amqp_destroy_envelope(&env);
+            b->last_read++;
             continue;
         }
         if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
@@ -1029,11 +1042,20 @@ static void drain_pipe(bridge *b)
  * it. */
 static void step(bridge *b, double max_wait)
 {
+    /* While the broker streams deliveries, work in ticks: sleep, then take
+     * everything that arrived (deliveries, delivery reports, acks to send)
+     * at once. Waking up for every TCP segment and every delivery report
+     * costs more than the messages on a small machine. Back to waiting for
+     * events as soon as a read comes back small. */
+    b->busy = b->amqp && b->last_read >= BUSY_BATCH && !amqp_buffered(b);
     struct pollfd fds[24];
     size_t n = 0;
-    if (b->amqp)
+    if (b->amqp && !b->busy)
         fds[n++] = (struct pollfd){.fd = amqp_get_sockfd(conn(b)), .events = POLLIN};
-    fds[n++] = (struct pollfd){.fd = b->kafka_pipe[0], .events = POLLIN};
+    if (!b->busy)
+        fds[n++] = (struct pollfd){.fd = b->kafka_pipe[0], .events = POLLIN};
+    if (b->busy)
+        max_wait = BUSY_TICK;
     size_t status_first = n;
     if (b->status)
         n += pano_status_pollfds(b->status, fds + n, sizeof fds / sizeof fds[0] - n);
@@ -1043,14 +1065,14 @@ static void step(bridge *b, double max_wait)
         wait = 0;
     if (b->retry_head && b->retry_head->due - now < wait)
         wait = b->retry_head->due - now;
-    if (b->tags.done > 0 && wait > ACK_INTERVAL)
+    if (b->tags.done > 0 && wait > ACK_INTERVAL && !b->busy)
         wait = ACK_INTERVAL;
     if (wait < 0)
         wait = 0;
     if (poll(fds, n, (int)(wait * 1000 + 0.999)) < 0 && errno != EINTR)
         pano_warn("poll: %s", strerror(errno));
     drain_pipe(b);
-    now = monotonic();
+    now = b->now = monotonic();
 
     if (b->amqp && !b->reconnect_needed && service_amqp(b, now) < 0)
         b->reconnect_needed = true;
@@ -1247,6 +1269,7 @@ int main(int argc, char **argv)
     };
     b.normalizer = pano_normalizer_new(&b.nopts);
     b.prefetch = (int)pano_config_int(cfg, "pano.bridge.prefetch");
+    b.ack_batch = b.prefetch / 10 > 0 ? (unsigned)b.prefetch / 10 : 1;
     b.hold_timeout = pano_config_double(cfg, "pano.bridge.hold_timeout");
     b.drain_timeout = pano_config_double(cfg, "pano.bridge.drain_timeout");
     b.stats_interval = pano_config_double(cfg, "pano.bridge.stats_interval");

@@ -3,6 +3,7 @@
 #include "mem.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +179,50 @@ static int on_bool(void *ctx, int b)
     return attach(st, v);
 }
 
+/* Digits to an integer, or false if it does not fit in int64. */
+static bool read_int(const char *s, size_t len, int64_t *out)
+{
+    bool neg = len > 0 && s[0] == '-';
+    size_t i = neg;
+    if (i == len || len - i > 19)
+        return false;
+    uint64_t v = 0;
+    for (; i < len; i++)
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    if (v > (uint64_t)INT64_MAX + neg)
+        return false;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return true;
+}
+
+/* A decimal with at most 15 significant digits and no exponent is exactly
+ * m / 10^k with m < 2^53 and k <= 22: one correctly rounded division
+ * (Clinger's fast path). Everything else goes to strtod. */
+static double read_double(const char *s, size_t len, const char *dot)
+{
+    static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    size_t i = s[0] == '-', digits = 0;
+    uint64_t m = 0;
+    for (; i < len; i++) {
+        if (s + i == dot)
+            continue;
+        if (s[i] < '0' || s[i] > '9')
+            return strtod(s, NULL);
+        if (m == 0 && s[i] == '0')
+            continue; /* leading zeros are not significant */
+        m = m * 10 + (uint64_t)(s[i] - '0');
+        if (++digits > 15)
+            return strtod(s, NULL);
+    }
+    size_t k = (size_t)(len - (size_t)(dot + 1 - s));
+    if (k > 22)
+        return strtod(s, NULL);
+    double v = (double)m / pow10[k];
+    return s[0] == '-' ? -v : v;
+}
+
 /* The same reading of numbers as json.c. */
 static int on_number(void *ctx, const char *s, size_t len)
 {
@@ -197,17 +242,14 @@ static int on_number(void *ctx, const char *s, size_t len)
         else if (buf[i] == 'e' || buf[i] == 'E')
             exponent = true;
     }
-    if (!dot && !exponent) {
-        errno = 0;
-        long long i = strtoll(buf, NULL, 10);
-        if (errno == 0) {
-            pano_json *v = new_value(st, PANO_JSON_INT);
-            v->u.integer = i;
-            return attach(st, v);
-        }
+    int64_t i;
+    if (!dot && !exponent && read_int(buf, len, &i)) {
+        pano_json *v = new_value(st, PANO_JSON_INT);
+        v->u.integer = i;
+        return attach(st, v);
     }
     pano_json *v = new_value(st, PANO_JSON_DOUBLE);
-    v->u.real.value = strtod(buf, NULL);
+    v->u.real.value = dot && !exponent ? read_double(buf, len, dot) : strtod(buf, NULL);
     v->u.real.decimals = dot && !exponent ? (int)(len - (size_t)(dot + 1 - buf)) : -1;
     return attach(st, v);
 }

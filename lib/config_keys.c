@@ -91,7 +91,7 @@ const pano_config_key pano_config_keys[] = {
     {"pano.bridge.schema_dir", PANO_CFG_STR, PANO_SCHEMA_DIR, NOLIMIT, false, {0}, {0},
      "Directory of the event JSON Schemas (envelope.schema.json, events/NAME.schema.json) "
      "that messages are checked against."},
-    {"pano.bridge.linger", PANO_CFG_DOUBLE, "0.005", 0, 10, false, {0}, {0},
+    {"pano.bridge.linger", PANO_CFG_DOUBLE, "0.02", 0, 10, false, {0}, {0},
      "Seconds the Kafka producer waits to fill a batch (librdkafka linger.ms)."},
     {"pano.bridge.delivery_timeout", PANO_CFG_DOUBLE, "0", 0, 86400, false, {0}, {0},
      "Seconds librdkafka keeps trying to deliver a message before reporting a failure, "

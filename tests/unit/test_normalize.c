@@ -365,6 +365,54 @@ START_TEST(arena_parser_matches)
 }
 END_TEST
 
+/* Numbers read by the arena parser's fast paths are bit for bit the ones
+ * json.h's parser (strtod, strtoll) reads. */
+START_TEST(arena_numbers_exact)
+{
+    pano_arena a;
+    pano_arena_init(&a, 0);
+    srand(4242);
+    char text[64], err[200];
+    static const char *const fixed[] = {"0.1", "-0.0", "0.000000000000000000001", "1e5",
+                                        "123456789012345.6", "1234567890123456.7", "9007199254740993.0",
+                                        "-9223372036854775808", "9223372036854775807",
+                                        "9223372036854775808", "-9223372036854775809",
+                                        "00.5", "1700000000.123456", "3.0", "-12.25"};
+    for (int i = 0; i < 200000; i++) {
+        if (i < (int)(sizeof fixed / sizeof fixed[0]))
+            snprintf(text, sizeof text, "%s", fixed[i]);
+        else {
+            int digits = 1 + rand() % 18, point = rand() % (digits + 1);
+            int n = 0;
+            if (rand() % 2)
+                text[n++] = '-';
+            for (int d = 0; d < digits; d++) {
+                if (d == point && d > 0)
+                    text[n++] = '.';
+                text[n++] = (char)('0' + (d == 0 && digits > 1 ? 1 + rand() % 9 : rand() % 10));
+            }
+            text[n] = '\0';
+        }
+        pano_arena_reset(&a);
+        pano_json *fast = pano_json_parse_arena(&a, text, strlen(text), 4, err, sizeof err);
+        if (!fast) /* "-0" style leading zeros are not JSON: both refuse */
+            continue;
+        pano_json *slow = pano_json_parse(text, strlen(text), 4, err, sizeof err);
+        ck_assert_ptr_nonnull(slow);
+        ck_assert_int_eq(fast->type, slow->type);
+        if (fast->type == PANO_JSON_INT)
+            ck_assert_msg(fast->u.integer == slow->u.integer, "%s", text);
+        else {
+            ck_assert_msg(memcmp(&fast->u.real.value, &slow->u.real.value, sizeof(double)) == 0,
+                          "%s: %.17g != %.17g", text, fast->u.real.value, slow->u.real.value);
+            ck_assert_int_eq(fast->u.real.decimals, slow->u.real.decimals);
+        }
+        pano_json_free(slow);
+    }
+    pano_arena_free(&a);
+}
+END_TEST
+
 START_TEST(utf8_validator)
 {
     ck_assert_uint_eq(pano_utf8_invalid_at("abc", 3), 3);
@@ -395,6 +443,7 @@ int main(void)
     tcase_add_test(tc, utf8_validator);
     tcase_add_test(tc, duplicate_fields);
     tcase_add_test(tc, arena_parser_matches);
+    tcase_add_test(tc, arena_numbers_exact);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }
