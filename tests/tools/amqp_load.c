@@ -45,7 +45,7 @@ static const char *const bad_names[BAD_KINDS] = {
 };
 
 typedef struct {
-    uint64_t count, start, workflows, malformed, huge;
+    uint64_t count, start, workflows, malformed, huge, pad;
     size_t in_flight;
     double rate, timeout;
     bool newline, events_owned;
@@ -84,7 +84,8 @@ static void usage(FILE *out)
             "  -i, --in-flight N     unconfirmed messages (default 1000)\n"
             "  -r, --rate R          at most R messages/s (default unlimited)\n"
             "  -t, --timeout S       give up after S seconds (default 600)\n"
-            "  -l, --newline         end every body with a newline\n");
+            "  -l, --newline         end every body with a newline\n"
+            "  -P, --pad BYTES       add a \"pad\" field of BYTES characters to valid events\n");
 }
 
 /* A deterministic UUID-looking string for workflow w. */
@@ -109,9 +110,18 @@ static size_t valid_event(const load *l, uint64_t i, char *buf, size_t size, con
         "\"task_id\":\"ID%07" PRIu64 "\",\"site\":\"condorpool\",\"pid\":%" PRIu64 ","
         "\"utime\":12.34,\"stime\":1.23,\"iowait\":0.0,\"vm\":215044,\"rss\":40960,"
         "\"procs\":2,\"threads\":3,\"rchar\":52428800,\"wchar\":1048576,\"syscr\":1200,"
-        "\"syscw\":80}%s",
+        "\"syscw\":80",
         name, 1700000000.0 + (double)i / 1000.0, l->o.prefix, i, i + 1, i % 64, wf,
-        i % 1000, 1000 + i, i % 1000, 4000 + i % 30000, l->o.newline ? "\n" : "");
+        i % 1000, 1000 + i, i % 1000, 4000 + i % 30000);
+    if (n < 0 || (size_t)n + l->o.pad + 16 > size)
+        return 0;
+    if (l->o.pad) {
+        n += snprintf(buf + n, size - (size_t)n, ",\"pad\":\"");
+        memset(buf + n, 'p', l->o.pad);
+        n += (int)l->o.pad;
+        buf[n++] = '"';
+    }
+    n += snprintf(buf + n, size - (size_t)n, "}%s", l->o.newline ? "\n" : "");
     return (size_t)n;
 }
 
@@ -255,6 +265,7 @@ static int parse_options(int argc, char **argv, options *o)
         {"malformed", required_argument, NULL, 'm'}, {"huge", required_argument, NULL, 'H'},
         {"in-flight", required_argument, NULL, 'i'}, {"rate", required_argument, NULL, 'r'},
         {"timeout", required_argument, NULL, 't'},  {"newline", no_argument, NULL, 'l'},
+        {"pad", required_argument, NULL, 'P'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     *o = (options){.count = 1000, .workflows = 10, .in_flight = 1000, .timeout = 600,
@@ -265,7 +276,7 @@ static int parse_options(int argc, char **argv, options *o)
     char *events = NULL;
     int opt;
     uint64_t v;
-    while ((opt = getopt_long(argc, argv, "u:n:s:w:e:p:m:i:r:t:lh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "u:n:s:w:e:p:m:i:r:t:lP:h", longopts, NULL)) != -1) {
         switch (opt) {
         case 'u':
             o->url = optarg;
@@ -275,6 +286,7 @@ static int parse_options(int argc, char **argv, options *o)
         case 'w':
         case 'm':
         case 'H':
+        case 'P':
         case 'i':
             if (parse_u64(optarg, &v) < 0) {
                 fprintf(stderr, "amqp_load: not a count: %s\n", optarg);
@@ -290,6 +302,8 @@ static int parse_options(int argc, char **argv, options *o)
                 o->malformed = v;
             else if (opt == 'H')
                 o->huge = v;
+            else if (opt == 'P')
+                o->pad = v < 60000 ? v : 60000;
             else
                 o->in_flight = v ? (size_t)v : 1;
             break;
