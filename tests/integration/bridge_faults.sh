@@ -27,7 +27,7 @@ grep -q "declaring queue '$PANO_BRIDGE_QUEUE': it exists with other settings (.*
     "$TEST_DIR/bridge.log" || fail "no clear message about the queue's arguments"
 grep -q "has no dead-letter exchange of the bridge's" "$TEST_DIR/bridge.log" || fail "no warning about the missing DLX"
 "$AMQP_LOAD" -n 1000 -p "$TEST_ID-a" >/dev/null || fail "publishing to the prepared queue"
-wait_until 60 queue_drained "$PANO_BRIDGE_QUEUE" || fail "prepared queue not drained"
+wait_delivered 60 "$TEST_ID-a" 1000 || fail "prepared queue not drained"
 log "prepared queue: $(check_all_delivered "$TEST_ID-a" 1000)"
 stop_all
 
@@ -51,7 +51,7 @@ wait_until 30 grep -q "RabbitMQ cancelled the consumer of '$PANO_BRIDGE_QUEUE'" 
 wait_until 30 bash -c "[[ \$(grep -c \"consuming '\" '$TEST_DIR/bridge2.log') -ge 2 ]]" ||
     fail "the bridge did not consume again"
 "$AMQP_LOAD" -n 1000 -p "$TEST_ID-c" >/dev/null || fail "publishing after the queue came back"
-wait_until 60 queue_drained "$PANO_BRIDGE_QUEUE" || fail "queue not drained after it came back"
+wait_delivered 60 "$TEST_ID-c" 1000 || fail "queue not drained after it came back"
 log "queue deleted and declared again: $(check_all_delivered "$TEST_ID-c" 1000)"
 stop_all
 
@@ -60,7 +60,7 @@ port=$((30000 + RANDOM % 20000))
 PANO_BRIDGE_TEST_FATAL_AFTER=1500 start_bridge bridge3 --status-port "$port" \
     --set pano.bridge.prefetch=300
 "$AMQP_LOAD" -n 5000 -p "$TEST_ID-d" -r 2000 >/dev/null || fail "publishing for the fatal error"
-wait_until 120 queue_drained "$PANO_BRIDGE_QUEUE" || fail "queue not drained after the fatal error"
+wait_delivered 120 "$TEST_ID-d" 5000 || fail "not delivered after the fatal error"
 grep -q "fatal Kafka producer error" "$TEST_DIR/bridge3.log" || fail "the test hook raised no fatal error"
 grep -q "replacing the Kafka producer" "$TEST_DIR/bridge3.log" || fail "the producer was not replaced"
 log "fatal producer error: $(check_all_delivered "$TEST_ID-d" 5000)"

@@ -59,16 +59,9 @@ stop_one() {
 
 mgmt() { curl -fsS -m 10 -u guest:guest "http://127.0.0.1:$MGMT_PORT/api/$1"; }
 
-# queue_field QUEUE FIELD: messages, messages_ready, messages_unacknowledged,
-# consumers (the management API refreshes them every few seconds).
-queue_field() { mgmt "queues/%2F/$(jq -rn --arg q "$1" '$q|@uri')" | jq -r ".$2 // 0"; }
-
-# Until the queue is empty and nothing is unacked.
-queue_drained() {
-    local q
-    q=$(mgmt "queues/%2F/$(jq -rn --arg q "$1" '$q|@uri')") || return 1
-    [[ $(jq -r '.messages // 1' <<<"$q") == 0 && $(jq -r '.messages_unacknowledged // 1' <<<"$q") == 0 ]]
-}
+# queue_ready QUEUE: messages waiting in the queue, exactly (a passive
+# declare; the management API's statistics lag by seconds).
+queue_ready() { "$PANO_BUILD/tests/tools/amqp_drain" -c -q "$1" 2>/dev/null; }
 
 # topic_records TOPIC FORMAT: every record of a topic, in kcat's format.
 topic_records() {
@@ -81,6 +74,21 @@ family_event_ids() {
     for f in kickstart darshan transfer stampede custom other; do
         topic_records "$PANO_KAFKA_TOPIC_PREFIX$f" '%s\n'
     done | grep -o '"event_id":"[^"]*"' | cut -d'"' -f4
+}
+
+# all_delivered PREFIX N: true once N distinct events PREFIX-* are in Kafka.
+all_delivered() {
+    [[ $(family_event_ids | grep "^$1-" | sort -u | grep -c . || true) -ge $2 ]]
+}
+
+# wait_delivered SECONDS PREFIX N: wait (checking every 2 s, Kafka reads are
+# not free) until every event is in Kafka, and nothing waits in the queue.
+wait_delivered() {
+    local deadline=$((SECONDS + $1))
+    until all_delivered "$2" "$3" && [[ $(queue_ready "$PANO_BRIDGE_QUEUE") == 0 ]]; do
+        ((SECONDS < deadline)) || return 1
+        sleep 2
+    done
 }
 
 # check_all_delivered PREFIX N: every event PREFIX-0 .. PREFIX-(N-1) is in

@@ -15,7 +15,10 @@ start_bridge bridge --set pano.bridge.status_file="$TEST_DIR/bridge.prom"
     >"$TEST_DIR/load.out" 2>"$TEST_DIR/load.err" || fail "amqp_load: $(cat "$TEST_DIR/load.out" "$TEST_DIR/load.err")"
 log "$(cat "$TEST_DIR/load.out")"
 
-wait_until 240 queue_drained "$PANO_BRIDGE_QUEUE" || fail "queue not drained: $(queue_field "$PANO_BRIDGE_QUEUE" messages) left"
+wait_delivered 240 "$TEST_ID" $N || fail "not all delivered: $(queue_ready "$PANO_BRIDGE_QUEUE") waiting in the queue"
+dead_keys() { topic_records "$PANO_KAFKA_DEAD_LETTER_TOPIC" '%k\n' | sort -u | grep -c '^malformed\.' || true; }
+wait_until 60 bash -c "[[ \$(kcat -C -b '$KAFKA' -t '$PANO_KAFKA_DEAD_LETTER_TOPIC' -o beginning -e -q -f '%k\n' | sort -u | grep -c '^malformed\.') -ge $BAD ]]" ||
+    fail "$(dead_keys) of $BAD malformed messages in the dead-letter topic"
 log "delivered: $(check_all_delivered "$TEST_ID" $N)"
 
 # key|headers|size of every dead letter

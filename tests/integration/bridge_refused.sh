@@ -21,7 +21,10 @@ create_topic "${PANO_KAFKA_TOPIC_PREFIX}custom" 4096
 start_bridge bridge
 "$AMQP_LOAD" -n 20 -p "$TEST_ID-big" -e custom.big.sample -P 8000 >/dev/null || fail "publishing big events"
 "$AMQP_LOAD" -n 2000 -p "$TEST_ID-small" >/dev/null || fail "publishing small events"
-wait_until 120 queue_drained "$PANO_BRIDGE_QUEUE" || fail "queue not drained"
+wait_delivered 120 "$TEST_ID-small" 2000 || fail "small events not delivered"
+refused() { topic_records "$PANO_KAFKA_DEAD_LETTER_TOPIC" '%k|%h\n' | grep -c "^custom.big.sample|reason=Kafka refused it: Broker: Message size too large" || true; }
+wait_until 60 bash -c "[[ \$(kcat -C -b '$KAFKA' -t '$PANO_KAFKA_DEAD_LETTER_TOPIC' -o beginning -e -q -f '%k\n' | grep -c '^custom.big.sample') -ge 20 ]]" ||
+    fail "$(refused) of 20 refused events dead-lettered"
 log "small events: $(check_all_delivered "$TEST_ID-small" 2000)"
 dead=$(topic_records "$PANO_KAFKA_DEAD_LETTER_TOPIC" '%k|%h\n')
 n=$(grep -c "^custom.big.sample|reason=Kafka refused it: Broker: Message size too large" <<<"$dead" || true)
@@ -36,9 +39,9 @@ export PANO_KAFKA_DEAD_LETTER_TOPIC="$TEST_ID.dead-letter-small"
 create_topic "$PANO_KAFKA_DEAD_LETTER_TOPIC" 4096
 start_bridge bridge2
 "$AMQP_LOAD" -n 20 -p "$TEST_ID-big2" -e custom.big.sample -P 8000 >/dev/null || fail "publishing big events"
-wait_until 120 queue_drained "$PANO_BRIDGE_QUEUE" || fail "queue not drained"
-wait_until 30 bash -c "[[ \$(curl -fsS -u guest:guest 'http://127.0.0.1:$MGMT_PORT/api/queues/%2F/$PANO_BRIDGE_QUEUE.dead' | jq .messages) == 20 ]]" ||
-    fail "expected 20 messages in $PANO_BRIDGE_QUEUE.dead"
+dead_queue() { queue_ready "$PANO_BRIDGE_QUEUE.dead"; }
+wait_until 120 bash -c "[[ \$('$PANO_BUILD/tests/tools/amqp_drain' -c -q '$PANO_BRIDGE_QUEUE.dead') == 20 ]]" ||
+    fail "expected 20 messages in $PANO_BRIDGE_QUEUE.dead, found $(dead_queue)"
 grep -q "rejected the message to the queue's dead-letter exchange" "$TEST_DIR/bridge2.log" ||
     fail "no log line about the rejection"
 log "20 events refused even as dead letters are in RabbitMQ's $PANO_BRIDGE_QUEUE.dead"

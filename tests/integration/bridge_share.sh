@@ -20,9 +20,11 @@ done
 for b in a b; do
     wait_until 60 grep -q "consuming '" "$TEST_DIR/bridge_$b.log" || fail "bridge $b did not start"
 done
-wait_until 240 queue_drained "$PANO_BRIDGE_QUEUE" ||
-    fail "queue not drained: $(queue_field "$PANO_BRIDGE_QUEUE" messages) messages left"
-sleep 1.5 # a last status file from each
+wait_delivered 240 "$TEST_ID" $N ||
+    fail "not all delivered: $(queue_ready "$PANO_BRIDGE_QUEUE") waiting in the queue"
+acked() { echo $(($(metric "$TEST_DIR/a.prom" pano_bridge_messages_acked_total) + $(metric "$TEST_DIR/b.prom" pano_bridge_messages_acked_total))); }
+wait_until 30 bash -c "[[ \$(( \$(awk '\$1 == \"pano_bridge_messages_acked_total\" {print \$2}' '$TEST_DIR/a.prom') + \$(awk '\$1 == \"pano_bridge_messages_acked_total\" {print \$2}' '$TEST_DIR/b.prom') )) -ge $N ]]" ||
+    fail "the bridges acked $(acked) of $N"
 a=$(metric "$TEST_DIR/a.prom" pano_bridge_messages_acked_total)
 b=$(metric "$TEST_DIR/b.prom" pano_bridge_messages_acked_total)
 log "bridge a acked $a, bridge b acked $b"
