@@ -6,12 +6,18 @@
 set -euo pipefail
 
 packages=(
+    # tests of deploy/ (compose file, dashboards, man pages, broker password hash)
+    docker-compose yq openssl groff-base
     # build
     gcc meson ninja-build pkg-config
     librabbitmq-dev librdkafka-dev libcurl4-openssl-dev libyajl-dev libssl-dev
     zlib1g-dev libbz2-dev
     # tests
     check valgrind jq curl
+    # pano-indexer's tests: Kafka producer CLI, a TCP relay
+    kcat socat
+    # pano-transfer's sftp/scp and ftp tests start their own sshd and vsftpd
+    openssh-server vsftpd
 )
 
 missing=()

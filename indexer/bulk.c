@@ -25,7 +25,36 @@ void pano_bulk_timestamp(double ts, char *out, size_t size)
     snprintf(out, size, "%s.%06ldZ", date, micros);
 }
 
-bool pano_bulk_doc_prepare(const char *json, size_t len, const char *index_prefix,
+bool pano_wf_uuid_normalize(const char *in, char out[PANO_WF_UUID_LEN + 1])
+{
+    char tmp[PANO_WF_UUID_LEN + 1];
+    out[0] = '\0';
+    if (!in)
+        return false;
+    for (size_t i = 0; i < PANO_WF_UUID_LEN; i++) {
+        char c = in[i];
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (c != '-')
+                return false;
+            tmp[i] = c;
+        } else if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))
+            tmp[i] = c;
+        else if (c >= 'A' && c <= 'F')
+            tmp[i] = (char)(c - 'A' + 'a');
+        else
+            return false; /* includes the NUL of a short string */
+    }
+    if (in[PANO_WF_UUID_LEN] != '\0')
+        return false;
+    tmp[PANO_WF_UUID_LEN] = '\0';
+    memcpy(out, tmp, sizeof tmp);
+    return true;
+}
+
+/* Epoch seconds that make a sensible @timestamp: 1970 to 9999. */
+#define MAX_TS 253402300799.0
+
+bool pano_bulk_doc_prepare(const char *json, size_t len, const pano_bulk_layout *layout,
                            pano_bulk_doc *out, char *reason, size_t reason_len)
 {
     memset(out, 0, sizeof *out);
@@ -36,27 +65,49 @@ bool pano_bulk_doc_prepare(const char *json, size_t len, const char *index_prefi
         snprintf(reason, reason_len, "invalid JSON: %s", err);
         return false;
     }
-    const char *name = pano_json_get_str(ev, "event");
-    const char *id = pano_json_get_str(ev, "event_id");
-    const char *wf = pano_json_get_str(ev, "wf_uuid");
+    const char *name = ev->type == PANO_JSON_OBJECT ? pano_json_get_str(ev, "event") : NULL;
+    const char *id = ev->type == PANO_JSON_OBJECT ? pano_json_get_str(ev, "event_id") : NULL;
     double ts;
     if (ev->type != PANO_JSON_OBJECT || !name || !pano_event_name_valid(name))
         snprintf(reason, reason_len, "no valid event name");
-    else if (!id || !*id || strlen(id) >= sizeof out->id)
+    else if (!id || !*id || strlen(id) >= sizeof out->id ||
+             strlen(id) != pano_json_get(ev, "event_id")->u.string.len)
         snprintf(reason, reason_len, "no usable event_id");
-    else if (!pano_json_get_number(ev, "ts", &ts))
-        snprintf(reason, reason_len, "no numeric ts");
+    else if (!pano_json_get_number(ev, "ts", &ts) || !(ts >= 0 && ts <= MAX_TS))
+        snprintf(reason, reason_len, "no usable ts (epoch seconds)");
     else {
-        snprintf(out->index, sizeof out->index, "%s%s", index_prefix, pano_event_family(name));
+        out->family = pano_event_family(name);
         snprintf(out->id, sizeof out->id, "%s", id);
-        snprintf(out->routing, sizeof out->routing, "%s", wf && strlen(wf) < sizeof out->routing ? wf : "");
-        /* Add @timestamp in front of the original text rather than
-         * re-serializing the event: cheaper, and the source stays as sent. */
+        if (pano_wf_uuid_normalize(pano_json_get_str(ev, "wf_uuid"), out->wf_uuid)) {
+            if (layout->per_workflow)
+                snprintf(out->index, sizeof out->index, "%.150s%s-%s", layout->prefix,
+                         out->family, out->wf_uuid);
+            else {
+                snprintf(out->index, sizeof out->index, "%.200s%s", layout->prefix, out->family);
+                memcpy(out->routing, out->wf_uuid, sizeof out->routing);
+            }
+        } else
+            snprintf(out->index, sizeof out->index, "%s", layout->fallback_index);
         char stamp[64];
         pano_bulk_timestamp(ts, stamp, sizeof stamp);
-        const char *rest = memchr(json, '{', len) + 1;
-        size_t rest_len = len - (size_t)(rest - json);
-        out->doc = pano_asprintf("{\"@timestamp\":\"%s\",%.*s", stamp, (int)rest_len, rest);
+        if (pano_json_get(ev, "@timestamp") || memchr(json, '\n', len) ||
+            memchr(json, '\r', len)) {
+            /* The event's own @timestamp would be a duplicate key (ts wins),
+             * and a bulk body needs the document on one line. */
+            pano_json_remove(ev, "@timestamp");
+            size_t n;
+            char *text = pano_json_serialize(ev, &n);
+            out->doc = pano_asprintf("{\"@timestamp\":\"%s\"%s%s", stamp, n > 2 ? "," : "",
+                                     text + 1);
+            free(text);
+        } else {
+            /* Add @timestamp in front of the original text rather than
+             * re-serializing the event: cheaper, and the source stays as
+             * sent. The object has keys (event, ...), so a comma follows. */
+            const char *rest = memchr(json, '{', len) + 1;
+            size_t rest_len = len - (size_t)(rest - json);
+            out->doc = pano_asprintf("{\"@timestamp\":\"%s\",%.*s", stamp, (int)rest_len, rest);
+        }
         out->doc_len = strlen(out->doc);
         ok = true;
     }
@@ -70,22 +121,48 @@ void pano_bulk_doc_free(pano_bulk_doc *doc)
     doc->doc = NULL;
 }
 
+void pano_bulk_append_json_string(pano_buf *b, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    pano_buf_append(b, "\"", 1);
+    size_t start = 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        pano_buf_append(b, s + start, i - start);
+        char esc[7] = {'\\', (char)c, 0};
+        if (c < 0x20) {
+            esc[1] = 'u';
+            esc[2] = '0';
+            esc[3] = '0';
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            pano_buf_append(b, esc, 6);
+        } else
+            pano_buf_append(b, esc, 2);
+        start = i + 1;
+    }
+    pano_buf_append(b, s + start, len - start);
+    pano_buf_append(b, "\"", 1);
+}
+
 void pano_bulk_append(pano_buf *body, const pano_bulk_doc *doc)
 {
-    pano_json *action = pano_json_object();
-    pano_json *create = pano_json_set_object(action, "create");
-    pano_json_set_str(create, "_index", doc->index);
-    pano_json_set_str(create, "_id", doc->id);
-    if (doc->routing[0])
-        pano_json_set_str(create, "routing", doc->routing);
-    size_t n;
-    char *line = pano_json_serialize(action, &n);
-    pano_buf_append(body, line, n);
-    pano_buf_append(body, "\n", 1);
+    /* Index names and routing are built from checked parts; only the id
+     * comes from the event as it is. */
+    pano_buf_append_str(body, "{\"create\":{\"_index\":\"");
+    pano_buf_append_str(body, doc->index);
+    pano_buf_append_str(body, "\",\"_id\":");
+    pano_bulk_append_json_string(body, doc->id, strlen(doc->id));
+    if (doc->routing[0]) {
+        pano_buf_append_str(body, ",\"routing\":\"");
+        pano_buf_append_str(body, doc->routing);
+        pano_buf_append_str(body, "\"");
+    }
+    pano_buf_append_str(body, "}}\n");
     pano_buf_append(body, doc->doc, doc->doc_len);
     pano_buf_append(body, "\n", 1);
-    free(line);
-    pano_json_free(action);
 }
 
 pano_bulk_outcome pano_bulk_classify(int status)
@@ -95,6 +172,16 @@ pano_bulk_outcome pano_bulk_classify(int status)
     if (status == 429 || status >= 500 || status == 0)
         return PANO_BULK_RETRY;
     return PANO_BULK_REJECTED;
+}
+
+bool pano_bulk_all_created(const char *body, size_t len)
+{
+    /* {"errors":false,"items":[...]} with filter_path; {"took":N,"errors":false,...}
+     * without. Look only at the first 64 bytes, outside any item. */
+    size_t n = len < 64 ? len : 64;
+    const char *items = memmem(body, n, "\"items\"", 7);
+    const char *f = memmem(body, n, "\"errors\":false", 14);
+    return f && (!items || f < items);
 }
 
 int pano_bulk_read_response(const char *body, size_t len, size_t n, pano_bulk_result *results,

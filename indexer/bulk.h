@@ -6,6 +6,14 @@
  * (a workflow's events share a shard), in the index of its family, with
  * @timestamp taken from the event's own ts, never the time of ingestion.
  *
+ * Index names (prefix = pano.indexer.index_prefix, default "pano-"):
+ *   shared layout        <prefix><family>, routed by the lowercased wf_uuid,
+ *                        read through the filtered alias <prefix>wf-<uuid>
+ *   per-workflow layout  <prefix><family>-<uuid>
+ *   no valid wf_uuid     the fallback index (no routing), counted
+ * A wf_uuid becomes part of a name only after pano_wf_uuid_normalize()
+ * accepted it (8-4-4-4-12 hex digits), so "../_all", "*" or "a,b" never do.
+ *
  * Outcomes per item, from the response (items come back in request order):
  *   2xx and 409 (already there)     -> done
  *   429 and 5xx                     -> retry that item (only that item)
@@ -19,22 +27,41 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* A canonical workflow UUID: 36 characters and the NUL. */
+#define PANO_WF_UUID_LEN 36
+
+/* Accept exactly 8-4-4-4-12 hexadecimal digits (either case) and write the
+ * lowercase form to out. Returns false for anything else, with out empty. */
+bool pano_wf_uuid_normalize(const char *in, char out[PANO_WF_UUID_LEN + 1]);
+
+typedef struct {
+    const char *prefix;         /* index prefix, lowercase */
+    bool per_workflow;          /* layout = per-workflow */
+    const char *fallback_index; /* events without a valid wf_uuid */
+} pano_bulk_layout;
+
 typedef struct {
     char index[256];
     char id[192];
-    char routing[192];
+    char routing[PANO_WF_UUID_LEN + 1]; /* "" for none */
+    char wf_uuid[PANO_WF_UUID_LEN + 1]; /* normalized, "" when not valid */
+    const char *family;                 /* static string */
     char *doc; /* the event with "@timestamp" added */
     size_t doc_len;
 } pano_bulk_doc;
 
 /* Prepare one event. Returns false with a reason when the bytes are not an
- * indexable event (not JSON, no event name, no event_id, no ts). */
-bool pano_bulk_doc_prepare(const char *json, size_t len, const char *index_prefix,
+ * indexable event (not JSON, no event name, no event_id, no usable ts). An
+ * event without a valid wf_uuid is prepared for the fallback index. */
+bool pano_bulk_doc_prepare(const char *json, size_t len, const pano_bulk_layout *layout,
                            pano_bulk_doc *out, char *reason, size_t reason_len);
 void pano_bulk_doc_free(pano_bulk_doc *doc);
 
 /* Append the action line and the document line to a bulk body. */
 void pano_bulk_append(pano_buf *body, const pano_bulk_doc *doc);
+
+/* Append s as a JSON string (quotes included). */
+void pano_bulk_append_json_string(pano_buf *b, const char *s, size_t len);
 
 /* ISO 8601 UTC with microseconds, e.g. 2026-11-21T05:42:05.018867Z. */
 void pano_bulk_timestamp(double ts, char *out, size_t size);
@@ -53,6 +80,11 @@ typedef struct {
 
 /* Classify an HTTP status of one item. */
 pano_bulk_outcome pano_bulk_classify(int status);
+
+/* True when a bulk response says "errors": false before anything else
+ * (Elasticsearch writes it first): every item was created, none needs
+ * reading. A 409 counts as an error there, so this never hides one. */
+bool pano_bulk_all_created(const char *body, size_t len);
 
 /* Read the response to a bulk request of n items into results[0..n).
  * Returns -1 (reason in err) when it is not a usable bulk response: then

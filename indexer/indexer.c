@@ -1,13 +1,25 @@
 /*
- * pano-indexer - Kafka to Elasticsearch.
+ * pano-indexer - Kafka to Elasticsearch, keyed by workflow.
  *
  * Consumes the family topics in a consumer group and writes batches with the
- * _bulk API (bulk.h). A batch is settled when every item is done: indexed,
+ * _bulk API (bulk.h): `create` with _id = event_id, so a replay is a 409 and
+ * counts as done. A batch is settled when every item is done: indexed,
  * already there (409), or written to the dead-letter index with its reason.
  * Items that failed for a passing reason (429, 5xx, Elasticsearch down) are
- * retried alone with jittered exponential backoff. Only then are the batch's
- * offsets stored for commit, so a crash replays at most the unsettled batch,
- * and the replay is absorbed by the create/409 rule.
+ * retried alone, in their order, with jittered exponential backoff.
+ *
+ * Offsets: enable.auto.offset.store=false; after a batch, the offset of each
+ * partition is stored up to its last item that has every earlier item of
+ * the partition settled (batches go one after the other, so earlier batches
+ * are settled already), and auto-commit commits what was stored. A crash
+ * replays at most the unsettled batch, absorbed by the create/409 rule.
+ *
+ * While Elasticsearch is unreachable the indexer pauses its partitions and
+ * keeps polling the consumer, so it stays in the group (max.poll.interval.ms)
+ * and sees rebalances: items of partitions taken away are dropped from the
+ * batch in hand unsettled (their new owner replays them).
+ *
+ * Layout, aliases, templates: see bulk.h, template.h and docs/indexer.md.
  */
 #include "buf.h"
 #include "bulk.h"
@@ -18,41 +30,74 @@
 #include "kafka.h"
 #include "log.h"
 #include "mem.h"
+#include "status.h"
+#include "template.h"
+#include "wfcache.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
 
-#define STATS_INTERVAL 30.0
-#define MAX_BACKOFF 30.0
+/* A batch is split into concurrent bulk requests of at least this many
+ * documents. */
+#define MIN_SLICE 250
+
+/* Only what the outcome needs comes back: much less to read. */
+#define BULK_PATH "/_bulk?filter_path=errors,items.*.status,items.*.error.type,items.*.error.reason"
 
 typedef struct {
     rd_kafka_message_t *msg;
     pano_bulk_doc doc;
     bool settled;
-    bool rejected;      /* goes to the dead-letter index */
-    int status;         /* last HTTP status of the item */
-    char reason[256];
+    bool rejected; /* doc is now its dead-letter document */
+    int status;    /* last HTTP status of the item */
+    char reason[300];
 } batch_item;
+
+typedef struct {
+    uint64_t consumed, indexed, duplicates, dead, unassigned, retries;
+    uint64_t bulk_requests, bulk_failures, aliases, rebalances, dropped_revoked;
+    uint64_t offsets_stored;
+    double bulk_seconds;
+} counters;
 
 typedef struct {
     pano_config *cfg;
     rd_kafka_t *consumer;
     pano_es *es;
-    const char *index_prefix;
-    char dead_letter_index[256];
+    pano_bulk_layout layout;
+    const char *prefix;
+    char fallback_index[256], dead_letter_index[256];
     size_t max_docs, max_bytes;
-    double linger;
+    double linger, max_backoff, drain_timeout, stats_interval;
 
-    batch_item *items;
+    batch_item *items; /* the batch being settled */
     size_t count;
-    pano_buf body;
-
-    uint64_t n_indexed, n_duplicates, n_dead, n_retries;
+    /* the next batch, gathered while the current one is in flight */
+    batch_item *next;
+    size_t nnext, next_bytes;
+    double next_first; /* when its first message came */
+    bool in_flight;    /* bulk requests running in the HTTP thread */
+    rd_kafka_topic_partition_list_t *deferred; /* revoked while in flight */
+    /* messages polled while a batch was being settled, for the next one */
+    rd_kafka_message_t **pending;
+    size_t npending, cap_pending;
+    bool paused;
+    bool indices_ready;
+    pano_wfcache *known;
+    size_t concurrency;
+    pano_buf *bodies; /* one per concurrent bulk request */
+    size_t nbodies;
+    pano_status *status;
+    double started, last_publish;
+    bool es_up;
+    counters n;
 } indexer;
 
 static volatile sig_atomic_t stopping;
@@ -60,7 +105,24 @@ static volatile sig_atomic_t stopping;
 static void on_signal(int sig)
 {
     (void)sig;
+    if (stopping) {
+        /* A second request: stop now (offsets stored so far are kept by
+         * Kafka only if committed; the rest is replayed). */
+        static const char msg[] = "pano-indexer: second signal, exiting now\n";
+        ssize_t w = write(2, msg, sizeof msg - 1);
+        (void)w;
+        _exit(1);
+    }
     stopping = 1;
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    static const char msg[] = "pano-indexer: shutdown took too long, exiting\n";
+    ssize_t w = write(2, msg, sizeof msg - 1);
+    (void)w;
+    _exit(1);
 }
 
 static void usage(FILE *out)
@@ -72,8 +134,11 @@ static void usage(FILE *out)
             "  -b, --brokers LIST     Kafka bootstrap servers (pano.kafka.brokers)\n"
             "  -e, --es-url URL       Elasticsearch URL (pano.es.url)\n"
             "  -g, --group NAME       consumer group (pano.indexer.group)\n"
+            "      --print-templates  print the index templates generated from the\n"
+            "                         schemas as one JSON object and exit\n"
             "\n"
-            "SIGTERM or SIGINT: finish the batch in hand, commit, exit 0.\n"
+            "SIGTERM or SIGINT: finish the batch in hand (at most\n"
+            "pano.indexer.drain_timeout seconds), commit, exit 0.\n"
             "\n" PANO_CLI_COMMON_HELP);
 }
 
@@ -86,44 +151,474 @@ static double jitter(void)
     return 0.5 + r / 65536.0;
 }
 
-static void sleep_seconds(double s)
+/* ---- status ---------------------------------------------------------------- */
+
+static void publish_status(indexer *ix)
 {
-    for (double slept = 0; slept < s && !stopping; slept += 0.05)
-        usleep(50000);
+    if (!ix->status)
+        return;
+    const counters *n = &ix->n;
+    pano_buf t = {0};
+#define COUNTER(name, help, value)                                                             \
+    pano_buf_appendf(&t, "# HELP pano_indexer_" name " " help "\n# TYPE pano_indexer_" name    \
+                         " counter\npano_indexer_" name " %llu\n",                            \
+                     (unsigned long long)(value))
+#define GAUGE(name, help, fmt, value)                                                          \
+    pano_buf_appendf(&t, "# HELP pano_indexer_" name " " help "\n# TYPE pano_indexer_" name    \
+                         " gauge\npano_indexer_" name " " fmt "\n",                           \
+                     value)
+    COUNTER("consumed_total", "Kafka messages consumed.", n->consumed);
+    COUNTER("indexed_total", "Events indexed (created).", n->indexed);
+    COUNTER("duplicates_total", "Events already indexed (409 on create, a replay).",
+            n->duplicates);
+    COUNTER("dead_lettered_total", "Messages written to the dead-letter index.", n->dead);
+    COUNTER("unassigned_total", "Events without a valid wf_uuid, in the fallback index.",
+            n->unassigned);
+    COUNTER("item_retries_total", "Bulk items retried (429, 5xx).", n->retries);
+    COUNTER("bulk_requests_total", "Bulk requests sent.", n->bulk_requests);
+    COUNTER("bulk_failures_total", "Bulk requests without a usable answer.", n->bulk_failures);
+    COUNTER("aliases_total", "Workflow aliases (or per-workflow indices) ensured.", n->aliases);
+    COUNTER("rebalances_total", "Partition assignments and revocations.", n->rebalances);
+    COUNTER("revoked_dropped_total", "Unsettled messages dropped because their partition was revoked.",
+            n->dropped_revoked);
+    COUNTER("offsets_stored_total", "Offset stores (one per partition and batch).",
+            n->offsets_stored);
+    GAUGE("bulk_seconds_total", "Time spent in bulk requests.", "%.3f", n->bulk_seconds);
+    GAUGE("in_hand", "Messages held: the batch being settled and those polled meanwhile.", "%zu",
+          ix->count + ix->nnext + ix->npending);
+    GAUGE("elasticsearch_up", "1 when the last request to Elasticsearch was answered.", "%d",
+          ix->es_up ? 1 : 0);
+    GAUGE("paused", "1 while the partitions are paused (Elasticsearch unavailable).", "%d",
+          ix->paused ? 1 : 0);
+    GAUGE("known_workflows", "Workflows in the alias cache.", "%zu", pano_wfcache_size(ix->known));
+    GAUGE("uptime_seconds", "Seconds since start.", "%.0f", pano_now() - ix->started);
+#undef COUNTER
+#undef GAUGE
+    pano_status_publish(ix->status, t.data, t.len);
+    pano_buf_free(&t);
+    ix->last_publish = pano_now();
+}
+
+static void log_stats(const indexer *ix)
+{
+    const counters *n = &ix->n;
+    pano_info("consumed %llu, indexed %llu, duplicates %llu, unassigned %llu, dead-lettered "
+              "%llu, item retries %llu, bulk requests %llu (%llu failed)",
+              (unsigned long long)n->consumed, (unsigned long long)n->indexed,
+              (unsigned long long)n->duplicates, (unsigned long long)n->unassigned,
+              (unsigned long long)n->dead, (unsigned long long)n->retries,
+              (unsigned long long)n->bulk_requests, (unsigned long long)n->bulk_failures);
+}
+
+/* ---- Elasticsearch requests ------------------------------------------------ */
+
+/* A request whose answer is only checked for its status. Returns the HTTP
+ * status, or 0 when none came; the body is in *body when wanted. */
+static long es_call(indexer *ix, const char *method, const char *path, const char *body,
+                    char **answer)
+{
+    pano_es_response resp;
+    char err[512];
+    if (answer)
+        *answer = NULL;
+    if (pano_es_request(ix->es, method, path, body, body ? strlen(body) : 0, &resp, err,
+                        sizeof err) < 0) {
+        if (ix->es_up)
+            pano_warn("%s", err);
+        ix->es_up = false;
+        return 0;
+    }
+    ix->es_up = true;
+    long status = resp.status;
+    if (answer)
+        *answer = resp.body;
+    else
+        pano_es_response_free(&resp);
+    return status;
+}
+
+/* The templates from the schemas, and the indices the aliases point at. */
+static int setup_indices(indexer *ix)
+{
+    pano_template_options opt = {
+        .prefix = ix->prefix,
+        .fallback_index = ix->fallback_index,
+        .dead_letter_index = ix->dead_letter_index,
+        .shards = (int)pano_config_int(ix->cfg, "pano.indexer.shards"),
+        .replicas = (int)pano_config_int(ix->cfg, "pano.indexer.replicas"),
+        .refresh_interval = pano_config_str(ix->cfg, "pano.indexer.refresh_interval"),
+        .total_fields_limit = (int)pano_config_int(ix->cfg, "pano.indexer.total_fields_limit"),
+    };
+    pano_template *t;
+    size_t nt;
+    char err[512], *warnings = NULL;
+    if (pano_templates_build(pano_embedded_schemas, &opt, &t, &nt, &warnings, err,
+                             sizeof err) < 0) {
+        pano_error("%s", err);
+        return -1;
+    }
+    if (*warnings)
+        pano_warn("schema clashes: %s", warnings);
+    free(warnings);
+    int rc = 0;
+    for (size_t i = 0; i < nt && rc == 0; i++) {
+        char path[300], *answer;
+        snprintf(path, sizeof path, "/_index_template/%s", t[i].name);
+        long st = es_call(ix, "PUT", path, t[i].body, &answer);
+        if (st != 200) {
+            if (st)
+                pano_warn("index template %s refused (%ld): %.300s", t[i].name, st, answer);
+            rc = -1;
+        }
+        free(answer);
+        /* Create the shared indices now: an alias can only name indices
+         * that exist, and the fallback and dead-letter indices must not
+         * depend on automatic index creation. */
+        if (rc == 0 && (!t[i].family || !ix->layout.per_workflow)) {
+            snprintf(path, sizeof path, "/%s", t[i].name);
+            st = es_call(ix, "PUT", path, "{}", &answer);
+            if (st != 200 && !(st == 400 && answer && strstr(answer, "resource_already_exists"))) {
+                if (st)
+                    pano_warn("cannot create index %s (%ld): %.300s", t[i].name, st, answer);
+                rc = -1;
+            }
+            free(answer);
+        }
+    }
+    pano_templates_free(t, nt);
+    if (rc == 0) {
+        pano_info("index templates installed (%zu)", nt);
+        ix->indices_ready = true;
+    }
+    return rc;
+}
+
+static void cache_key(const indexer *ix, const pano_bulk_doc *d, char *key, size_t size)
+{
+    if (ix->layout.per_workflow)
+        snprintf(key, size, "%s/%s", d->family, d->wf_uuid);
+    else
+        snprintf(key, size, "%s", d->wf_uuid);
+}
+
+/* Make sure every workflow of the unsettled items has its alias (and, in
+ * the per-workflow layout, its indices) before its events are written.
+ * Idempotent, so a forgotten or re-started workflow costs one request. */
+static bool ensure_aliases(indexer *ix)
+{
+    char key[PANO_WFCACHE_KEY];
+    pano_buf actions = {0};
+    size_t n = 0;
+    bool ok = true;
+    char **added = NULL;
+    for (size_t i = 0; i < ix->count; i++) {
+        batch_item *it = &ix->items[i];
+        if (it->settled || it->rejected || !it->doc.wf_uuid[0])
+            continue;
+        cache_key(ix, &it->doc, key, sizeof key);
+        if (pano_wfcache_has(ix->known, key))
+            continue;
+        bool dup = false;
+        for (size_t k = 0; k < n && !dup; k++)
+            dup = strcmp(added[k], key) == 0;
+        if (dup)
+            continue;
+        added = pano_reallocarray(added, n + 1, sizeof *added);
+        added[n++] = pano_strdup(key);
+        const char *wf = it->doc.wf_uuid;
+        pano_buf_append_str(&actions, actions.len ? "," : "{\"actions\":[");
+        if (ix->layout.per_workflow) {
+            /* The index of this family and workflow, then the alias on it. */
+            char path[300], *answer;
+            snprintf(path, sizeof path, "/%s", it->doc.index);
+            long st = es_call(ix, "PUT", path, "{}", &answer);
+            bool exists = st == 200 || (st == 400 && answer && strstr(answer, "resource_already_exists"));
+            if (!exists && st)
+                pano_warn("cannot create index %s (%ld): %.300s", it->doc.index, st, answer);
+            free(answer);
+            if (!exists) {
+                ok = false;
+                goto done;
+            }
+            pano_buf_appendf(&actions, "{\"add\":{\"index\":\"%s\",\"alias\":\"%swf-%s\"}}",
+                             it->doc.index, ix->prefix, wf);
+        } else {
+            pano_buf_append_str(&actions, "{\"add\":{\"indices\":[");
+            for (size_t f = 0; pano_event_families[f]; f++)
+                pano_buf_appendf(&actions, "%s\"%s%s\"", f ? "," : "", ix->prefix,
+                                 pano_event_families[f]);
+            pano_buf_appendf(&actions,
+                             "],\"alias\":\"%swf-%s\",\"routing\":\"%s\","
+                             "\"filter\":{\"term\":{\"wf_uuid\":\"%s\"}}}}",
+                             ix->prefix, wf, wf, wf);
+        }
+    }
+    if (n == 0)
+        goto done;
+    pano_buf_append_str(&actions, "]}");
+    char *answer;
+    long st = es_call(ix, "POST", "/_aliases", actions.data, &answer);
+    if (st != 200) {
+        if (st) {
+            pano_warn("cannot create workflow aliases (%ld): %.300s", st, answer);
+            if (st == 404)
+                ix->indices_ready = false; /* someone deleted an index */
+        }
+        ok = false;
+    } else {
+        for (size_t k = 0; k < n; k++)
+            pano_wfcache_add(ix->known, added[k]);
+        ix->n.aliases += n;
+        pano_debug("%zu new workflow aliases", n);
+    }
+    free(answer);
+done:
+    for (size_t k = 0; k < n; k++)
+        free(added[k]);
+    free(added);
+    pano_buf_free(&actions);
+    return ok;
 }
 
 /* ---- batches ------------------------------------------------------------ */
 
-static void add_message(indexer *ix, rd_kafka_message_t *msg)
+/* Turn an item into its dead-letter document: the reason, where it came
+ * from and the original bytes, keyed by topic, partition, offset and a hash
+ * of the bytes, so a replay does not write it twice. */
+static void make_dead_letter(indexer *ix, batch_item *it)
 {
-    batch_item *it = &ix->items[ix->count++];
+    rd_kafka_message_t *m = it->msg;
+    static unsigned logged;
+    if (logged++ < 100)
+        pano_info("dead letter from %s [%d] at %lld: %s%s", rd_kafka_topic_name(m->rkt),
+                  (int)m->partition, (long long)m->offset, it->reason,
+                  logged == 100 ? " (no more of these messages)" : "");
+    pano_json *d = pano_json_object();
+    char stamp[64], hash[33];
+    pano_bulk_timestamp(pano_now(), stamp, sizeof stamp);
+    pano_json_set_str(d, "@timestamp", stamp);
+    pano_json_set_str(d, "reason", it->reason);
+    pano_json_set_int(d, "status", it->status);
+    pano_json_set_str(d, "topic", rd_kafka_topic_name(m->rkt));
+    pano_json_set_int(d, "partition", m->partition);
+    pano_json_set_int(d, "offset", m->offset);
+    if (it->doc.wf_uuid[0])
+        pano_json_set_str(d, "wf_uuid", it->doc.wf_uuid);
+    if (it->doc.id[0])
+        pano_json_set_str(d, "event_id", it->doc.id);
+    pano_json_set(d, "original", pano_json_string_len(m->payload ? m->payload : "", m->len));
+    pano_event_id_of(m->payload ? m->payload : "", m->len, hash);
+    pano_bulk_doc_free(&it->doc);
+    pano_bulk_doc *dd = &it->doc;
+    snprintf(dd->index, sizeof dd->index, "%s", ix->dead_letter_index);
+    snprintf(dd->id, sizeof dd->id, "%.120s-%d-%lld-%.16s", rd_kafka_topic_name(m->rkt),
+             (int)m->partition, (long long)m->offset, hash);
+    dd->routing[0] = '\0';
+    dd->doc = pano_json_serialize(d, &dd->doc_len);
+    pano_json_free(d);
+    it->rejected = true;
+}
+
+static void add_message_to(indexer *ix, batch_item *items, size_t *count,
+                           rd_kafka_message_t *msg)
+{
+    batch_item *it = &items[(*count)++];
     memset(it, 0, sizeof *it);
     it->msg = msg;
-    if (!pano_bulk_doc_prepare(msg->payload, msg->len, ix->index_prefix, &it->doc, it->reason,
-                               sizeof it->reason))
-        it->rejected = true;
+    ix->n.consumed++;
+    if (!pano_bulk_doc_prepare(msg->payload ? msg->payload : "", msg->len, &ix->layout,
+                               &it->doc, it->reason, sizeof it->reason))
+        make_dead_letter(ix, it);
+}
+
+static void add_message(indexer *ix, rd_kafka_message_t *msg)
+{
+    add_message_to(ix, ix->items, &ix->count, msg);
+}
+
+static void drop_message_list(rd_kafka_message_t **msgs, size_t *n,
+                              const rd_kafka_topic_partition_list_t *parts, uint64_t *dropped)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < *n; i++) {
+        rd_kafka_message_t *m = msgs[i];
+        if (!parts || rd_kafka_topic_partition_list_find(parts, rd_kafka_topic_name(m->rkt),
+                                                         m->partition)) {
+            rd_kafka_message_destroy(m);
+            ++*dropped;
+        } else
+            msgs[keep++] = m;
+    }
+    *n = keep;
+}
+
+/* Forget the messages of revoked partitions (all when parts is NULL): they
+ * are not settled, their offsets are not stored, the new owner replays
+ * them. */
+static void drop_items(indexer *ix, batch_item *items, size_t *count,
+                       const rd_kafka_topic_partition_list_t *parts)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < *count; i++) {
+        batch_item *it = &items[i];
+        if (!parts || rd_kafka_topic_partition_list_find(parts, rd_kafka_topic_name(it->msg->rkt),
+                                                         it->msg->partition)) {
+            pano_bulk_doc_free(&it->doc);
+            rd_kafka_message_destroy(it->msg);
+            ix->n.dropped_revoked++;
+        } else
+            items[keep++] = *it;
+    }
+    *count = keep;
+}
+
+/* While bulk requests are in flight, the batch being settled is left alone
+ * and its messages of revoked partitions are dropped once the answers are
+ * in (before any offset is stored). */
+static void drop_partitions(indexer *ix, const rd_kafka_topic_partition_list_t *parts)
+{
+    if (ix->in_flight && parts) {
+        if (!ix->deferred)
+            ix->deferred = rd_kafka_topic_partition_list_new(parts->cnt);
+        for (int i = 0; i < parts->cnt; i++)
+            rd_kafka_topic_partition_list_add(ix->deferred, parts->elems[i].topic,
+                                              parts->elems[i].partition);
+    } else
+        drop_items(ix, ix->items, &ix->count, parts);
+    drop_items(ix, ix->next, &ix->nnext, parts);
+    if (ix->nnext == 0)
+        ix->next_bytes = 0;
+    drop_message_list(ix->pending, &ix->npending, parts, &ix->n.dropped_revoked);
+}
+
+static void rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    indexer *ix = opaque;
+    bool coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    ix->n.rebalances++;
+    rd_kafka_error_t *e = NULL;
+    rd_kafka_resp_err_t r = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        pano_info("assigned %d partition(s)", parts->cnt);
+        if (coop)
+            e = rd_kafka_incremental_assign(rk, parts);
+        else
+            r = rd_kafka_assign(rk, parts);
+        if (ix->paused && !e && !r)
+            rd_kafka_pause_partitions(rk, parts);
+    } else {
+        pano_info("%s %d partition(s)",
+                  err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS ? "revoked" : "lost", parts->cnt);
+        /* What was settled is stored: commit it while the partitions are
+         * still ours. The rest of the batch in hand is dropped. */
+        if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+            rd_kafka_resp_err_t c = rd_kafka_commit(rk, NULL, 0);
+            if (c && c != RD_KAFKA_RESP_ERR__NO_OFFSET)
+                pano_warn("commit on revocation: %s", rd_kafka_err2str(c));
+        }
+        drop_partitions(ix, parts);
+        if (coop)
+            e = rd_kafka_incremental_unassign(rk, parts);
+        else
+            r = rd_kafka_assign(rk, NULL);
+    }
+    if (e) {
+        pano_error("rebalance: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    } else if (r)
+        pano_error("rebalance: %s", rd_kafka_err2str(r));
+}
+
+static void set_paused(indexer *ix, bool pause)
+{
+    if (ix->paused == pause)
+        return;
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_assignment(ix->consumer, &parts);
+    if (!e) {
+        e = pause ? rd_kafka_pause_partitions(ix->consumer, parts)
+                  : rd_kafka_resume_partitions(ix->consumer, parts);
+        rd_kafka_topic_partition_list_destroy(parts);
+    }
+    if (e)
+        pano_warn("cannot %s the partitions: %s", pause ? "pause" : "resume", rd_kafka_err2str(e));
+    ix->paused = pause;
+    if (pause)
+        pano_info("partitions paused until Elasticsearch takes documents again");
+    else
+        pano_info("partitions resumed");
+}
+
+/* Poll the consumer: serves rebalances and keeps this member in the group.
+ * Returns a message or NULL. */
+static rd_kafka_message_t *poll_one(indexer *ix, int timeout_ms)
+{
+    rd_kafka_message_t *msg = rd_kafka_consumer_poll(ix->consumer, timeout_ms);
+    if (msg && msg->err) {
+        if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+            pano_warn("Kafka: %s", rd_kafka_message_errstr(msg));
+        rd_kafka_message_destroy(msg);
+        return NULL;
+    }
+    return msg;
+}
+
+/* Wait between attempts while polling (the partitions are paused, so only
+ * already fetched messages arrive; they wait in pending). */
+static void wait_polling(indexer *ix, double seconds, double deadline)
+{
+    double until = pano_now() + seconds;
+    if (deadline && until > deadline)
+        until = deadline;
+    for (double now = pano_now(); now < until; now = pano_now()) {
+        rd_kafka_message_t *m = poll_one(ix, (int)((until - now) * 1000) + 1);
+        if (!m)
+            continue;
+        if (ix->npending == ix->cap_pending) {
+            ix->cap_pending = ix->cap_pending ? ix->cap_pending * 2 : 64;
+            ix->pending = pano_reallocarray(ix->pending, ix->cap_pending, sizeof *ix->pending);
+        }
+        ix->pending[ix->npending++] = m;
+    }
 }
 
 /* Gather up to max_docs messages, or max_bytes, or what came within linger
  * seconds of the first one. */
 static void collect_batch(indexer *ix)
 {
-    size_t bytes = 0;
+    size_t bytes = 0, taken = 0;
     double deadline = 0;
+    if (ix->count == 0 && ix->nnext > 0) {
+        /* What was gathered while the last batch was in flight. */
+        batch_item *t = ix->items;
+        ix->items = ix->next;
+        ix->count = ix->nnext;
+        ix->next = t;
+        ix->nnext = 0;
+        bytes = ix->next_bytes;
+        ix->next_bytes = 0;
+        deadline = ix->next_first + ix->linger;
+    }
+    while (taken < ix->npending && ix->count < ix->max_docs && bytes < ix->max_bytes) {
+        rd_kafka_message_t *m = ix->pending[taken++];
+        add_message(ix, m);
+        bytes += m->len;
+    }
+    if (taken) {
+        memmove(ix->pending, ix->pending + taken, (ix->npending - taken) * sizeof *ix->pending);
+        ix->npending -= taken;
+    }
+    if (!deadline && ix->count)
+        deadline = pano_now() + ix->linger;
     while (ix->count < ix->max_docs && bytes < ix->max_bytes && !stopping) {
         double left = deadline ? deadline - pano_now() : 0.5;
         if (deadline && left <= 0)
             break;
-        rd_kafka_message_t *msg = rd_kafka_consumer_poll(ix->consumer, (int)(left * 1000) + 1);
+        rd_kafka_message_t *msg = poll_one(ix, (int)(left * 1000) + 1);
         if (!msg) {
             if (!deadline && ix->count == 0)
                 return; /* nothing yet: let the caller check for signals */
-            continue;
-        }
-        if (msg->err) {
-            if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-                pano_warn("Kafka: %s", rd_kafka_message_errstr(msg));
-            rd_kafka_message_destroy(msg);
             continue;
         }
         add_message(ix, msg);
@@ -133,99 +628,197 @@ static void collect_batch(indexer *ix)
     }
 }
 
-/* One bulk request for the items not settled yet (dead letters included, as
- * documents of the dead-letter index). Returns false if Elasticsearch did not
- * answer usefully. */
-static bool send_pending(indexer *ix)
+/* Gather the next batch while the HTTP thread works, until it is done or
+ * the next batch is full. Older messages (polled during a backoff) first. */
+static void prefetch(indexer *ix, atomic_bool *done)
 {
-    pano_buf_clear(&ix->body);
-    size_t *order = pano_calloc(ix->count, sizeof *order), n = 0;
-    pano_bulk_doc *dead_docs = pano_calloc(ix->count, sizeof *dead_docs);
-    for (size_t i = 0; i < ix->count; i++) {
-        batch_item *it = &ix->items[i];
-        if (it->settled)
+    size_t taken = 0;
+    while (taken < ix->npending && ix->nnext < ix->max_docs && ix->next_bytes < ix->max_bytes) {
+        rd_kafka_message_t *m = ix->pending[taken++];
+        if (ix->nnext == 0)
+            ix->next_first = pano_now();
+        add_message_to(ix, ix->next, &ix->nnext, m);
+        ix->next_bytes += m->len;
+    }
+    if (taken) {
+        memmove(ix->pending, ix->pending + taken, (ix->npending - taken) * sizeof *ix->pending);
+        ix->npending -= taken;
+    }
+    while (!atomic_load(done) && ix->nnext < ix->max_docs && ix->next_bytes < ix->max_bytes &&
+           !stopping) {
+        rd_kafka_message_t *m = poll_one(ix, 5);
+        if (!m)
             continue;
-        if (it->rejected) {
-            /* {"@timestamp", "reason", "status", "topic", "partition",
-             *  "offset", "original"} keyed by topic/partition/offset. */
-            pano_json *d = pano_json_object();
-            char stamp[64];
-            pano_bulk_timestamp(pano_now(), stamp, sizeof stamp);
-            pano_json_set_str(d, "@timestamp", stamp);
-            pano_json_set_str(d, "reason", it->reason);
-            pano_json_set_int(d, "status", it->status);
-            pano_json_set_str(d, "topic", rd_kafka_topic_name(it->msg->rkt));
-            pano_json_set_int(d, "partition", it->msg->partition);
-            pano_json_set_int(d, "offset", it->msg->offset);
-            pano_json_set(d, "original", pano_json_string_len(it->msg->payload, it->msg->len));
-            pano_bulk_doc *dd = &dead_docs[i];
-            snprintf(dd->index, sizeof dd->index, "%s", ix->dead_letter_index);
-            snprintf(dd->id, sizeof dd->id, "%s-%d-%lld", rd_kafka_topic_name(it->msg->rkt),
-                     (int)it->msg->partition, (long long)it->msg->offset);
-            dd->doc = pano_json_serialize(d, &dd->doc_len);
-            pano_json_free(d);
-            pano_bulk_append(&ix->body, dd);
-        } else
-            pano_bulk_append(&ix->body, &it->doc);
-        order[n++] = i;
+        if (ix->nnext == 0)
+            ix->next_first = pano_now();
+        add_message_to(ix, ix->next, &ix->nnext, m);
+        ix->next_bytes += m->len;
     }
-    bool answered = false;
-    if (n == 0) {
-        answered = true;
-        goto done;
+}
+
+typedef struct {
+    pano_es *es;
+    pano_es_call *calls;
+    size_t n;
+    atomic_bool done;
+} http_job;
+
+static void *http_run(void *arg)
+{
+    http_job *job = arg;
+    pano_es_request_many(job->es, job->calls, job->n);
+    atomic_store(&job->done, true);
+    return NULL;
+}
+
+/* Run the requests; when prefetching, in a thread while the next batch is
+ * gathered from Kafka (Elasticsearch is never idle waiting for us). */
+static void perform(indexer *ix, pano_es_call *calls, size_t n, bool with_prefetch)
+{
+    http_job job = {.es = ix->es, .calls = calls, .n = n};
+    atomic_init(&job.done, false);
+    pthread_t thread;
+    bool threaded = false;
+    if (with_prefetch) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        threaded = pthread_create(&thread, NULL, http_run, &job) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
-    pano_es_response resp;
-    char err[512];
-    if (pano_es_request(ix->es, "POST", "/_bulk", ix->body.data, ix->body.len, &resp, err,
-                        sizeof err) < 0) {
-        pano_warn("%s", err);
-        goto done;
+    if (!threaded) {
+        http_run(&job);
+        return;
     }
-    if (resp.status != 200) {
-        pano_warn("bulk request answered %ld: %.300s", resp.status, resp.body);
-        pano_es_response_free(&resp);
-        goto done;
-    }
-    pano_bulk_result *results = pano_calloc(n, sizeof *results);
-    if (pano_bulk_read_response(resp.body, resp.len, n, results, err, sizeof err) < 0)
-        pano_warn("%s", err);
-    else {
-        answered = true;
-        for (size_t k = 0; k < n; k++) {
-            batch_item *it = &ix->items[order[k]];
-            it->status = results[k].status;
-            switch (results[k].outcome) {
-            case PANO_BULK_DONE:
-                it->settled = true;
-                if (it->rejected)
-                    ix->n_dead++;
-                else if (results[k].status == 409)
-                    ix->n_duplicates++;
-                else
-                    ix->n_indexed++;
-                break;
-            case PANO_BULK_RETRY:
-                ix->n_retries++;
-                break;
-            case PANO_BULK_REJECTED:
-                if (it->rejected) {
-                    /* The dead-letter index refused it too: that is a
-                     * deployment problem; keep retrying loudly. */
-                    pano_error("dead-letter index refused a document: %s", results[k].reason);
-                    break;
-                }
-                it->rejected = true;
-                snprintf(it->reason, sizeof it->reason, "%s", results[k].reason);
+    ix->in_flight = true;
+    prefetch(ix, &job.done);
+    pthread_join(thread, NULL);
+    ix->in_flight = false;
+}
+
+/* Apply one bulk response to its items. */
+static void apply_results(indexer *ix, const size_t *order, size_t n,
+                          const pano_bulk_result *results)
+{
+    for (size_t k = 0; k < n; k++) {
+        batch_item *it = &ix->items[order[k]];
+        it->status = results[k].status;
+        switch (results[k].outcome) {
+        case PANO_BULK_DONE:
+            it->settled = true;
+            if (it->rejected)
+                ix->n.dead++;
+            else if (results[k].status == 409)
+                ix->n.duplicates++;
+            else {
+                ix->n.indexed++;
+                if (!it->doc.wf_uuid[0])
+                    ix->n.unassigned++;
+            }
+            break;
+        case PANO_BULK_RETRY:
+            ix->n.retries++;
+            break;
+        case PANO_BULK_REJECTED:
+            if (it->rejected) {
+                /* The dead-letter index refused it too: a deployment
+                 * problem; keep retrying loudly rather than lose it. */
+                pano_error("the dead-letter index refused a document: %s", results[k].reason);
                 break;
             }
+            snprintf(it->reason, sizeof it->reason, "%s", results[k].reason);
+            make_dead_letter(ix, it);
+            break;
         }
     }
-    free(results);
-    pano_es_response_free(&resp);
-done:
+}
+
+/* Send the items not settled yet: in up to pano.indexer.concurrency bulk
+ * requests at once (consecutive slices of the batch, so Elasticsearch works
+ * on them in parallel). Returns false if some request got no usable answer
+ * (Elasticsearch down or overloaded as a whole). */
+static bool send_pending(indexer *ix, bool with_prefetch)
+{
+    size_t *order = pano_calloc(ix->count ? ix->count : 1, sizeof *order), n = 0;
     for (size_t i = 0; i < ix->count; i++)
-        pano_bulk_doc_free(&dead_docs[i]);
-    free(dead_docs);
+        if (!ix->items[i].settled)
+            order[n++] = i;
+    if (n == 0) {
+        free(order);
+        return true;
+    }
+    size_t k = (n + MIN_SLICE - 1) / MIN_SLICE;
+    if (k > ix->concurrency)
+        k = ix->concurrency;
+    pano_es_call *calls = pano_calloc(k, sizeof *calls);
+    size_t *first = pano_calloc(k + 1, sizeof *first);
+    if (ix->nbodies < k) {
+        ix->bodies = pano_reallocarray(ix->bodies, k, sizeof *ix->bodies);
+        memset(ix->bodies + ix->nbodies, 0, (k - ix->nbodies) * sizeof *ix->bodies);
+        ix->nbodies = k;
+    }
+    for (size_t j = 0; j < k; j++) {
+        first[j] = n * j / k;
+        first[j + 1] = n * (j + 1) / k;
+        pano_buf *b = &ix->bodies[j];
+        pano_buf_clear(b);
+        for (size_t q = first[j]; q < first[j + 1]; q++)
+            pano_bulk_append(b, &ix->items[order[q]].doc);
+        calls[j] = (pano_es_call){.method = "POST", .path = BULK_PATH, .body = b->data, .len = b->len};
+    }
+    double t0 = pano_now();
+    perform(ix, calls, k, with_prefetch);
+    ix->n.bulk_seconds += pano_now() - t0;
+    ix->n.bulk_requests += k;
+    bool answered = true;
+    for (size_t j = 0; j < k; j++) {
+        pano_es_call *c = &calls[j];
+        size_t m = first[j + 1] - first[j];
+        bool ok = false;
+        if (c->rc < 0) {
+            if (ix->es_up)
+                pano_warn("%s", c->err);
+            ix->es_up = false;
+        } else if (c->resp.status != 200) {
+            ix->es_up = true;
+            pano_warn("bulk request answered %ld: %.300s", c->resp.status, c->resp.body);
+        } else {
+            ix->es_up = true;
+            pano_bulk_result *results = pano_calloc(m, sizeof *results);
+            if (pano_bulk_all_created(c->resp.body, c->resp.len)) {
+                /* The common case, without reading every item. */
+                for (size_t q = 0; q < m; q++)
+                    results[q] = (pano_bulk_result){.outcome = PANO_BULK_DONE, .status = 201};
+                apply_results(ix, order + first[j], m, results);
+                ok = true;
+            } else {
+                char err[512];
+                if (pano_bulk_read_response(c->resp.body, c->resp.len, m, results, err,
+                                            sizeof err) < 0)
+                    pano_warn("%s", err);
+                else {
+                    apply_results(ix, order + first[j], m, results);
+                    ok = true;
+                }
+            }
+            free(results);
+        }
+        if (!ok) {
+            ix->n.bulk_failures++;
+            answered = false;
+        }
+        if (c->rc == 0)
+            pano_es_response_free(&c->resp);
+    }
+    if (ix->deferred) {
+        /* Partitions revoked while the requests ran: their messages leave
+         * the batch now, settled or not, before any offset is stored. */
+        drop_items(ix, ix->items, &ix->count, ix->deferred);
+        rd_kafka_topic_partition_list_destroy(ix->deferred);
+        ix->deferred = NULL;
+    }
+    free(first);
+    free(calls);
     free(order);
     return answered;
 }
@@ -238,46 +831,115 @@ static bool all_settled(const indexer *ix)
     return true;
 }
 
-/* Send until every item is settled, backing off between attempts. On a
- * shutdown request the batch is abandoned unsettled: its offsets are not
- * stored, so it is consumed again next time. */
-static bool settle_batch(indexer *ix)
+/* Send until every item is settled, backing off between attempts (polling
+ * the consumer with the partitions paused). After a shutdown request, give
+ * up when pano.indexer.drain_timeout has passed. */
+static void settle_batch(indexer *ix)
 {
-    double backoff = 0.1;
-    for (;;) {
-        bool answered = send_pending(ix);
+    double backoff = 0.1, deadline = stopping ? pano_now() + ix->drain_timeout : 0;
+    for (bool first = true;; first = false) {
+        bool answered = ix->count == 0 ||
+                        ((ix->indices_ready || setup_indices(ix) == 0) && ensure_aliases(ix) &&
+                         send_pending(ix, first && !stopping));
         if (all_settled(ix))
-            return true;
-        if (stopping)
-            return false;
+            break;
+        if (stopping && !deadline)
+            deadline = pano_now() + ix->drain_timeout;
+        if (deadline && pano_now() >= deadline) {
+            size_t left = 0;
+            for (size_t i = 0; i < ix->count; i++)
+                left += !ix->items[i].settled;
+            pano_warn("giving up on %zu unsettled messages at shutdown (they will be replayed)",
+                      left);
+            break;
+        }
         double wait = backoff * jitter();
-        pano_info("%s; retrying in %.1f s", answered ? "some documents must be retried"
-                                                     : "Elasticsearch unavailable",
-                  wait);
-        sleep_seconds(wait);
-        backoff = backoff * 2 > MAX_BACKOFF ? MAX_BACKOFF : backoff * 2;
+        if (!answered) {
+            set_paused(ix, true);
+            pano_info("Elasticsearch unavailable; retrying in %.1f s", wait);
+        } else
+            pano_debug("some documents must be retried; retrying in %.1f s", wait);
+        if (pano_now() - ix->last_publish >= 1)
+            publish_status(ix);
+        wait_polling(ix, wait, deadline);
+        backoff = backoff * 2 > ix->max_backoff ? ix->max_backoff : backoff * 2;
     }
+    set_paused(ix, false);
 }
 
-static void finish_batch(indexer *ix, bool settled)
+/* Store the offsets the batch allows: per partition, up to the last item
+ * with every earlier item of that partition settled. Then free the batch. */
+static void finish_batch(indexer *ix)
 {
+    rd_kafka_topic_partition_list_t *seen = rd_kafka_topic_partition_list_new(16);
     for (size_t i = 0; i < ix->count; i++) {
         batch_item *it = &ix->items[i];
-        if (settled) {
-            rd_kafka_resp_err_t e = rd_kafka_offset_store(it->msg->rkt, it->msg->partition,
-                                                          it->msg->offset);
-            if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
-                pano_warn("cannot store offset %lld of %s [%d]: %s (it will be replayed)",
-                          (long long)it->msg->offset, rd_kafka_topic_name(it->msg->rkt),
-                          (int)it->msg->partition, rd_kafka_err2str(e));
+        const char *topic = rd_kafka_topic_name(it->msg->rkt);
+        rd_kafka_topic_partition_t *p =
+            rd_kafka_topic_partition_list_find(seen, topic, it->msg->partition);
+        if (!p) {
+            p = rd_kafka_topic_partition_list_add(seen, topic, it->msg->partition);
+            p->offset = RD_KAFKA_OFFSET_INVALID;
         }
-        pano_bulk_doc_free(&it->doc);
-        rd_kafka_message_destroy(it->msg);
+        if (p->opaque)
+            continue; /* blocked by an earlier unsettled item */
+        if (it->settled)
+            p->offset = it->msg->offset + 1;
+        else
+            p->opaque = p; /* blocked */
+    }
+    rd_kafka_topic_partition_list_t *store = rd_kafka_topic_partition_list_new(seen->cnt);
+    for (int i = 0; i < seen->cnt; i++)
+        if (seen->elems[i].offset >= 0)
+            rd_kafka_topic_partition_list_add(store, seen->elems[i].topic,
+                                              seen->elems[i].partition)
+                ->offset = seen->elems[i].offset;
+    if (store->cnt > 0) {
+        rd_kafka_resp_err_t e = rd_kafka_offsets_store(ix->consumer, store);
+        for (int i = 0; i < store->cnt; i++) {
+            rd_kafka_resp_err_t pe = store->elems[i].err;
+            if (pe)
+                pano_warn("cannot store offset %lld of %s [%d]: %s (it will be replayed)",
+                          (long long)store->elems[i].offset, store->elems[i].topic,
+                          (int)store->elems[i].partition, rd_kafka_err2str(pe));
+            else
+                ix->n.offsets_stored++;
+        }
+        if (e && e != RD_KAFKA_RESP_ERR__INVALID_ARG)
+            pano_warn("cannot store offsets: %s", rd_kafka_err2str(e));
+    }
+    rd_kafka_topic_partition_list_destroy(store);
+    rd_kafka_topic_partition_list_destroy(seen);
+    for (size_t i = 0; i < ix->count; i++) {
+        pano_bulk_doc_free(&ix->items[i].doc);
+        rd_kafka_message_destroy(ix->items[i].msg);
     }
     ix->count = 0;
 }
 
 /* ---- setup ---------------------------------------------------------------- */
+
+/* librdkafka properties from "name=value,name=value". */
+static int set_extra_properties(rd_kafka_conf_t *conf, const char *list, char *err,
+                                size_t errlen)
+{
+    if (!list || !*list)
+        return 0;
+    char *copy = pano_strdup(list), *save = NULL;
+    int rc = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq) {
+            snprintf(err, errlen, "pano.indexer.kafka_properties: '%s' is not name=value", tok);
+            rc = -1;
+            break;
+        }
+        *eq = '\0';
+        rc = pano_kafka_conf_set(conf, tok, eq + 1, err, errlen);
+    }
+    free(copy);
+    return rc;
+}
 
 static rd_kafka_t *create_consumer(indexer *ix, char *err, size_t errlen)
 {
@@ -288,10 +950,14 @@ static rd_kafka_t *create_consumer(indexer *ix, char *err, size_t errlen)
                             err, errlen) < 0 ||
         pano_kafka_conf_set(conf, "enable.auto.offset.store", "false", err, errlen) < 0 ||
         pano_kafka_conf_set(conf, "enable.auto.commit", "true", err, errlen) < 0 ||
-        pano_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, errlen) < 0) {
+        pano_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, errlen) < 0 ||
+        set_extra_properties(conf, pano_config_str(ix->cfg, "pano.indexer.kafka_properties"),
+                             err, errlen) < 0) {
         rd_kafka_conf_destroy(conf);
         return NULL;
     }
+    rd_kafka_conf_set_rebalance_cb(conf, rebalance);
+    rd_kafka_conf_set_opaque(conf, ix);
     char why[256];
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof why);
     if (!rk) {
@@ -320,76 +986,100 @@ static rd_kafka_t *create_consumer(indexer *ix, char *err, size_t errlen)
     return rk;
 }
 
-/* The index template: explicit types for the envelope, safe dynamic rules
- * for the rest (strings as keywords, numbers as long/double). */
-static int install_template(indexer *ix)
+/* Elasticsearch index names: lowercase letters, digits and . _ -, not
+ * starting with . _ or -. */
+static bool index_name_ok(const char *name, bool prefix_only)
 {
-    const char *prefix = ix->index_prefix;
-    pano_buf t = {0};
-    pano_buf_appendf(
-        &t,
-        "{\"index_patterns\":[\"%s*\"],\"priority\":100,\"template\":{"
-        "\"settings\":{\"number_of_replicas\":0,\"refresh_interval\":\"1s\"},"
-        "\"mappings\":{\"dynamic_templates\":["
-        "{\"strings\":{\"match_mapping_type\":\"string\",\"mapping\":"
-        "{\"type\":\"keyword\",\"ignore_above\":1024}}},"
-        "{\"reals\":{\"match_mapping_type\":\"double\",\"mapping\":{\"type\":\"double\"}}}],"
-        "\"properties\":{"
-        "\"@timestamp\":{\"type\":\"date\"},\"ts\":{\"type\":\"double\"},"
-        "\"event\":{\"type\":\"keyword\"},\"event_id\":{\"type\":\"keyword\"},"
-        "\"seq\":{\"type\":\"long\"},\"hostname\":{\"type\":\"keyword\"},"
-        "\"wf_uuid\":{\"type\":\"keyword\"},\"wf_label\":{\"type\":\"keyword\"},"
-        "\"dag_job_id\":{\"type\":\"keyword\"},\"condor_job_id\":{\"type\":\"keyword\"},"
-        "\"xformation\":{\"type\":\"keyword\"},\"task_id\":{\"type\":\"keyword\"},"
-        "\"site\":{\"type\":\"keyword\"},\"rank\":{\"type\":\"long\"},"
-        "\"original\":{\"type\":\"keyword\",\"index\":false,\"doc_values\":false},"
-        "\"reason\":{\"type\":\"text\"}}}}}",
-        prefix);
-    char path[300], err[512];
-    snprintf(path, sizeof path, "/_index_template/%.200sevents", prefix);
-    pano_es_response resp;
-    int rc = pano_es_request(ix->es, "PUT", path, t.data, t.len, &resp, err, sizeof err);
-    pano_buf_free(&t);
-    if (rc < 0) {
-        pano_warn("cannot install the index template: %s", err);
-        return -1;
-    }
-    if (resp.status != 200) {
-        pano_warn("index template refused (%ld): %.300s", resp.status, resp.body);
-        rc = -1;
-    }
-    pano_es_response_free(&resp);
-    return rc;
+    size_t len = strlen(name);
+    if (len == 0 || len > (prefix_only ? 100 : 200) || strchr("._-+", name[0]))
+        return false;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || strchr("._-", *p)))
+            return false;
+    return true;
 }
 
-static void log_stats(const indexer *ix)
+static void sleep_unless_stopping(double s)
 {
-    pano_info("indexed %llu, duplicates %llu, dead-lettered %llu, item retries %llu",
-              (unsigned long long)ix->n_indexed, (unsigned long long)ix->n_duplicates,
-              (unsigned long long)ix->n_dead, (unsigned long long)ix->n_retries);
+    for (double slept = 0; slept < s && !stopping; slept += 0.05)
+        usleep(50000);
 }
 
 static int run(indexer *ix)
 {
-    /* The template must be in place before the first document creates an
+    /* The templates must be in place before the first document creates an
      * index; wait for Elasticsearch rather than index with wrong types. */
-    for (double backoff = 1; install_template(ix) < 0 && !stopping;
-         backoff = backoff * 2 > MAX_BACKOFF ? MAX_BACKOFF : backoff * 2)
-        sleep_seconds(backoff * jitter());
-    double next_stats = pano_now() + STATS_INTERVAL;
+    for (double backoff = 1; !stopping && setup_indices(ix) < 0;
+         backoff = backoff * 2 > ix->max_backoff ? ix->max_backoff : backoff * 2)
+        sleep_unless_stopping(backoff * jitter());
+    double next_stats = pano_now() + ix->stats_interval;
+    publish_status(ix);
     while (!stopping) {
         collect_batch(ix);
-        if (ix->count)
-            finish_batch(ix, settle_batch(ix));
-        if (pano_now() >= next_stats) {
-            log_stats(ix);
-            next_stats = pano_now() + STATS_INTERVAL;
+        if (ix->count) {
+            if (pano_log_get_level() >= PANO_LOG_DEBUG) {
+                rd_kafka_message_t *m = ix->items[0].msg;
+                int64_t oldest = rd_kafka_message_timestamp(m, NULL);
+                char head[256];
+                snprintf(head, sizeof head, "%.*s", (int)(m->len < 255 ? m->len : 255),
+                         (const char *)m->payload);
+                const char *tsp = strstr(head, "\"ts\":");
+                double ts = tsp ? atof(tsp + 5) : 0;
+                pano_debug("batch of %zu, first message produced %.0f ms ago, %.0f ms after its "
+                           "ts",
+                           ix->count, oldest > 0 ? pano_now() * 1000 - (double)oldest : -1.0,
+                           ts > 0 && oldest > 0 ? (double)oldest - ts * 1000 : -1.0);
+            }
+            double t = pano_now();
+            settle_batch(ix);
+            pano_debug("batch settled in %.0f ms", (pano_now() - t) * 1000);
+            finish_batch(ix);
         }
+        double now = pano_now();
+        if (now >= next_stats) {
+            log_stats(ix);
+            next_stats = now + ix->stats_interval;
+        }
+        if (now - ix->last_publish >= 1)
+            publish_status(ix);
     }
+    /* Drain: the batch in hand was settled (or given up) above; messages
+     * polled meanwhile are left for the next run. */
     if (ix->count)
-        finish_batch(ix, false);
+        finish_batch(ix);
+    drop_partitions(ix, NULL); /* the next batch and pending: replayed */
     log_stats(ix);
     return 0;
+}
+
+static int print_templates(indexer *ix)
+{
+    pano_template_options opt = {
+        .prefix = ix->prefix,
+        .fallback_index = ix->fallback_index,
+        .dead_letter_index = ix->dead_letter_index,
+        .shards = (int)pano_config_int(ix->cfg, "pano.indexer.shards"),
+        .replicas = (int)pano_config_int(ix->cfg, "pano.indexer.replicas"),
+        .refresh_interval = pano_config_str(ix->cfg, "pano.indexer.refresh_interval"),
+        .total_fields_limit = (int)pano_config_int(ix->cfg, "pano.indexer.total_fields_limit"),
+    };
+    pano_template *t;
+    size_t nt;
+    char err[512], *warnings;
+    if (pano_templates_build(pano_embedded_schemas, &opt, &t, &nt, &warnings, err,
+                             sizeof err) < 0) {
+        pano_error("%s", err);
+        return 1;
+    }
+    if (*warnings)
+        pano_warn("schema clashes: %s", warnings);
+    free(warnings);
+    printf("{");
+    for (size_t i = 0; i < nt; i++)
+        printf("%s\"%s\":%s", i ? "," : "", t[i].name, t[i].body);
+    printf("}\n");
+    pano_templates_free(t, nt);
+    return fflush(stdout) == 0 ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -397,16 +1087,19 @@ int main(int argc, char **argv)
     pano_config *cfg = pano_cli_init("pano-indexer", argc, argv, false);
     if (!cfg)
         return 2;
+    enum { OPT_PRINT_TEMPLATES = 0x2000 };
     static const struct option options[] = {
         {"brokers", required_argument, NULL, 'b'},
         {"es-url", required_argument, NULL, 'e'},
         {"group", required_argument, NULL, 'g'},
+        {"print-templates", no_argument, NULL, OPT_PRINT_TEMPLATES},
         {"help", no_argument, NULL, 'h'},
         PANO_CLI_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     static const char *const keys[128] = {
         ['b'] = "pano.kafka.brokers", ['e'] = "pano.es.url", ['g'] = "pano.indexer.group"};
+    bool want_templates = false;
     int opt;
     while ((opt = getopt_long(argc, argv, "b:e:g:h", options, NULL)) != -1) {
         int handled = pano_cli_option(cfg, opt, optarg);
@@ -417,7 +1110,9 @@ int main(int argc, char **argv)
         if (opt > 0 && opt < 128 && keys[opt]) {
             if (pano_cli_set(cfg, keys[opt], optarg) < 0)
                 return 2;
-        } else if (opt == 'h') {
+        } else if (opt == OPT_PRINT_TEMPLATES)
+            want_templates = true;
+        else if (opt == 'h') {
             usage(stdout);
             return 0;
         } else {
@@ -429,41 +1124,110 @@ int main(int argc, char **argv)
         pano_error("unexpected argument '%s'", argv[optind]);
         return 2;
     }
+    pano_cli_apply_logging(cfg);
 
-    indexer ix = {.cfg = cfg};
-    ix.index_prefix = pano_config_str(cfg, "pano.indexer.index_prefix");
-    snprintf(ix.dead_letter_index, sizeof ix.dead_letter_index, "%.200sdead-letter",
-             ix.index_prefix);
+    indexer ix = {.cfg = cfg, .started = pano_now()};
+    ix.prefix = pano_config_str(cfg, "pano.indexer.index_prefix");
+    const char *fallback = pano_config_str(cfg, "pano.indexer.fallback_index");
+    const char *dead = pano_config_str(cfg, "pano.indexer.dead_letter_index");
+    snprintf(ix.fallback_index, sizeof ix.fallback_index, "%.200s%s", fallback ? "" : ix.prefix,
+             fallback ? fallback : "unassigned");
+    snprintf(ix.dead_letter_index, sizeof ix.dead_letter_index, "%.200s%s",
+             dead ? "" : ix.prefix, dead ? dead : "dead-letter");
+    const char *layout = pano_config_str(cfg, "pano.indexer.layout");
+    if (!index_name_ok(ix.prefix, true)) {
+        pano_error("pano.indexer.index_prefix '%s': use lowercase letters, digits, '.', '_' "
+                   "and '-', not first '.', '_' or '-'",
+                   ix.prefix);
+        return 2;
+    }
+    if (!index_name_ok(ix.fallback_index, false) || !index_name_ok(ix.dead_letter_index, false)) {
+        pano_error("pano.indexer.fallback_index / dead_letter_index: not valid index names");
+        return 2;
+    }
+    if (strcmp(layout, "shared") != 0 && strcmp(layout, "per-workflow") != 0) {
+        pano_error("pano.indexer.layout '%s': use shared or per-workflow", layout);
+        return 2;
+    }
+    ix.layout = (pano_bulk_layout){.prefix = ix.prefix,
+                                   .per_workflow = strcmp(layout, "per-workflow") == 0,
+                                   .fallback_index = ix.fallback_index};
+    if (want_templates) {
+        int rc = print_templates(&ix);
+        pano_config_free(cfg);
+        return rc;
+    }
     ix.max_docs = (size_t)pano_config_int(cfg, "pano.indexer.batch_docs");
     ix.max_bytes = pano_config_size(cfg, "pano.indexer.batch_bytes");
     ix.linger = pano_config_double(cfg, "pano.indexer.linger");
+    ix.max_backoff = pano_config_double(cfg, "pano.indexer.max_backoff");
+    ix.drain_timeout = pano_config_double(cfg, "pano.indexer.drain_timeout");
+    ix.stats_interval = pano_config_double(cfg, "pano.indexer.stats_interval");
+    ix.concurrency = (size_t)pano_config_int(cfg, "pano.indexer.concurrency");
     ix.items = pano_calloc(ix.max_docs, sizeof *ix.items);
+    ix.next = pano_calloc(ix.max_docs, sizeof *ix.next);
+    ix.known = pano_wfcache_new((size_t)pano_config_int(cfg, "pano.indexer.alias_cache"));
 
     char err[512];
+    int rc = 1;
     ix.es = pano_es_new(cfg, err, sizeof err);
     if (!ix.es) {
         pano_error("%s", err);
-        return 2;
+        rc = 2;
+        goto out;
     }
-    ix.consumer = create_consumer(&ix, err, sizeof err);
-    if (!ix.consumer) {
-        pano_error("%s", err);
-        return 1;
+    const char *status_file = pano_config_str(cfg, "pano.indexer.status_file");
+    int status_port = (int)pano_config_int(cfg, "pano.indexer.status_port");
+    if (status_file || status_port) {
+        ix.status = pano_status_new(status_file, pano_config_str(cfg, "pano.indexer.status_bind"),
+                                    status_port, err, sizeof err);
+        if (!ix.status) {
+            pano_error("%s", err);
+            goto out;
+        }
+        if (status_port)
+            pano_info("status on http://%s:%d/metrics",
+                      pano_config_str(cfg, "pano.indexer.status_bind"),
+                      pano_status_port(ix.status));
     }
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    pano_info("indexing into %s (%s*)", pano_es_describe(ix.es), ix.index_prefix);
+    ix.consumer = create_consumer(&ix, err, sizeof err);
+    if (!ix.consumer) {
+        pano_error("%s", err);
+        goto out;
+    }
+    pano_info("indexing into %s (%s*, layout %s)", pano_es_describe(ix.es), ix.prefix, layout);
 
-    int rc = run(&ix);
+    rc = run(&ix);
+    /* Leaving the group can hang when Kafka misbehaves: bound it. */
+    struct sigaction al = {.sa_handler = on_alarm};
+    sigemptyset(&al.sa_mask);
+    sigaction(SIGALRM, &al, NULL);
+    alarm(30);
 
-    rd_kafka_consumer_close(ix.consumer); /* commits the stored offsets */
+    rd_kafka_resp_err_t e = rd_kafka_commit(ix.consumer, NULL, 0);
+    if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET)
+        pano_warn("final commit: %s", rd_kafka_err2str(e));
+    e = rd_kafka_consumer_close(ix.consumer);
+    if (e)
+        pano_warn("closing the consumer: %s", rd_kafka_err2str(e));
+    drop_partitions(&ix, NULL); /* anything the close delivered */
     rd_kafka_destroy(ix.consumer);
+    publish_status(&ix);
+out:
+    pano_status_free(ix.status);
     pano_es_free(ix.es);
-    pano_buf_free(&ix.body);
+    for (size_t i = 0; i < ix.nbodies; i++)
+        pano_buf_free(&ix.bodies[i]);
+    free(ix.bodies);
+    free(ix.pending);
     free(ix.items);
+    free(ix.next);
+    pano_wfcache_free(ix.known);
     pano_config_free(cfg);
     return rc;
 }

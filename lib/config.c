@@ -299,7 +299,8 @@ int pano_config_load_file(pano_config *cfg, const char *path, char *err, size_t 
     ssize_t n;
     int lineno = 0, start_line = 0, rc = 0;
     bool joining = false;
-    while (rc == 0 && (n = getline(&line, &cap, f)) >= 0) {
+    char why[512];
+    while ((n = getline(&line, &cap, f)) >= 0) {
         lineno++;
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
             line[--n] = '\0';
@@ -327,12 +328,18 @@ int pano_config_load_file(pano_config *cfg, const char *path, char *err, size_t 
         }
         joining = more;
         if (!more) {
-            rc = apply_property(cfg, logical, path, start_line, err, errlen);
+            if (apply_property(cfg, logical, path, start_line, why, sizeof why) < 0 && rc == 0) {
+                snprintf(err, errlen, "%s", why); /* the first error; the rest still load */
+                rc = -1;
+            }
             logical_len = 0;
         }
     }
-    if (rc == 0 && joining)
-        rc = apply_property(cfg, logical, path, start_line, err, errlen);
+    if (joining && apply_property(cfg, logical, path, start_line, why, sizeof why) < 0 &&
+        rc == 0) {
+        snprintf(err, errlen, "%s", why);
+        rc = -1;
+    }
     if (rc == 0 && ferror(f)) {
         snprintf(err, errlen, "error reading %s: %s", path, strerror(errno));
         rc = -1;
@@ -356,6 +363,7 @@ static void derived_env_name(const char *key, char *out, size_t size)
 
 int pano_config_load_env(pano_config *cfg, char *err, size_t errlen)
 {
+    int rc = 0;
     for (size_t i = 0; i < cfg->count; i++) {
         const pano_config_key *k = &pano_config_keys[i];
         char derived[128];
@@ -368,10 +376,15 @@ int pano_config_load_env(pano_config *cfg, char *err, size_t errlen)
         }
         if (!value || !*value)
             continue;
-        if (set_index(cfg, i, value, PANO_CFG_ENV, name, err, errlen) < 0)
-            return -1;
+        /* Go on after a bad value, so that one mistake does not hide the
+         * other keys from a program that tolerates errors; report the first. */
+        char why[512];
+        if (set_index(cfg, i, value, PANO_CFG_ENV, name, why, sizeof why) < 0 && rc == 0) {
+            snprintf(err, errlen, "%s", why);
+            rc = -1;
+        }
     }
-    return 0;
+    return rc;
 }
 
 int pano_config_load(pano_config *cfg, const char *file, char *err, size_t errlen)

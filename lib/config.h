@@ -61,7 +61,9 @@ pano_config *pano_config_new(void);
 void pano_config_free(pano_config *cfg);
 
 /* The usual start of a program: the file given (or PANO_CONFIG when file is
- * NULL), then the environment. Returns 0, or -1 with a message in err. */
+ * NULL), then the environment. Returns 0, or -1 with a message in err.
+ * A bad value does not stop loading: every other key is still read, and
+ * err describes the first problem. */
 int pano_config_load(pano_config *cfg, const char *file, char *err, size_t errlen);
 
 int pano_config_load_file(pano_config *cfg, const char *path, char *err, size_t errlen);

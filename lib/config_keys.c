@@ -39,7 +39,7 @@ const pano_config_key pano_config_keys[] = {
 
     /* ---- AMQP publishing ---- */
     {"pano.amqp.url", PANO_CFG_STR, NULL, NOLIMIT, true,
-     {"PEGASUS_AMQP_URL"}, {"pegasus.catalog.workflow.amqp.url"},
+     {"PEGASUS_AMQP_URL", "KICKSTART_MON_URL"}, {"pegasus.catalog.workflow.amqp.url"},
      "Broker URL: amqp[s]://user:pass@host:port/vhost/exchange, or Panorama's "
      "rabbitmq[s]://user:pass@host:port/api/exchanges/VHOST/EXCHANGE/publish. "
      "Unset: events are written as JSON lines (see pano.output)."},
@@ -58,6 +58,27 @@ const pano_config_key pano_config_keys[] = {
     /* ---- output without a broker ---- */
     {"pano.output", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
      "Without a broker URL: file to append events to as JSON lines (- for stdout)."},
+
+    /* ---- what publishers send (lib/filter.h) ---- */
+    {"pano.events", PANO_CFG_STR, "*", NOLIMIT, false, {0},
+     {"pegasus.catalog.workflow.amqp.events"},
+     "Events to send: comma-separated patterns, * alone = all. Each is a regular "
+     "expression searched in the event name (POSIX extended; Pegasus's re.search), e.g. "
+     "stampede.*,^kickstart\\.inv\\.end$; one that is not a valid regex or starts "
+     "with * or ? is a glob over the whole name (*.inv.*)."},
+    {"pano.monitor.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-monitor sends events (false: it still runs the task, and sends nothing)."},
+    {"pano.darshan.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-darshan sends events (false: nothing is sent)."},
+    {"pano.transfer.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-transfer sends events (false: it still transfers, and sends nothing; "
+     "PEGASUS_TRANSFER_PUBLISH chooses broker or JSON lines)."},
+    {"pano.emit.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-emit sends events (false: it sends nothing and exits 0)."},
+    {"pano.encoding", PANO_CFG_STR, "json", NOLIMIT, false, {0},
+     {"pegasus.monitord.encoding"},
+     "Always json: accepted so Pegasus properties work unchanged; bp or bson is warned "
+     "about with a broker (monitord forces json for AMQP too) and ignored."},
 
     /* ---- Kafka (pano-bridge, pano-indexer) ---- */
     {"pano.kafka.brokers", PANO_CFG_STR, "127.0.0.1:9092", NOLIMIT, false, {0}, {0},
@@ -129,12 +150,133 @@ const pano_config_key pano_config_keys[] = {
      "Kafka consumer group; indexers in one group share the partitions."},
     {"pano.indexer.index_prefix", PANO_CFG_STR, "pano-", NOLIMIT, false, {0}, {0},
      "Prefix of the Elasticsearch indices (<prefix>kickstart, ...)."},
-    {"pano.indexer.batch_docs", PANO_CFG_INT, "1000", 1, 100000, false, {0}, {0},
-     "Most documents in one bulk request."},
-    {"pano.indexer.batch_bytes", PANO_CFG_SIZE, "5M", 1024, 1e9, false, {0}, {0},
-     "Most bytes in one bulk request."},
+    {"pano.indexer.batch_docs", PANO_CFG_INT, "8000", 1, 100000, false, {0}, {0},
+     "Most documents in one batch (split into pano.indexer.concurrency bulk requests)."},
+    {"pano.indexer.batch_bytes", PANO_CFG_SIZE, "16M", 1024, 1e9, false, {0}, {0},
+     "Most bytes in one batch."},
+    {"pano.indexer.concurrency", PANO_CFG_INT, "4", 1, 64, false, {0}, {0},
+     "Bulk requests in flight at once for one batch (each at least 250 documents)."},
     {"pano.indexer.linger", PANO_CFG_DOUBLE, "0.2", 0, 60, false, {0}, {0},
      "Seconds to wait for a batch to fill before sending it."},
+    {"pano.indexer.layout", PANO_CFG_STR, "shared", NOLIMIT, false, {0}, {0},
+     "shared: one index per family (<prefix><family>) routed by wf_uuid, and a filtered "
+     "alias <prefix>wf-<uuid> per workflow; per-workflow: real indices "
+     "<prefix><family>-<uuid> (small sites only), with the same alias name."},
+    {"pano.indexer.fallback_index", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Index for events without a valid wf_uuid (default <prefix>unassigned)."},
+    {"pano.indexer.dead_letter_index", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Index for rejected messages with their reason (default <prefix>dead-letter)."},
+    {"pano.indexer.shards", PANO_CFG_INT, "1", 1, 1024, false, {0}, {0},
+     "Primary shards of the indices pano creates (index templates)."},
+    {"pano.indexer.replicas", PANO_CFG_INT, "1", 0, 16, false, {0}, {0},
+     "Replicas of the indices pano creates (0 on a single-node cluster)."},
+    {"pano.indexer.refresh_interval", PANO_CFG_STR, "1s", NOLIMIT, false, {0}, {0},
+     "index.refresh_interval of the indices pano creates (how soon events are searchable)."},
+    {"pano.indexer.total_fields_limit", PANO_CFG_INT, "2000", 100, 100000, false, {0}, {0},
+     "index.mapping.total_fields.limit: bounds the fields extras can add to a mapping."},
+    {"pano.indexer.alias_cache", PANO_CFG_INT, "100000", 2, 100000000, false, {0}, {0},
+     "Workflows remembered as having their alias (forgotten ones cost one request)."},
+    {"pano.indexer.max_backoff", PANO_CFG_DOUBLE, "30", 0.1, 3600, false, {0}, {0},
+     "Longest wait in seconds between retries while Elasticsearch fails."},
+    {"pano.indexer.drain_timeout", PANO_CFG_DOUBLE, "10", 0, 3600, false, {0}, {0},
+     "On SIGTERM, seconds to keep trying to settle the batch in hand."},
+    {"pano.indexer.stats_interval", PANO_CFG_DOUBLE, "30", 0.1, 86400, false, {0}, {0},
+     "Seconds between statistics lines in the log."},
+    {"pano.indexer.status_file", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "File rewritten every second with the status in Prometheus text format "
+     "(node_exporter textfile collector)."},
+    {"pano.indexer.status_port", PANO_CFG_INT, "0", -1, 65535, false, {0}, {0},
+     "Serve the status in Prometheus text format over HTTP on this port (0: off; -1: any "
+     "free port, logged)."},
+    {"pano.indexer.status_bind", PANO_CFG_STR, "127.0.0.1", NOLIMIT, false, {0}, {0},
+     "IPv4 address the status port listens on."},
+    {"pano.indexer.kafka_properties", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Extra librdkafka consumer properties, name=value[,name=value...] "
+     "(e.g. session.timeout.ms=10000)."},
+
+    /* ---- pano-monitor, pano-emit, the metric API and the spool ---- */
+    {"pano.monitor.interval", PANO_CFG_DOUBLE, "1", 0.05, 3600, false,
+     {"KICKSTART_MON_INTERVAL"}, {0},
+     "pano-monitor: seconds between kickstart.inv.online samples (-i)."},
+    {"pano.monitor.on_change", PANO_CFG_BOOL, "false", NOLIMIT, false, {0}, {0},
+     "pano-monitor: send a periodic sample only when a value moved by more than "
+     "pano.monitor.on_change_threshold since the last sample sent (--on-change)."},
+    {"pano.monitor.on_change_threshold", PANO_CFG_DOUBLE, "0.05", 0, 1e6, false, {0}, {0},
+     "pano-monitor --on-change: relative change (0.05 = 5 %) of any sampled value that "
+     "makes a sample worth sending."},
+    {"pano.monitor.level", PANO_CFG_INT, "1", 0, 9, false, {0}, {0},
+     "Metrics level (as Dragon's telemetry levels): custom metrics of a higher level "
+     "are not sent; 0 also stops pano-monitor's kickstart.inv.online samples (--level)."},
+    {"pano.monitor.capture", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-monitor: read the task's stdout and stderr (when they are not terminals) "
+     "for MONITORING_PAYLOAD blocks; the output passes through unchanged."},
+    {"pano.monitor.payload_max", PANO_CFG_SIZE, "4M", 1024, 1e9, false, {0}, {0},
+     "pano-monitor: largest MONITORING_PAYLOAD block; larger ones become "
+     "kickstart.payload.error events."},
+    {"pano.monitor.linger", PANO_CFG_DOUBLE, "2", 0, 3600, false, {0}, {0},
+     "pano-monitor: seconds to keep relaying output after the task exited while "
+     "descendants still hold its stdout/stderr open."},
+    {"pano.spool.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "Keep events the broker cannot take in an on-disk spool and replay them later."},
+    {"pano.spool.dir", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Spool root, one subdirectory per broker (default /var/tmp/pano-spool-<uid>, "
+     "mode 0700)."},
+    {"pano.spool.max_size", PANO_CFG_SIZE, "64M", 4096, 1e12, false, {0}, {0},
+     "Most bytes spooled per broker; past it the oldest events are dropped (and "
+     "counted, as errors)."},
+
+    /* ---- pano-darshan ---- */
+    {"pano.darshan.parser", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "darshan-parser to run for logs newer than pano-darshan's reader knows "
+     "(default: darshan-parser from PATH, when there is one)."},
+    {"pano.darshan.state", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "pano-darshan --watch: file recording the logs already published "
+     "(default: $XDG_STATE_HOME/pano/darshan-watch.state, i.e. ~/.local/state/...)."},
+    {"pano.darshan.rescan_interval", PANO_CFG_DOUBLE, "60", 0.1, 86400, false, {0}, {0},
+     "pano-darshan --watch: seconds between full rescans of the watched tree "
+     "(a fallback for events inotify misses)."},
+    {"pano.darshan.publish_existing", PANO_CFG_BOOL, "false", NOLIMIT, false, {0}, {0},
+     "pano-darshan --watch: on the first start (no state file yet), also publish the "
+     "logs already present; otherwise they are only recorded as seen."},
+
+    /* ---- pano-transfer ---- */
+    {"pano.transfer.publish", PANO_CFG_STR, "auto", NOLIMIT, false, {0}, {0},
+     "auto: publish when pano.amqp.url is set; true: publish (warn without a URL); "
+     "false: never publish, write JSON lines. PEGASUS_TRANSFER_PUBLISH maps here: "
+     "1, true or yes mean true, any other value false."},
+    {"pano.transfer.jobs", PANO_CFG_INT, "4", 1, 256, false, {0}, {0},
+     "Transfers pano-transfer runs at once (-j)."},
+    {"pano.transfer.retries", PANO_CFG_INT, "3", 0, 100, false, {0}, {0},
+     "Retries of a transfer whose failure may go away (timeouts, refused connections, "
+     "5xx, dropped connections); 404 and the like are not retried."},
+    {"pano.transfer.retry_delay", PANO_CFG_DOUBLE, "1", 0, 3600, false, {0}, {0},
+     "Seconds before the first retry; doubled for each further retry."},
+    {"pano.transfer.retry_max_delay", PANO_CFG_DOUBLE, "60", 0, 86400, false, {0}, {0},
+     "Longest wait between two retries, in seconds."},
+    {"pano.transfer.connect_timeout", PANO_CFG_DOUBLE, "30", 0.1, 3600, false, {0}, {0},
+     "Seconds to wait for a connection."},
+    {"pano.transfer.stall_timeout", PANO_CFG_DOUBLE, "60", 0, 86400, false, {0}, {0},
+     "An attempt that moves no byte for this many seconds is aborted (0: never)."},
+    {"pano.transfer.timeout", PANO_CFG_DOUBLE, "0", 0, 1e7, false, {0}, {0},
+     "Longest time of one attempt in seconds (0: no limit)."},
+    {"pano.transfer.checksum", PANO_CFG_STR, "none", NOLIMIT, false, {0}, {0},
+     "sha256: hash the data moved, verify local copies and report the digest; none."},
+    {"pano.transfer.continue", PANO_CFG_BOOL, "false", NOLIMIT, false, {0}, {0},
+     "Resume a partial destination left by an earlier run (downloads with ranges)."},
+    {"pano.transfer.local_engine", PANO_CFG_STR, "native", NOLIMIT, false, {0}, {0},
+     "Local-to-local copies: native (copy_file_range) or curl (libcurl file://)."},
+    {"pano.transfer.src_site", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Source site label for transfers that name none (source_site_name)."},
+    {"pano.transfer.dst_site", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Destination site label for transfers that name none (destination_site_name)."},
+    {"pano.transfer.tls_verify", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "Verify TLS certificates of https and ftps servers."},
+    {"pano.transfer.cacert", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "CA bundle for https and ftps (default: the system store)."},
+    {"pano.transfer.ssh_key", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Private key for scp and sftp (default: libcurl's, ~/.ssh/id_rsa)."},
+    {"pano.transfer.ssh_known_hosts", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "known_hosts file that scp and sftp servers are checked against."},
 
     {0},
 };

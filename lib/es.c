@@ -5,6 +5,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,11 @@ struct pano_es {
     char *password;    /* from pano.es.password_file */
     double timeout;
     struct curl_slist *json_headers, *ndjson_headers;
+    bool verify;
+    char *cacert;
+    CURLM *multi;     /* pano_es_request_many() */
+    CURL **pool;
+    size_t npool;
 };
 
 static size_t collect(char *data, size_t size, size_t n, void *user)
@@ -47,6 +53,23 @@ static char *read_first_line(const char *path, char *err, size_t errlen)
     return line;
 }
 
+/* Options shared by every handle; they fail only on an unknown option or
+ * out of memory. */
+static int configure(pano_es *es, CURL *c)
+{
+    if (curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(es->timeout * 1000)) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(es->timeout * 1000)) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, es->verify ? 1L : 0L) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, es->verify ? 2L : 0L) != CURLE_OK ||
+        (es->cacert && curl_easy_setopt(c, CURLOPT_CAINFO, es->cacert) != CURLE_OK) ||
+        (es->password && curl_easy_setopt(c, CURLOPT_PASSWORD, es->password) != CURLE_OK) ||
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect) != CURLE_OK)
+        return -1;
+    return 0;
+}
+
 pano_es *pano_es_new(const pano_config *cfg, char *err, size_t errlen)
 {
     pano_es *es = pano_calloc(1, sizeof *es);
@@ -71,19 +94,10 @@ pano_es *pano_es_new(const pano_config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    CURL *c = es->curl;
-    bool verify = pano_config_bool(cfg, "pano.es.tls_verify");
+    es->verify = pano_config_bool(cfg, "pano.es.tls_verify");
     const char *ca = pano_config_str(cfg, "pano.es.cacert");
-    /* Options that fail only on an unknown option or out of memory. */
-    if (curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(es->timeout * 1000)) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(es->timeout * 1000)) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, verify ? 1L : 0L) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, verify ? 2L : 0L) != CURLE_OK ||
-        (ca && curl_easy_setopt(c, CURLOPT_CAINFO, ca) != CURLE_OK) ||
-        (es->password && curl_easy_setopt(c, CURLOPT_PASSWORD, es->password) != CURLE_OK) ||
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect) != CURLE_OK) {
+    es->cacert = ca ? pano_strdup(ca) : NULL;
+    if (configure(es, es->curl) < 0) {
         snprintf(err, errlen, "cannot configure libcurl");
         goto fail;
     }
@@ -99,6 +113,12 @@ void pano_es_free(pano_es *es)
         return;
     if (es->curl)
         curl_easy_cleanup(es->curl);
+    for (size_t i = 0; i < es->npool; i++)
+        curl_easy_cleanup(es->pool[i]);
+    free(es->pool);
+    if (es->multi)
+        curl_multi_cleanup(es->multi);
+    free(es->cacert);
     curl_slist_free_all(es->json_headers);
     curl_slist_free_all(es->ndjson_headers);
     free(es->base);
@@ -111,15 +131,16 @@ void pano_es_free(pano_es *es)
 
 const char *pano_es_describe(const pano_es *es) { return es->shown; }
 
-int pano_es_request(pano_es *es, const char *method, const char *path, const char *body,
-                    size_t len, pano_es_response *resp, char *err, size_t errlen)
+/* Set up c for one request; the URL is returned for the caller to free
+ * after the transfer. */
+static CURLcode prepare(pano_es *es, CURL *c, const char *method, const char *path,
+                        const char *body, size_t len, pano_es_response *resp, char **url)
 {
     memset(resp, 0, sizeof *resp);
-    char *url = pano_asprintf("%s%s", es->base, path);
-    size_t plen = strlen(path);
-    bool bulk = plen >= 5 && strcmp(path + plen - 5, "_bulk") == 0;
-    CURL *c = es->curl;
-    CURLcode rc = curl_easy_setopt(c, CURLOPT_URL, url);
+    *url = pano_asprintf("%s%s", es->base, path);
+    size_t plen = strcspn(path, "?"); /* the path without a query string */
+    bool bulk = plen >= 5 && strncmp(path + plen - 5, "_bulk", 5) == 0;
+    CURLcode rc = curl_easy_setopt(c, CURLOPT_URL, *url);
     if (rc == CURLE_OK)
         rc = curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (rc == CURLE_OK)
@@ -134,6 +155,25 @@ int pano_es_request(pano_es *es, const char *method, const char *path, const cha
         rc = curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
     if (rc == CURLE_OK)
         rc = curl_easy_setopt(c, CURLOPT_WRITEDATA, resp);
+    return rc;
+}
+
+static void finish(CURL *c, pano_es_response *resp)
+{
+    if (curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status) != CURLE_OK)
+        resp->status = 0;
+    if (!resp->body) {
+        resp->body = pano_strdup("");
+        resp->len = 0;
+    }
+}
+
+int pano_es_request(pano_es *es, const char *method, const char *path, const char *body,
+                    size_t len, pano_es_response *resp, char *err, size_t errlen)
+{
+    char *url;
+    CURL *c = es->curl;
+    CURLcode rc = prepare(es, c, method, path, body, len, resp, &url);
     if (rc == CURLE_OK)
         rc = curl_easy_perform(c);
     free(url);
@@ -142,12 +182,87 @@ int pano_es_request(pano_es *es, const char *method, const char *path, const cha
         pano_es_response_free(resp);
         return -1;
     }
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->status);
-    if (!resp->body) {
-        resp->body = pano_strdup("");
-        resp->len = 0;
-    }
+    finish(c, resp);
     return 0;
+}
+
+void pano_es_request_many(pano_es *es, pano_es_call *calls, size_t n)
+{
+    if (n == 1) {
+        calls[0].rc = pano_es_request(es, calls[0].method, calls[0].path, calls[0].body,
+                                      calls[0].len, &calls[0].resp, calls[0].err,
+                                      sizeof calls[0].err);
+        return;
+    }
+    if (!es->multi && !(es->multi = curl_multi_init())) {
+        for (size_t i = 0; i < n; i++) {
+            calls[i].rc = -1;
+            memset(&calls[i].resp, 0, sizeof calls[i].resp);
+            snprintf(calls[i].err, sizeof calls[i].err, "cannot initialize libcurl");
+        }
+        return;
+    }
+    while (es->npool < n) {
+        CURL *c = curl_easy_init();
+        if (!c || configure(es, c) < 0) {
+            if (c)
+                curl_easy_cleanup(c);
+            break;
+        }
+        es->pool = pano_reallocarray(es->pool, es->npool + 1, sizeof *es->pool);
+        es->pool[es->npool++] = c;
+    }
+    char **urls = pano_calloc(n, sizeof *urls);
+    bool *added = pano_calloc(n, sizeof *added);
+    for (size_t i = 0; i < n; i++) {
+        pano_es_call *k = &calls[i];
+        k->rc = -1;
+        k->err[0] = '\0';
+        CURLcode rc = CURLE_FAILED_INIT;
+        if (i < es->npool)
+            rc = prepare(es, es->pool[i], k->method, k->path, k->body, k->len, &k->resp, &urls[i]);
+        else
+            memset(&k->resp, 0, sizeof k->resp);
+        if (rc == CURLE_OK && curl_multi_add_handle(es->multi, es->pool[i]) == CURLM_OK)
+            added[i] = true;
+        else
+            snprintf(k->err, sizeof k->err, "%.16s %.100s%.100s: cannot start the request", k->method,
+                     es->shown, k->path);
+    }
+    int running = 1;
+    while (running) {
+        if (curl_multi_perform(es->multi, &running) != CURLM_OK)
+            break;
+        if (running && curl_multi_poll(es->multi, NULL, 0, 1000, NULL) != CURLM_OK)
+            break;
+    }
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(es->multi, &left)))
+        if (m->msg == CURLMSG_DONE)
+            for (size_t i = 0; i < n; i++)
+                if (added[i] && es->pool[i] == m->easy_handle) {
+                    pano_es_call *k = &calls[i];
+                    if (m->data.result == CURLE_OK) {
+                        k->rc = 0;
+                        finish(m->easy_handle, &k->resp);
+                    } else
+                        snprintf(k->err, sizeof k->err, "%.16s %.100s%.60s: %.60s", k->method, es->shown,
+                                 k->path, curl_easy_strerror(m->data.result));
+                }
+    for (size_t i = 0; i < n; i++) {
+        if (added[i])
+            curl_multi_remove_handle(es->multi, es->pool[i]);
+        if (calls[i].rc < 0) {
+            if (!calls[i].err[0])
+                snprintf(calls[i].err, sizeof calls[i].err, "%.16s %.100s%.100s: no answer",
+                         calls[i].method, es->shown, calls[i].path);
+            pano_es_response_free(&calls[i].resp);
+        }
+        free(urls[i]);
+    }
+    free(urls);
+    free(added);
 }
 
 void pano_es_response_free(pano_es_response *resp)

@@ -2,7 +2,8 @@
  * es.h - a small Elasticsearch (or OpenSearch) HTTP client on libcurl.
  *
  * One curl handle per client, reused for every request so the connection
- * stays open (HTTP keep-alive). Credentials may be in the URL or in a
+ * stays open (HTTP keep-alive); pano_es_request_many() keeps a small pool of
+ * further handles for concurrent requests. Credentials may be in the URL or in a
  * password file; they are never logged (messages use the redacted URL).
  */
 #ifndef PANO_ES_H
@@ -25,13 +26,28 @@ pano_es *pano_es_new(const pano_config *cfg, char *err, size_t errlen);
 void pano_es_free(pano_es *es);
 
 /* Send METHOD base_url+path with an optional JSON body (content type
- * application/json; application/x-ndjson when path ends in "_bulk").
+ * application/json; application/x-ndjson when the path, before any query string, ends in "_bulk").
  * Returns 0 when a response arrived (whatever its status), -1 when none did
  * (connection refused, timeout), with the reason in err. */
 int pano_es_request(pano_es *es, const char *method, const char *path, const char *body,
                     size_t len, pano_es_response *resp, char *err, size_t errlen);
 
 void pano_es_response_free(pano_es_response *resp);
+
+/* One request of a group sent with pano_es_request_many(). */
+typedef struct {
+    const char *method, *path, *body;
+    size_t len;
+    int rc;                /* out: 0 when a response arrived, -1 when none */
+    pano_es_response resp; /* out: free with pano_es_response_free() */
+    char err[256];         /* out: why no response arrived */
+} pano_es_call;
+
+/* Send n requests concurrently, each on a connection of its own (kept open
+ * between calls, like the single one), and wait until all are answered or
+ * timed out. Bulk requests to several shards or indices are worked on in
+ * parallel by Elasticsearch this way. */
+void pano_es_request_many(pano_es *es, pano_es_call *calls, size_t n);
 
 /* The base URL with any password hidden, for messages. */
 const char *pano_es_describe(const pano_es *es);

@@ -193,6 +193,11 @@ void pano_json_set(pano_json *o, const char *key, pano_json *value)
     items_push(o, pano_strdup(key), value);
 }
 
+void pano_json_add(pano_json *o, const char *key, pano_json *value)
+{
+    items_push(o, pano_strdup(key), value);
+}
+
 void pano_json_set_str(pano_json *o, const char *key, const char *text)
 {
     pano_json_set(o, key, pano_json_string(text));
@@ -286,8 +291,13 @@ void pano_json_append(pano_json *array, pano_json *value)
 /* Shortest "%.Ng" that reads back as the same double. */
 static int format_double(char *buf, size_t size, double d, int decimals)
 {
-    if (decimals >= 0)
-        return snprintf(buf, size, "%.*f", decimals, d);
+    if (decimals >= 0) {
+        int n = snprintf(buf, size, "%.*f", decimals, d);
+        if (n >= 0 && (size_t)n < size)
+            return n;
+        /* Too long for fixed decimals (|d| near 1e50 and above): the
+         * shortest exact form instead of a truncated buffer. */
+    }
     for (int prec = 15; prec <= 17; prec++) {
         int n = snprintf(buf, size, "%.*g", prec, d);
         if (prec == 17 || strtod(buf, NULL) == d) {

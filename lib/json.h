@@ -80,6 +80,10 @@ void pano_json_set_double(pano_json *object, const char *key, double value,
 void pano_json_set_bool(pano_json *object, const char *key, bool value);
 pano_json *pano_json_set_object(pano_json *object, const char *key);
 pano_json *pano_json_set_array(pano_json *object, const char *key);
+/* Append a member whose key is known not to be in the object yet, without
+ * the search pano_json_set makes (for objects with many members, such as
+ * pano-darshan's counter totals). Takes ownership of value. */
+void pano_json_add(pano_json *object, const char *key, pano_json *value);
 /* Remove a key; true if it was there. */
 bool pano_json_remove(pano_json *object, const char *key);
 

@@ -1,8 +1,11 @@
 #include "sink.h"
 
 #include "amqp_client.h"
+#include "event.h"
 #include "log.h"
+#include "filter.h"
 #include "mem.h"
+#include "spool.h"
 #include "url.h"
 
 #include <errno.h>
@@ -12,12 +15,20 @@
 
 struct pano_sink {
     char description[512];
+    pano_filter *filter; /* pano.events, pano.<publisher>.enabled */
     /* AMQP */
     pano_amqp_url url;
     pano_amqp_options options;
     char *password; /* from pano.amqp.password_file */
     pano_amqp *amqp;
     bool has_url;
+    /* spool (AMQP only) */
+    pano_spool *spool;
+    double retry_at; /* no connection attempt before (pano_now()) */
+    double backoff;  /* seconds, doubles after each failed connection */
+    bool spooled;    /* this sink put something in the spool */
+    double seen_empty_at; /* when the spool was last found empty (pano_now()) */
+    pano_sink_stats stats;
     /* JSON lines */
     FILE *out;
     bool close_out;
@@ -46,10 +57,31 @@ static char *read_password_file(const char *path, char *err, size_t errlen)
     return line;
 }
 
+/* The spool is an addition: without it the sink still works, as before. */
+static void open_spool(pano_sink *s, const pano_config *cfg)
+{
+    const char *root = pano_config_str(cfg, "pano.spool.dir");
+    char *def = NULL;
+    if (!root || !*root)
+        root = def = pano_spool_default_root();
+    /* Events are replayed only to the broker they were meant for. */
+    char *dest = pano_asprintf("amqp%s://%s@%s:%d/%s/%s", s->url.tls ? "s" : "", s->url.user,
+                               s->url.host, s->url.port, s->url.vhost, s->url.exchange);
+    char err[512];
+    s->spool = pano_spool_open(root, dest, pano_config_size(cfg, "pano.spool.max_size"), err,
+                               sizeof err);
+    if (!s->spool)
+        pano_warn("no spool (%s): events that cannot be delivered are logged and lost", err);
+    free(dest);
+    free(def);
+}
+
 pano_sink *pano_sink_open(const pano_config *cfg, const char *default_output, char *err,
                           size_t errlen)
 {
     pano_sink *s = pano_calloc(1, sizeof *s);
+    if (!(s->filter = pano_filter_new(cfg, pano_log_program(), err, errlen)))
+        goto fail;
     const char *url = pano_config_str(cfg, "pano.amqp.url");
     if (url && *url) {
         if (pano_amqp_url_parse(url, &s->url, err, errlen) < 0)
@@ -71,6 +103,8 @@ pano_sink *pano_sink_open(const pano_config *cfg, const char *default_output, ch
         s->options.publisher = true;
         s->options.max_in_flight = 256;
         pano_url_redact(url, s->description, sizeof s->description);
+        if (pano_config_bool(cfg, "pano.spool.enabled"))
+            open_spool(s, cfg);
         return s;
     }
     const char *path = pano_config_str(cfg, "pano.output");
@@ -109,6 +143,8 @@ static int write_line(pano_sink *s, const char *json, size_t len, char *err, siz
     return 0;
 }
 
+/* Returns 0 confirmed, 1 refused by the broker (nacked or unroutable), -1
+ * no usable connection (after which connecting waits for a backoff). */
 static int publish(pano_sink *s, const char *key, const char *id, const char *json,
                    size_t len, char *err, size_t errlen)
 {
@@ -121,20 +157,133 @@ static int publish(pano_sink *s, const char *key, const char *id, const char *js
                 continue;
         }
         int rc = pano_amqp_publish(s->amqp, key, json, len, id, err, errlen);
-        if (rc >= 0)
-            return rc == 0 ? 0 : -1; /* nacked or unroutable: reconnecting won't help */
+        if (rc >= 0) {
+            s->backoff = 0;
+            return rc; /* nacked or unroutable: reconnecting won't help */
+        }
         pano_amqp_close(s->amqp);
         s->amqp = NULL;
     }
+    /* Do not hammer a broker that is down (nor wait for a connection
+     * timeout on every event): try again after 0.5 s, 1 s, ... 15 s. */
+    s->backoff = s->backoff > 0 ? s->backoff * 2 : 0.5;
+    if (s->backoff > 15)
+        s->backoff = 15;
+    s->retry_at = pano_now() + s->backoff;
     return -1;
+}
+
+static pano_spool_result replay_one(void *user, const char *key, const char *id,
+                                    const char *json, size_t len, char *err, size_t errlen)
+{
+    pano_sink *s = user;
+    int rc = publish(s, key, id, json, len, err, errlen);
+    if (rc == 0)
+        s->stats.replayed++;
+    return rc == 0 ? PANO_SPOOL_SENT : rc > 0 ? PANO_SPOOL_REJECTED : PANO_SPOOL_FAILED;
+}
+
+/* Replay what waits in the spool. True when it is empty afterwards. */
+static bool drain_spool(pano_sink *s, double lock_wait, char *err, size_t errlen)
+{
+    /* Looking costs a directory read: once a second is enough to pick up
+     * what other processes left (what we spool ourselves resets this). */
+    double now = pano_now();
+    if (lock_wait == 0 && now - s->seen_empty_at < 1.0)
+        return true;
+    if (!pano_spool_pending(s->spool)) {
+        s->seen_empty_at = now;
+        return true;
+    }
+    s->seen_empty_at = 0;
+    if (pano_now() < s->retry_at) {
+        snprintf(err, errlen, "broker unreachable, retrying in %.1f s",
+                 s->retry_at - pano_now());
+        return false;
+    }
+    return pano_spool_replay(s->spool, replay_one, s, lock_wait, err, errlen) >= 0;
+}
+
+static int spool_event(pano_sink *s, const char *key, const char *id, const char *json,
+                       size_t len, const char *why, char *err, size_t errlen)
+{
+    char perr[512];
+    if (pano_spool_put(s->spool, key, id, json, len, perr, sizeof perr) < 0) {
+        snprintf(err, errlen, "%s; and %s", why, perr);
+        s->stats.failed++;
+        return -1;
+    }
+    if (!s->spooled || s->stats.spooled % 1000 == 0)
+        pano_warn("event(s) kept in spool %s for later delivery (%s)",
+                  pano_spool_path(s->spool), why);
+    s->spooled = true;
+    s->seen_empty_at = 0;
+    s->stats.spooled++;
+    return 0;
 }
 
 int pano_sink_send_raw(pano_sink *s, const char *routing_key, const char *event_id,
                        const char *json, size_t len, char *err, size_t errlen)
 {
-    if (s->has_url)
-        return publish(s, routing_key, event_id, json, len, err, errlen);
-    return write_line(s, json, len, err, errlen);
+    if (!pano_filter_pass(s->filter, routing_key)) { /* not an error, not spooled */
+        pano_debug("event %s not sent (pano.events, pano.<publisher>.enabled)", routing_key);
+        return 0;
+    }
+    if (!s->has_url) {
+        int rc = write_line(s, json, len, err, errlen);
+        if (rc == 0)
+            s->stats.sent++;
+        else
+            s->stats.failed++;
+        return rc;
+    }
+    if (!s->spool) {
+        int rc = publish(s, routing_key, event_id, json, len, err, errlen);
+        if (rc == 0)
+            s->stats.sent++;
+        else
+            s->stats.failed++;
+        return rc == 0 ? 0 : -1;
+    }
+    char why[512];
+    /* Older events first: whatever waits in the spool goes before this one. */
+    if (!drain_spool(s, 0, why, sizeof why))
+        return spool_event(s, routing_key, event_id, json, len, why, err, errlen);
+    if (pano_now() < s->retry_at)
+        return spool_event(s, routing_key, event_id, json, len, "broker unreachable", err,
+                           errlen);
+    int rc = publish(s, routing_key, event_id, json, len, why, sizeof why);
+    if (rc == 0) {
+        s->stats.sent++;
+        return 0;
+    }
+    if (rc > 0) { /* the broker answered: keeping it would block the spool forever */
+        snprintf(err, errlen, "%s", why);
+        s->stats.failed++;
+        return -1;
+    }
+    return spool_event(s, routing_key, event_id, json, len, why, err, errlen);
+}
+
+int pano_sink_flush_spool(pano_sink *s, double lock_wait, char *err, size_t errlen)
+{
+    if (!s->spool) {
+        snprintf(err, errlen, "no spool (no broker URL, or pano.spool.enabled is false)");
+        return -1;
+    }
+    s->retry_at = 0; /* an explicit request: try now */
+    uint64_t before = s->stats.replayed;
+    if (!drain_spool(s, lock_wait, err, errlen))
+        return -1;
+    return (int)(s->stats.replayed - before);
+}
+
+pano_sink_stats pano_sink_get_stats(const pano_sink *s)
+{
+    pano_sink_stats st = s->stats;
+    if (s->spool)
+        st.dropped = pano_spool_dropped(s->spool);
+    return st;
 }
 
 int pano_sink_send(pano_sink *s, const pano_json *event, char *err, size_t errlen)
@@ -160,6 +309,18 @@ void pano_sink_close(pano_sink *s)
 {
     if (!s)
         return;
+    pano_filter_free(s->filter);
+    if (s->spool && s->spooled) {
+        /* A last chance for what this process left in the spool; what stays
+         * there goes with the next publisher on this node, or with
+         * pano-emit --flush-spool. */
+        char err[512];
+        s->retry_at = 0;
+        if (!drain_spool(s, 2.0, err, sizeof err))
+            pano_warn("undelivered events stay in spool %s (%s)", pano_spool_path(s->spool),
+                      err);
+    }
+    pano_spool_close(s->spool);
     pano_amqp_close(s->amqp);
     if (s->has_url)
         pano_amqp_url_free(&s->url);

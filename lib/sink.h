@@ -7,6 +7,14 @@
  *   - pano.amqp.url set: AMQP with publisher confirms (amqp_client.h). The connection
  *     is opened on first use and reopened once when it fails; an event counts
  *     as sent only when the broker confirmed it and routed it to a queue.
+ *     When the broker cannot be reached, events go to the on-disk spool
+ *     (spool.h, pano.spool.*) and connecting is retried after a backoff
+ *     (0.5 s doubling up to 15 s). Whatever waits in the spool is replayed,
+ *     in order, before the next event is published, and once more when the
+ *     sink is closed; a spool left by another process for the same broker is
+ *     replayed too. An event the broker refuses (nack, no queue bound for
+ *     its routing key) is not spooled: retrying would not help and would
+ *     hold up everything behind it.
  *   - otherwise: one JSON object per line, appended to pano.output ("-" is
  *     standard output), or to the program's default output.
  */
@@ -15,6 +23,8 @@
 
 #include "config.h"
 #include "json.h"
+
+#include <stdint.h>
 
 typedef struct pano_sink pano_sink;
 
@@ -26,13 +36,30 @@ typedef struct pano_sink pano_sink;
 pano_sink *pano_sink_open(const pano_config *cfg, const char *default_output, char *err,
                           size_t errlen);
 
-/* Send one event. Returns 0 once it is delivered (confirmed by the broker,
- * or written and flushed), -1 with a message in err otherwise. */
+/* Send one event. Returns 0 once the sink took responsibility for it:
+ * delivered (confirmed by the broker, or written and flushed) or stored in
+ * the spool for later delivery; -1 with a message in err otherwise (refused
+ * by the broker, or neither deliverable nor spoolable). */
 int pano_sink_send(pano_sink *sink, const pano_json *event, char *err, size_t errlen);
 
 /* Same for an event that is already serialized. */
 int pano_sink_send_raw(pano_sink *sink, const char *routing_key, const char *event_id,
                        const char *json, size_t len, char *err, size_t errlen);
+
+/* Replay the spool now (pano-emit --flush-spool), waiting up to lock_wait
+ * seconds for another process that is replaying it. Returns the number of
+ * events delivered, or -1 with a message in err when some remain. */
+int pano_sink_flush_spool(pano_sink *sink, double lock_wait, char *err, size_t errlen);
+
+typedef struct {
+    uint64_t sent;     /* delivered directly */
+    uint64_t spooled;  /* stored in the spool */
+    uint64_t replayed; /* delivered from the spool (by this sink) */
+    uint64_t dropped;  /* dropped from a full spool by this sink */
+    uint64_t failed;   /* refused, or neither delivered nor spooled */
+} pano_sink_stats;
+
+pano_sink_stats pano_sink_get_stats(const pano_sink *sink);
 
 /* "amqp://user:***@host:5672/vhost/exchange" or the output path. */
 const char *pano_sink_describe(const pano_sink *sink);

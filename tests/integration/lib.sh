@@ -26,6 +26,7 @@ export PANO_BRIDGE_DEAD_LETTER_EXCHANGE="$TEST_ID.dlx"
 export PANO_INDEXER_GROUP="$TEST_ID-indexer"
 export PANO_INDEXER_INDEX_PREFIX="$TEST_ID-"
 export PANO_INDEXER_LINGER=0.1
+export PANO_INDEXER_REPLICAS=0 # one-node cluster: stay green
 export PANO_ES_URL="$ES"
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -107,7 +108,7 @@ cleanup() {
     curl -fsS -u guest:guest -X DELETE "http://127.0.0.1:$MGMT_PORT/api/exchanges/%2F/$TEST_ID" >/dev/null 2>&1 || true
     curl -fsS -u guest:guest -X DELETE "http://127.0.0.1:$MGMT_PORT/api/exchanges/%2F/$TEST_ID.dlx" >/dev/null 2>&1 || true
     curl -fsS -X DELETE "$ES/$TEST_ID-*" >/dev/null 2>&1 || true
-    curl -fsS -X DELETE "$ES/_index_template/$TEST_ID-events" >/dev/null 2>&1 || true
+    curl -fsS -X DELETE "$ES/_index_template/$TEST_ID-*" >/dev/null 2>&1 || true
     rm -rf "$TEST_DIR"
     exit "$rc"
 }

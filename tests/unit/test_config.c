@@ -122,10 +122,13 @@ START_TEST(bad_values_name_the_key_and_origin)
     ck_assert_msg(strstr(err, "unknown configuration key 'pano.no.such.key'"), "%s", err);
     pano_config_free(c);
 
-    write_file("pano.site = ok\npano.amqp.heartbeat = -4\n");
+    write_file("pano.site = ok\npano.amqp.heartbeat = -4\npano.wf_label = after\n");
     c = pano_config_new();
     ck_assert_int_eq(pano_config_load_file(c, path, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "pano.amqp.heartbeat") && strstr(err, ":2"), "%s", err);
+    /* The keys around the bad one are still loaded. */
+    ck_assert_str_eq(pano_config_str(c, "pano.site"), "ok");
+    ck_assert_str_eq(pano_config_str(c, "pano.wf_label"), "after");
     pano_config_free(c);
     cleanup();
 

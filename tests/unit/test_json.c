@@ -139,6 +139,19 @@ START_TEST(non_finite_doubles_become_null)
 }
 END_TEST
 
+START_TEST(add_appends_in_order)
+{
+    pano_json *o = pano_json_object();
+    pano_json_add(o, "a", pano_json_int(1));
+    pano_json_add(o, "b", pano_json_double(0.5, 6));
+    pano_json_set_int(o, "a", 2); /* set still finds added keys */
+    char *text = pano_json_serialize(o, NULL);
+    ck_assert_str_eq(text, "{\"a\":2,\"b\":0.500000}");
+    free(text);
+    pano_json_free(o);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("json");
@@ -151,6 +164,7 @@ int main(void)
     tcase_add_test(tc, parse_uses_length_not_nul);
     tcase_add_test(tc, remove_and_clone);
     tcase_add_test(tc, non_finite_doubles_become_null);
+    tcase_add_test(tc, add_appends_in_order);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }

@@ -1,0 +1,397 @@
+#include "template.h"
+
+#include "buf.h"
+#include "event.h"
+#include "json.h"
+#include "mem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KEYWORD_IGNORE_ABOVE 8191 /* known string fields */
+#define DYNAMIC_IGNORE_ABOVE 1024 /* strings nobody described */
+
+static const char *first_type(const pano_json *schema)
+{
+    pano_json *t = pano_json_get(schema, "type");
+    if (!t)
+        return NULL;
+    if (t->type == PANO_JSON_STRING)
+        return t->u.string.text;
+    if (t->type == PANO_JSON_ARRAY)
+        for (size_t i = 0; i < t->u.items.len; i++) {
+            pano_json *v = t->u.items.values[i];
+            if (v->type == PANO_JSON_STRING && strcmp(v->u.string.text, "null") != 0)
+                return v->u.string.text;
+        }
+    return NULL;
+}
+
+static pano_json *leaf(const char *type)
+{
+    pano_json *m = pano_json_object();
+    pano_json_set_str(m, "type", type);
+    if (strcmp(type, "keyword") == 0)
+        pano_json_set_int(m, "ignore_above", KEYWORD_IGNORE_ABOVE);
+    return m;
+}
+
+static bool is_object_mapping(const pano_json *m)
+{
+    const char *t = pano_json_get_str(m, "type");
+    return pano_json_get(m, "properties") || (t && strcmp(t, "object") == 0);
+}
+
+static void add_properties(pano_json *props, const pano_json *schema_props);
+
+/* The mapping of one schema node, or NULL when the schema says too little
+ * (the dynamic rules then apply). */
+static pano_json *schema_to_mapping(const pano_json *schema)
+{
+    if (!schema || schema->type != PANO_JSON_OBJECT)
+        return NULL;
+    const char *es = pano_json_get_str(schema, "x-es-type");
+    if (es)
+        return leaf(es);
+    const char *type = first_type(schema);
+    pano_json *props = pano_json_get(schema, "properties");
+    if (!type) {
+        pano_json *e = pano_json_get(schema, "enum");
+        if (e && e->type == PANO_JSON_ARRAY && e->u.items.len > 0) {
+            pano_json *v = e->u.items.values[0];
+            type = v->type == PANO_JSON_STRING ? "string"
+                   : v->type == PANO_JSON_INT  ? "integer"
+                   : v->type == PANO_JSON_DOUBLE ? "number"
+                   : v->type == PANO_JSON_BOOL ? "boolean"
+                                               : NULL;
+        } else if (props)
+            type = "object";
+    }
+    if (!type)
+        return NULL;
+    if (strcmp(type, "string") == 0) {
+        const char *format = pano_json_get_str(schema, "format");
+        return leaf(format && strcmp(format, "date-time") == 0 ? "date" : "keyword");
+    }
+    if (strcmp(type, "integer") == 0)
+        return leaf("long");
+    if (strcmp(type, "number") == 0)
+        return leaf("double");
+    if (strcmp(type, "boolean") == 0)
+        return leaf("boolean");
+    if (strcmp(type, "array") == 0)
+        return schema_to_mapping(pano_json_get(schema, "items"));
+    if (strcmp(type, "object") == 0) {
+        pano_json *m = pano_json_object();
+        if (props && props->type == PANO_JSON_OBJECT && props->u.items.len > 0)
+            add_properties(pano_json_set_object(m, "properties"), props);
+        else
+            pano_json_set_str(m, "type", "object");
+        return m;
+    }
+    return NULL;
+}
+
+static void merge_props(pano_json *dst, const pano_json *src, const char *path, pano_buf *warn);
+
+/* One mapping for a field that two schemas describe, into *a. */
+static void merge_mapping(pano_json **a, const pano_json *b, const char *path, pano_buf *warn)
+{
+    bool oa = is_object_mapping(*a), ob = is_object_mapping(b);
+    if (oa && ob) {
+        pano_json *pb = pano_json_get(b, "properties");
+        if (!pb)
+            return;
+        pano_json *pa = pano_json_get(*a, "properties");
+        if (!pa) {
+            pano_json_remove(*a, "type");
+            pa = pano_json_set_object(*a, "properties");
+        }
+        merge_props(pa, pb, path, warn);
+        return;
+    }
+    if (oa != ob) {
+        if (warn)
+            pano_buf_appendf(warn, "field %s is an object in one schema and a value in another\n",
+                             path);
+        return;
+    }
+    const char *ta = pano_json_get_str(*a, "type"), *tb = pano_json_get_str(b, "type");
+    if (!ta || !tb || strcmp(ta, tb) == 0)
+        return;
+    pano_json *m;
+    if ((strcmp(ta, "long") == 0 || strcmp(ta, "double") == 0) &&
+        (strcmp(tb, "long") == 0 || strcmp(tb, "double") == 0))
+        m = leaf("double");
+    else if (strcmp(ta, "text") == 0 || strcmp(tb, "text") == 0) {
+        m = leaf("text");
+        pano_json *kw = pano_json_set_object(pano_json_set_object(m, "fields"), "keyword");
+        pano_json_set_str(kw, "type", "keyword");
+        pano_json_set_int(kw, "ignore_above", DYNAMIC_IGNORE_ABOVE);
+    } else
+        m = leaf("keyword");
+    pano_json_free(*a);
+    *a = m;
+}
+
+static void merge_props(pano_json *dst, const pano_json *src, const char *path, pano_buf *warn)
+{
+    for (size_t i = 0; i < src->u.items.len; i++) {
+        const char *key = src->u.items.keys[i];
+        char *sub = pano_asprintf("%s%s%s", path, *path ? "." : "", key);
+        bool found = false;
+        for (size_t j = 0; j < dst->u.items.len; j++)
+            if (strcmp(dst->u.items.keys[j], key) == 0) {
+                merge_mapping(&dst->u.items.values[j], src->u.items.values[i], sub, warn);
+                found = true;
+                break;
+            }
+        if (!found)
+            pano_json_set(dst, key, pano_json_clone(src->u.items.values[i]));
+        free(sub);
+    }
+}
+
+static void add_properties(pano_json *props, const pano_json *schema_props)
+{
+    for (size_t i = 0; i < schema_props->u.items.len; i++) {
+        pano_json *m = schema_to_mapping(schema_props->u.items.values[i]);
+        if (!m)
+            continue;
+        pano_json *one = pano_json_object();
+        pano_json_set(one, schema_props->u.items.keys[i], m);
+        merge_props(props, one, "", NULL);
+        pano_json_free(one);
+    }
+}
+
+/* Give every leaf of props the type the union has at the same path. */
+static void apply_union(pano_json *props, const pano_json *uprops)
+{
+    for (size_t i = 0; i < props->u.items.len; i++) {
+        pano_json *u = pano_json_get(uprops, props->u.items.keys[i]);
+        pano_json **m = &props->u.items.values[i];
+        if (!u)
+            continue;
+        bool om = is_object_mapping(*m), ou = is_object_mapping(u);
+        if (om && ou) {
+            pano_json *p = pano_json_get(*m, "properties"), *up = pano_json_get(u, "properties");
+            if (p && up)
+                apply_union(p, up);
+        } else if (!om && !ou) {
+            pano_json_free(*m);
+            *m = pano_json_clone(u);
+        }
+    }
+}
+
+/* Properties from a schema document: its own and those of inline allOf
+ * parts ($ref parts are the envelope, added to every family anyway). */
+static void schema_properties(pano_json *props, const pano_json *schema)
+{
+    pano_json *p = pano_json_get(schema, "properties");
+    if (p && p->type == PANO_JSON_OBJECT)
+        add_properties(props, p);
+    pano_json *all = pano_json_get(schema, "allOf");
+    if (all && all->type == PANO_JSON_ARRAY)
+        for (size_t i = 0; i < all->u.items.len; i++)
+            if (!pano_json_get(all->u.items.values[i], "$ref"))
+                schema_properties(props, all->u.items.values[i]);
+}
+
+static pano_json *settings(const pano_template_options *opt, bool dead_letter)
+{
+    pano_json *s = pano_json_object();
+    pano_json_set_int(s, "number_of_shards", opt->shards);
+    pano_json_set_int(s, "number_of_replicas", opt->replicas);
+    if (!dead_letter)
+        pano_json_set_str(s, "refresh_interval", opt->refresh_interval);
+    pano_json_set_int(pano_json_set_object(pano_json_set_object(s, "mapping"), "total_fields"),
+                      "limit", opt->total_fields_limit);
+    pano_json *norm = pano_json_set_object(
+        pano_json_set_object(pano_json_set_object(s, "analysis"), "normalizer"),
+        "pano_lowercase");
+    pano_json_set_str(norm, "type", "custom");
+    pano_json_append(pano_json_set_array(norm, "filter"), pano_json_string("lowercase"));
+    return s;
+}
+
+static pano_json *dynamic_rule(const char *name, const char *match, const char *type)
+{
+    pano_json *r = pano_json_object();
+    pano_json *d = pano_json_set_object(r, name);
+    pano_json_set_str(d, "match_mapping_type", match);
+    pano_json *m = pano_json_set_object(d, "mapping");
+    pano_json_set_str(m, "type", type);
+    if (strcmp(type, "keyword") == 0)
+        pano_json_set_int(m, "ignore_above", DYNAMIC_IGNORE_ABOVE);
+    return r;
+}
+
+/* The envelope fields the indexer relies on, whatever the schemas say. */
+static void fixed_fields(pano_json *props)
+{
+    pano_json_set(props, "@timestamp", leaf("date"));
+    pano_json *wf = leaf("keyword");
+    pano_json_set_str(wf, "normalizer", "pano_lowercase");
+    pano_json_set(props, "wf_uuid", wf);
+    pano_json_set(props, "event", leaf("keyword"));
+    pano_json_set(props, "event_id", leaf("keyword"));
+}
+
+/* dead_letter: no dynamic fields at all. mixed (the fallback index, where
+ * events of every family meet): fields no schema knows are keywords, which
+ * take any value, so one family's number cannot refuse another's string. */
+static char *template_body(const pano_template_options *opt, const char *const *patterns,
+                           const pano_json *props, bool dead_letter, bool mixed)
+{
+    pano_json *t = pano_json_object();
+    pano_json *pat = pano_json_set_array(t, "index_patterns");
+    for (size_t i = 0; patterns[i]; i++)
+        pano_json_append(pat, pano_json_string(patterns[i]));
+    pano_json_set_int(t, "priority", 200);
+    pano_json *meta = pano_json_set_object(t, "_meta");
+    pano_json_set_str(meta, "generator", "pano-indexer (from schemas/)");
+    pano_json *tt = pano_json_set_object(t, "template");
+    pano_json_set(tt, "settings", settings(opt, dead_letter));
+    pano_json *m = pano_json_set_object(tt, "mappings");
+    if (dead_letter)
+        pano_json_set_bool(m, "dynamic", false);
+    else {
+        pano_json_set_bool(m, "date_detection", false);
+        pano_json_set_bool(m, "numeric_detection", false);
+        pano_json *dt = pano_json_set_array(m, "dynamic_templates");
+        pano_json_append(dt, dynamic_rule("pano_strings", "string", "keyword"));
+        pano_json_append(dt, dynamic_rule("pano_longs", "long", mixed ? "keyword" : "long"));
+        pano_json_append(dt,
+                         dynamic_rule("pano_doubles", "double", mixed ? "keyword" : "double"));
+        if (mixed)
+            pano_json_append(dt, dynamic_rule("pano_booleans", "boolean", "keyword"));
+    }
+    pano_json_set(m, "properties", pano_json_clone(props));
+    char *body = pano_json_serialize(t, NULL);
+    pano_json_free(t);
+    return body;
+}
+
+static const char *schema_event_name(const char *file, char *out, size_t size)
+{
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    snprintf(out, size, "%s", base);
+    char *suffix = strstr(out, ".schema.json");
+    if (suffix)
+        *suffix = '\0';
+    return out;
+}
+
+int pano_templates_build(const pano_schema_file *schemas, const pano_template_options *opt,
+                         pano_template **out, size_t *count, char **warnings, char *err,
+                         size_t errlen)
+{
+    size_t nfam = 0;
+    while (pano_event_families[nfam])
+        nfam++;
+    pano_json *envelope = pano_json_object();
+    pano_json **fam = pano_calloc(nfam, sizeof *fam);
+    for (size_t f = 0; f < nfam; f++)
+        fam[f] = pano_json_object();
+    pano_buf warn = {0};
+    int rc = 0;
+
+    for (size_t i = 0; schemas[i].name; i++) {
+        char why[200], name[256];
+        pano_json *s = pano_json_parse(schemas[i].text, strlen(schemas[i].text),
+                                       PANO_JSON_DEFAULT_DEPTH, why, sizeof why);
+        if (!s || s->type != PANO_JSON_OBJECT) {
+            snprintf(err, errlen, "schema %s: %s", schemas[i].name, s ? "not an object" : why);
+            pano_json_free(s);
+            rc = -1;
+            goto done;
+        }
+        schema_event_name(schemas[i].name, name, sizeof name);
+        if (strcmp(name, "envelope") == 0)
+            schema_properties(envelope, s);
+        else {
+            const char *family = pano_event_family(name);
+            for (size_t f = 0; f < nfam; f++)
+                if (strcmp(pano_event_families[f], family) == 0)
+                    schema_properties(fam[f], s);
+        }
+        pano_json_free(s);
+    }
+
+    /* Every family has the envelope; then one type per field across all. */
+    pano_json *all = pano_json_object();
+    for (size_t f = 0; f < nfam; f++) {
+        pano_json *p = pano_json_clone(envelope);
+        merge_props(p, fam[f], "", &warn);
+        pano_json_free(fam[f]);
+        fam[f] = p;
+        fixed_fields(fam[f]);
+        merge_props(all, fam[f], "", &warn);
+    }
+    for (size_t f = 0; f < nfam; f++) {
+        apply_union(fam[f], all);
+        fixed_fields(fam[f]);
+    }
+    fixed_fields(all);
+
+    pano_template *t = pano_calloc(nfam + 2, sizeof *t);
+    for (size_t f = 0; f < nfam; f++) {
+        char exact[256], per_wf[260];
+        snprintf(exact, sizeof exact, "%.200s%s", opt->prefix, pano_event_families[f]);
+        snprintf(per_wf, sizeof per_wf, "%.250s-*", exact);
+        const char *patterns[] = {exact, per_wf, NULL};
+        snprintf(t[f].name, sizeof t[f].name, "%s", exact);
+        t[f].body = template_body(opt, patterns, fam[f], false, false);
+        t[f].family = true;
+    }
+    const char *fallback[] = {opt->fallback_index, NULL};
+    snprintf(t[nfam].name, sizeof t[nfam].name, "%s", opt->fallback_index);
+    t[nfam].body = template_body(opt, fallback, all, false, true);
+
+    pano_json *dl = pano_json_object();
+    pano_json_set(dl, "@timestamp", leaf("date"));
+    pano_json_set(dl, "reason", leaf("text"));
+    pano_json_set(dl, "status", leaf("long"));
+    pano_json_set(dl, "topic", leaf("keyword"));
+    pano_json_set(dl, "partition", leaf("long"));
+    pano_json_set(dl, "offset", leaf("long"));
+    pano_json *wf = leaf("keyword");
+    pano_json_set_str(wf, "normalizer", "pano_lowercase");
+    pano_json_set(dl, "wf_uuid", wf);
+    pano_json_set(dl, "event", leaf("keyword"));
+    pano_json_set(dl, "event_id", leaf("keyword"));
+    pano_json *orig = leaf("text");
+    pano_json_set_bool(orig, "index", false);
+    pano_json_set(dl, "original", orig);
+    const char *dead[] = {opt->dead_letter_index, NULL};
+    snprintf(t[nfam + 1].name, sizeof t[nfam + 1].name, "%s", opt->dead_letter_index);
+    t[nfam + 1].body = template_body(opt, dead, dl, true, false);
+    pano_json_free(dl);
+    pano_json_free(all);
+
+    *out = t;
+    *count = nfam + 2;
+done:
+    for (size_t f = 0; f < nfam; f++)
+        pano_json_free(fam[f]);
+    free(fam);
+    pano_json_free(envelope);
+    if (rc == 0 && warnings)
+        *warnings = warn.data ? warn.data : pano_strdup("");
+    else
+        pano_buf_free(&warn);
+    return rc;
+}
+
+void pano_templates_free(pano_template *t, size_t count)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < count; i++)
+        free(t[i].body);
+    free(t);
+}

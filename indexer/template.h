@@ -1,0 +1,73 @@
+/*
+ * template.h - Elasticsearch index templates generated from schemas/.
+ *
+ * The JSON Schemas of the events (schemas/envelope.schema.json and
+ * schemas/events/<event>.schema.json, embedded in the program at build time)
+ * are the one description of the fields. From them come:
+ *
+ *   <prefix><family>        one template per event family, for the shared
+ *                           index <prefix><family> and the per-workflow
+ *                           indices <prefix><family>-<uuid>
+ *   the fallback index      events without a valid wf_uuid: every family's
+ *                           fields
+ *   <prefix>dead-letter     rejected documents, their reason and the
+ *                           original event as text
+ *
+ * Types: string -> keyword (format date-time -> date), integer -> long,
+ * number -> double, boolean -> boolean, object -> object with its
+ * properties, array -> the type of its items; "x-es-type" in a schema
+ * overrides (e.g. "text" for messages). @timestamp is a date (from ts).
+ * wf_uuid is a keyword with a lowercase normalizer, so the alias filter
+ * matches whatever case a publisher used.
+ *
+ * A field that two families type differently gets one type in every
+ * template (the alias <prefix>wf-<uuid> spans the families and a query or
+ * aggregation over it must see one type): long and double give double, text
+ * and a keyword give text with a .keyword sub-field, any other mix gives
+ * keyword (which accepts numbers and booleans as they are). An object in
+ * one family and a value in another cannot be made compatible; each family
+ * keeps its own and the clash is reported.
+ *
+ * Fields no schema knows are mapped dynamically and safely: strings as
+ * keyword (ignore_above 1024), integers as long, reals as double, no date
+ * or numeric detection from strings. In the fallback index, where events of
+ * every family meet, such fields are all keywords.
+ */
+#ifndef PANO_TEMPLATE_H
+#define PANO_TEMPLATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct {
+    const char *name; /* file name, e.g. kickstart.inv.end.schema.json */
+    const char *text;
+} pano_schema_file;
+
+/* The schemas embedded at build time, terminated by a NULL name. */
+extern const pano_schema_file pano_embedded_schemas[];
+
+typedef struct {
+    const char *prefix;
+    const char *fallback_index;
+    const char *dead_letter_index;
+    int shards, replicas;
+    const char *refresh_interval;
+    int total_fields_limit;
+} pano_template_options;
+
+typedef struct {
+    char name[256]; /* template name */
+    char *body;     /* PUT _index_template/<name> body */
+    bool family;    /* a family template (its shared index is <name>) */
+} pano_template;
+
+/* Build every template. Returns 0, or -1 with a message in err (a schema
+ * that is not valid JSON). Clashes that cannot be resolved are described
+ * in warnings (one per line; may be empty), which the caller frees. */
+int pano_templates_build(const pano_schema_file *schemas, const pano_template_options *opt,
+                         pano_template **out, size_t *count, char **warnings, char *err,
+                         size_t errlen);
+void pano_templates_free(pano_template *t, size_t count);
+
+#endif

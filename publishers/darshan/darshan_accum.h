@@ -1,0 +1,31 @@
+/*
+ * darshan_accum.h - darshan-parser's --total, --perf and --file, computed
+ * as darshan-util 3.5.0 does (darshan-logutils-accumulator.c and the
+ * modules' log_agg_records functions; see
+ * ../shared/reference/darshan-format.md sections 8-10).
+ *
+ * Records are added in file order: the order matters for the aggregate
+ * record (last values, common-value merging) and for the floating-point
+ * sums, which are added in the same order as darshan-util adds them.
+ */
+#ifndef PANO_DARSHAN_ACCUM_H
+#define PANO_DARSHAN_ACCUM_H
+
+#include "darshan_modules.h"
+#include "darshan_summary.h"
+
+#include <stddef.h>
+
+typedef struct darshan_accum darshan_accum;
+
+darshan_accum *darshan_accum_new(const darshan_module_def *def, int64_t nprocs);
+void darshan_accum_free(darshan_accum *acc);
+
+/* Add one record. Fails (-1, message in err) when its rank is not one of
+ * the job's processes. */
+int darshan_accum_add(darshan_accum *acc, const darshan_record *rec, char *err, size_t errlen);
+
+/* Fill m's totals, perf and files from what was added. */
+void darshan_accum_finish(darshan_accum *acc, darshan_module_summary *m);
+
+#endif

@@ -1,0 +1,628 @@
+#include "proctree.h"
+
+#include "log.h"
+#include "mem.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Descriptors of /proc files kept open between samples (pread at offset 0
+ * regenerates them): one open() per process instead of one per sample.
+ * Past this many, files are opened and closed on every read. */
+#define MAX_KEPT_FDS 600
+
+typedef struct {
+    pid_t pid;
+    int stat_fd, io_fd, children_fd;
+    unsigned seen;        /* sample number it was last found in the tree */
+    pano_proc_stat stat;  /* last reading */
+    pano_proc_io io;
+    bool has_io;
+} proc;
+
+struct pano_proctree {
+    pid_t root;
+    bool children_files;
+    long ticks;    /* sysconf(_SC_CLK_TCK) */
+    long page_kb;  /* page size in kB */
+    unsigned round;
+    proc *procs;
+    size_t count, cap;
+    int *index; /* open addressing on pid: index into procs + 1, 0 = empty */
+    size_t index_cap;
+    int kept_fds;
+    /* children of root that exited and were reaped by the monitor */
+    double reaped_utime, reaped_stime;
+    pano_proc_io reaped_io;
+    pano_proc_io zombie_io; /* read by pano_proctree_zombie() */
+    pid_t zombie_pid;
+    bool zombie_ok;
+    uint64_t gone_iowait_ticks; /* last readings of processes gone */
+    pano_tree_totals last;      /* what was reported, to keep totals monotonic */
+    int root_children_fd;
+    pid_t ignored;
+    pid_t *queue;
+    size_t queue_cap;
+    char *buf;
+    size_t buf_cap;
+};
+
+/* ---- parsing -------------------------------------------------------------- */
+
+bool pano_proc_stat_parse(const char *buf, size_t len, pano_proc_stat *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *open = memchr(buf, '(', len);
+    const char *close = NULL;
+    for (const char *p = buf + len; p > buf; p--)
+        if (p[-1] == ')') {
+            close = p - 1;
+            break;
+        }
+    if (!open || !close || close < open)
+        return false;
+    char *end;
+    long pid = strtol(buf, &end, 10);
+    if (open - buf > 24)
+        return false;
+    if (end == buf || pid <= 0)
+        return false;
+    out->pid = (int)pid;
+    size_t clen = (size_t)(close - open - 1);
+    if (clen >= sizeof out->comm)
+        clen = sizeof out->comm - 1;
+    memcpy(out->comm, open + 1, clen);
+    out->comm[clen] = '\0';
+
+    /* Fields 3.. after ") ". */
+    const char *p = close + 1;
+    const char *stop = buf + len;
+    uint64_t field[43] = {0};
+    int n = 3;
+    while (p < stop && n <= 42) {
+        while (p < stop && *p == ' ')
+            p++;
+        if (p >= stop || *p == '\n')
+            break;
+        if (n == 3) {
+            out->state = *p;
+            while (p < stop && *p != ' ')
+                p++;
+            n++;
+            continue;
+        }
+        /* Decimal digits, parsed in place (this runs for every process
+         * of the tree at every sample). */
+        bool neg = *p == '-';
+        if (neg)
+            p++;
+        uint64_t v = 0;
+        const char *digits = p;
+        while (p < stop && *p >= '0' && *p <= '9')
+            v = v * 10 + (uint64_t)(*p++ - '0');
+        if (p == digits || (p < stop && *p != ' ' && *p != '\n'))
+            return false;
+        field[n] = neg ? (uint64_t)-(int64_t)v : v;
+        n++;
+    }
+    if (n <= 24) /* everything up to rss is required */
+        return false;
+    out->ppid = (int)field[4];
+    out->utime = field[14];
+    out->stime = field[15];
+    out->cutime = field[16];
+    out->cstime = field[17];
+    out->num_threads = (int64_t)field[20];
+    out->starttime = field[22];
+    out->vsize = field[23];
+    out->rss = (int64_t)field[24];
+    out->blkio_ticks = n > 42 ? field[42] : 0;
+    return true;
+}
+
+bool pano_proc_io_parse(const char *buf, size_t len, pano_proc_io *out)
+{
+    memset(out, 0, sizeof *out);
+    static const struct {
+        const char *name;
+        size_t offset;
+    } keys[] = {
+        {"rchar", offsetof(pano_proc_io, rchar)},
+        {"wchar", offsetof(pano_proc_io, wchar)},
+        {"syscr", offsetof(pano_proc_io, syscr)},
+        {"syscw", offsetof(pano_proc_io, syscw)},
+        {"read_bytes", offsetof(pano_proc_io, read_bytes)},
+        {"write_bytes", offsetof(pano_proc_io, write_bytes)},
+    };
+    int found = 0;
+    const char *p = buf, *stop = buf + len;
+    while (p < stop) {
+        const char *eol = memchr(p, '\n', (size_t)(stop - p));
+        if (!eol)
+            eol = stop;
+        const char *colon = memchr(p, ':', (size_t)(eol - p));
+        if (colon) {
+            for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+                size_t kl = strlen(keys[k].name);
+                if ((size_t)(colon - p) == kl && memcmp(p, keys[k].name, kl) == 0) {
+                    *(uint64_t *)((char *)out + keys[k].offset) =
+                        strtoull(colon + 1, NULL, 10);
+                    found++;
+                }
+            }
+        }
+        p = eol + 1;
+    }
+    return found > 0;
+}
+
+/* ---- reading /proc ---------------------------------------------------------- */
+
+/* Read /proc/<pid>/<what>, or /proc/<pid>/task/<tid>/<what> when tid > 0,
+ * into t->buf, NUL-terminated. *fd caches an open descriptor (-1: none yet).
+ * Returns the length, or -1 (the file or the process is gone). */
+static ssize_t read_proc(pano_proctree *t, int *fd, pid_t pid, const char *what, pid_t tid)
+{
+    bool fresh = false;
+    if (*fd < 0) {
+        char path[96];
+        if (tid > 0)
+            snprintf(path, sizeof path, "/proc/%d/task/%d/%s", (int)pid, (int)tid, what);
+        else
+            snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, what);
+        *fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (*fd < 0)
+            return -1;
+        fresh = true;
+    }
+    size_t len = 0;
+    for (;;) {
+        if (t->buf_cap - len < 4096) {
+            t->buf_cap = t->buf_cap ? 2 * t->buf_cap : 8192;
+            t->buf = pano_realloc(t->buf, t->buf_cap);
+        }
+        size_t want = t->buf_cap - len - 1;
+        ssize_t n = pread(*fd, t->buf + len, want, (off_t)len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            close(*fd);
+            if (!fresh)
+                t->kept_fds--;
+            *fd = -1;
+            return -1;
+        }
+        len += (size_t)n;
+        /* These are seq_files: a read fills the buffer unless the text
+         * ended, so a short read is the end (and saves a read per file). */
+        if (n == 0 || (size_t)n < want)
+            break;
+    }
+    t->buf[len] = '\0';
+    if (fresh) {
+        if (t->kept_fds < MAX_KEPT_FDS)
+            t->kept_fds++;
+        else {
+            close(*fd);
+            *fd = -1;
+        }
+    }
+    return (ssize_t)len;
+}
+
+static void close_fd(pano_proctree *t, int *fd)
+{
+    if (*fd >= 0) {
+        close(*fd);
+        t->kept_fds--;
+        *fd = -1;
+    }
+}
+
+/* ---- the process table ------------------------------------------------------ */
+
+static void rebuild_index(pano_proctree *t)
+{
+    size_t want = 64;
+    while (want < 2 * t->count + 2)
+        want *= 2;
+    if (want != t->index_cap) {
+        free(t->index);
+        t->index = pano_calloc(want, sizeof *t->index);
+        t->index_cap = want;
+    } else
+        memset(t->index, 0, want * sizeof *t->index);
+    for (size_t i = 0; i < t->count; i++) {
+        size_t h = (size_t)t->procs[i].pid & (t->index_cap - 1);
+        while (t->index[h])
+            h = (h + 1) & (t->index_cap - 1);
+        t->index[h] = (int)i + 1;
+    }
+}
+
+static proc *find(pano_proctree *t, pid_t pid)
+{
+    if (!t->index_cap)
+        return NULL;
+    size_t h = (size_t)pid & (t->index_cap - 1);
+    while (t->index[h]) {
+        proc *p = &t->procs[t->index[h] - 1];
+        if (p->pid == pid)
+            return p;
+        h = (h + 1) & (t->index_cap - 1);
+    }
+    return NULL;
+}
+
+static proc *add(pano_proctree *t, pid_t pid)
+{
+    if (t->count == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 64;
+        t->procs = pano_reallocarray(t->procs, t->cap, sizeof *t->procs);
+    }
+    proc *p = &t->procs[t->count++];
+    memset(p, 0, sizeof *p);
+    p->pid = pid;
+    p->stat_fd = p->io_fd = p->children_fd = -1;
+    if (2 * t->count + 2 > t->index_cap)
+        rebuild_index(t);
+    else {
+        size_t h = (size_t)pid & (t->index_cap - 1);
+        while (t->index[h])
+            h = (h + 1) & (t->index_cap - 1);
+        t->index[h] = (int)t->count;
+    }
+    return p;
+}
+
+/* Forget a process that is gone; keep what only we remember (iowait). */
+static void retire(pano_proctree *t, proc *p)
+{
+    t->gone_iowait_ticks += p->stat.blkio_ticks;
+    close_fd(t, &p->stat_fd);
+    close_fd(t, &p->io_fd);
+    close_fd(t, &p->children_fd);
+    p->pid = 0; /* removed by compact() */
+}
+
+static void compact(pano_proctree *t)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < t->count; i++)
+        if (t->procs[i].pid)
+            t->procs[o++] = t->procs[i];
+    if (o != t->count) {
+        t->count = o;
+        rebuild_index(t);
+    }
+}
+
+/* ---- sampling --------------------------------------------------------------- */
+
+pano_proctree *pano_proctree_new(pid_t root)
+{
+    pano_proctree *t = pano_calloc(1, sizeof *t);
+    t->root = root;
+    t->root_children_fd = -1;
+    t->ticks = sysconf(_SC_CLK_TCK);
+    if (t->ticks <= 0)
+        t->ticks = 100;
+    long page = sysconf(_SC_PAGESIZE);
+    t->page_kb = page > 0 ? page / 1024 : 4;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)root, (int)root);
+    t->children_files = access(path, R_OK) == 0;
+    if (!t->children_files)
+        pano_info("%s is missing (kernel without CONFIG_PROC_CHILDREN): scanning /proc", path);
+    return t;
+}
+
+void pano_proctree_free(pano_proctree *t)
+{
+    if (!t)
+        return;
+    for (size_t i = 0; i < t->count; i++) {
+        close_fd(t, &t->procs[i].stat_fd);
+        close_fd(t, &t->procs[i].io_fd);
+        close_fd(t, &t->procs[i].children_fd);
+    }
+    close_fd(t, &t->root_children_fd);
+    free(t->procs);
+    free(t->index);
+    free(t->queue);
+    free(t->buf);
+    free(t);
+}
+
+bool pano_proctree_uses_children_files(const pano_proctree *t) { return t->children_files; }
+
+void pano_proctree_ignore(pano_proctree *t, pid_t pid) { t->ignored = pid; }
+
+static void push(pano_proctree *t, size_t *n, pid_t pid)
+{
+    if (*n == t->queue_cap) {
+        t->queue_cap = t->queue_cap ? 2 * t->queue_cap : 256;
+        t->queue = pano_reallocarray(t->queue, t->queue_cap, sizeof *t->queue);
+    }
+    t->queue[(*n)++] = pid;
+}
+
+/* Append the pids listed in t->buf (a children file) to the queue. */
+static void push_list(pano_proctree *t, size_t *n)
+{
+    char *p = t->buf;
+    while (*p) {
+        char *end;
+        long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (pid > 0)
+            push(t, n, (pid_t)pid);
+        p = end;
+    }
+}
+
+/* Children of every thread of pid (threads other than the main one can
+ * fork too). The main thread's file is kept open when known. */
+static void push_children(pano_proctree *t, size_t *n, pid_t pid, int *main_fd, int64_t threads)
+{
+    if (read_proc(t, main_fd, pid, "children", pid) >= 0)
+        push_list(t, n);
+    if (threads <= 1)
+        return;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        long tid = strtol(de->d_name, NULL, 10);
+        if (tid <= 0 || tid == pid)
+            continue;
+        int fd = -1;
+        if (read_proc(t, &fd, pid, "children", (pid_t)tid) >= 0)
+            push_list(t, n);
+        if (fd >= 0) {
+            close(fd);
+            t->kept_fds--;
+        }
+    }
+    closedir(d);
+}
+
+/* Without children files: every process's parent from /proc/PID/stat. The
+ * tree is then walked from the root as with the children files. */
+typedef struct {
+    pid_t pid, ppid;
+} proc_link;
+
+static proc_link *scan_links(pano_proctree *t, size_t *count)
+{
+    *count = 0;
+    DIR *d = opendir("/proc");
+    if (!d)
+        return NULL;
+    proc_link *links = NULL;
+    size_t cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!isdigit((unsigned char)de->d_name[0]))
+            continue;
+        int fd = -1;
+        ssize_t len = read_proc(t, &fd, (pid_t)atoi(de->d_name), "stat", 0);
+        if (fd >= 0) {
+            close(fd);
+            t->kept_fds--;
+        }
+        pano_proc_stat st;
+        if (len < 0 || !pano_proc_stat_parse(t->buf, (size_t)len, &st))
+            continue;
+        if (*count == cap) {
+            cap = cap ? 2 * cap : 512;
+            links = pano_reallocarray(links, cap, sizeof *links);
+        }
+        links[*count].pid = st.pid;
+        links[*count].ppid = st.ppid;
+        (*count)++;
+    }
+    closedir(d);
+    return links;
+}
+
+/* Read one process of the tree. False when it is gone. */
+static bool read_process(pano_proctree *t, proc *p)
+{
+    ssize_t len = read_proc(t, &p->stat_fd, p->pid, "stat", 0);
+    pano_proc_stat st;
+    if (len < 0 || !pano_proc_stat_parse(t->buf, (size_t)len, &st) || st.pid != p->pid)
+        return false;
+    if (p->seen && st.starttime != p->stat.starttime)
+        return false; /* the pid was reused */
+    p->stat = st;
+    len = read_proc(t, &p->io_fd, p->pid, "io", 0);
+    if (len >= 0)
+        p->has_io = pano_proc_io_parse(t->buf, (size_t)len, &p->io);
+    return true;
+}
+
+#define KEEP_MAX(field)                                                                        \
+    do {                                                                                       \
+        if (out->field < t->last.field)                                                        \
+            out->field = t->last.field;                                                        \
+    } while (0)
+
+int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
+{
+    t->round++;
+    size_t n = 0, head = 0;
+    proc_link *links = NULL;
+    size_t nlinks = 0;
+    if (t->children_files) {
+        push_children(t, &n, t->root, &t->root_children_fd, 1);
+    } else {
+        links = scan_links(t, &nlinks);
+        if (!links)
+            return -1;
+        for (size_t i = 0; i < nlinks; i++)
+            if (links[i].ppid == t->root)
+                push(t, &n, links[i].pid);
+    }
+
+    uint64_t cpu_u = 0, cpu_s = 0, blkio = 0;
+    pano_proc_io io = {0};
+    uint64_t vm = 0, rss = 0, procs = 0, threads = 0;
+    /* Breadth first: parents are read before their children. */
+    while (head < n) {
+        pid_t pid = t->queue[head++];
+        if (pid == t->ignored)
+            continue;
+        proc *p = find(t, pid);
+        if (p && p->seen == t->round)
+            continue; /* listed twice (re-parented during the walk) */
+        if (!p)
+            p = add(t, pid);
+        if (!read_process(t, p)) {
+            if (p->seen) { /* an old entry: that process is gone, try afresh */
+                retire(t, p);
+                compact(t);
+                p = add(t, pid);
+                if (!read_process(t, p)) {
+                    p->pid = 0;
+                    compact(t);
+                    continue;
+                }
+            } else {
+                close_fd(t, &p->stat_fd);
+                close_fd(t, &p->io_fd);
+                p->pid = 0;
+                compact(t);
+                continue;
+            }
+        }
+        p->seen = t->round;
+        const pano_proc_stat *st = &p->stat;
+        cpu_u += st->utime + st->cutime;
+        cpu_s += st->stime + st->cstime;
+        if (st->state != 'Z') {
+            vm += st->vsize / 1024;
+            rss += (uint64_t)(st->rss > 0 ? st->rss : 0) * (uint64_t)t->page_kb;
+            procs++;
+            threads += (uint64_t)(st->num_threads > 0 ? st->num_threads : 0);
+        }
+        if (p->has_io) {
+            io.rchar += p->io.rchar;
+            io.wchar += p->io.wchar;
+            io.syscr += p->io.syscr;
+            io.syscw += p->io.syscw;
+            io.read_bytes += p->io.read_bytes;
+            io.write_bytes += p->io.write_bytes;
+        }
+        if (t->children_files)
+            push_children(t, &n, pid, &p->children_fd, st->num_threads);
+        else
+            for (size_t i = 0; i < nlinks; i++)
+                if (links[i].ppid == pid)
+                    push(t, &n, links[i].pid);
+    }
+    free(links);
+
+    /* Processes not found this time have exited (their usage now belongs
+     * to whoever reaped them), unless they were missed in a race: then
+     * they are simply read again next time. */
+    bool removed = false;
+    for (size_t i = 0; i < t->count; i++) {
+        proc *p = &t->procs[i];
+        if (p->seen == t->round)
+            blkio += p->stat.blkio_ticks;
+        else if (p->seen) {
+            retire(t, p);
+            removed = true;
+        }
+    }
+    if (removed)
+        compact(t);
+    blkio += t->gone_iowait_ticks;
+
+    double tick = (double)t->ticks;
+    out->utime = (double)cpu_u / tick + t->reaped_utime;
+    out->stime = (double)cpu_s / tick + t->reaped_stime;
+    out->iowait = (double)blkio / tick;
+    out->vm = vm;
+    out->rss = rss;
+    out->procs = procs;
+    out->threads = threads;
+    out->rchar = io.rchar + t->reaped_io.rchar;
+    out->wchar = io.wchar + t->reaped_io.wchar;
+    out->syscr = io.syscr + t->reaped_io.syscr;
+    out->syscw = io.syscw + t->reaped_io.syscw;
+    out->bread = io.read_bytes + t->reaped_io.read_bytes;
+    out->bwrite = io.write_bytes + t->reaped_io.write_bytes;
+    KEEP_MAX(utime);
+    KEEP_MAX(stime);
+    KEEP_MAX(iowait);
+    KEEP_MAX(rchar);
+    KEEP_MAX(wchar);
+    KEEP_MAX(syscr);
+    KEEP_MAX(syscw);
+    KEEP_MAX(bread);
+    KEEP_MAX(bwrite);
+    out->vm_peak = vm > t->last.vm_peak ? vm : t->last.vm_peak;
+    out->rss_peak = rss > t->last.rss_peak ? rss : t->last.rss_peak;
+    t->last = *out;
+    return 0;
+}
+
+void pano_proctree_zombie(pano_proctree *t, pid_t pid)
+{
+    t->zombie_pid = pid;
+    t->zombie_ok = false;
+    proc *p = find(t, pid);
+    int fd = -1;
+    int *fdp = p ? &p->io_fd : &fd;
+    ssize_t len = read_proc(t, fdp, pid, "io", 0);
+    if (len >= 0)
+        t->zombie_ok = pano_proc_io_parse(t->buf, (size_t)len, &t->zombie_io);
+    if (fd >= 0) {
+        close(fd);
+        t->kept_fds--;
+    }
+    /* Its last iowait reading, for the record. */
+    if (p) {
+        len = read_proc(t, &p->stat_fd, pid, "stat", 0);
+        pano_proc_stat st;
+        if (len >= 0 && pano_proc_stat_parse(t->buf, (size_t)len, &st) && st.pid == pid)
+            p->stat.blkio_ticks = st.blkio_ticks;
+    }
+}
+
+void pano_proctree_reaped(pano_proctree *t, pid_t pid, const struct rusage *ru)
+{
+    t->reaped_utime += (double)ru->ru_utime.tv_sec + (double)ru->ru_utime.tv_usec / 1e6;
+    t->reaped_stime += (double)ru->ru_stime.tv_sec + (double)ru->ru_stime.tv_usec / 1e6;
+    proc *p = find(t, pid);
+    const pano_proc_io *io = NULL;
+    if (t->zombie_ok && t->zombie_pid == pid)
+        io = &t->zombie_io;
+    else if (p && p->has_io)
+        io = &p->io; /* its last reading: the best there is */
+    if (io) {
+        t->reaped_io.rchar += io->rchar;
+        t->reaped_io.wchar += io->wchar;
+        t->reaped_io.syscr += io->syscr;
+        t->reaped_io.syscw += io->syscw;
+        t->reaped_io.read_bytes += io->read_bytes;
+        t->reaped_io.write_bytes += io->write_bytes;
+    }
+    t->zombie_ok = false;
+    if (p) {
+        retire(t, p);
+        compact(t);
+    }
+}

@@ -1,0 +1,1031 @@
+#include "copy.h"
+
+#include "event.h"
+#include "local.h"
+#include "log.h"
+#include "mem.h"
+#include "url.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TICK_MS 200
+#define CURL_BUFFER (512L * 1024)
+
+typedef enum { KIND_LOCAL, KIND_DOWNLOAD, KIND_UPLOAD, KIND_THIRD_PARTY } job_kind;
+typedef enum { J_PENDING, J_RUNNING, J_WAITING, J_DONE } job_state;
+
+typedef struct job job;
+struct job {
+    const pano_transfer_spec *spec;
+    size_t index;
+    job_kind kind;
+    job_state state;
+    int attempts;      /* attempts started */
+    double start, due; /* first start; when a waiting retry may start */
+    uint64_t bytes;    /* moved by finished attempts */
+    _Atomic uint64_t live; /* moved by the running attempt */
+    int64_t size;
+    char error[512];
+    bool retryable;
+    bool restart; /* the next attempt must start from byte 0 */
+    char sha256[65];
+
+    /* libcurl */
+    CURL *easy;
+    char errbuf[CURL_ERROR_SIZE];
+    int fd;     /* download: the file written; upload: the source */
+    char *tmp;  /* download: the temporary file's name (NULL: unnamed, or in place) */
+    bool in_place;    /* download: writing DST itself (resume) */
+    int phase;        /* relay (third party): 0 receiving into fd, 1 sending it */
+    uint64_t received; /* relay: bytes received from the source */
+    uint64_t written; /* download: bytes in the file */
+    EVP_MD_CTX *md;
+    int write_errno;
+    bool resumable;   /* protocol has ranges */
+    double stall_limit;   /* seconds without progress before aborting */
+    double last_activity; /* when bytes last moved (or the attempt started) */
+    curl_off_t last_now;  /* dlnow + ulnow seen then */
+    bool stalled;
+
+    /* local.h on a worker */
+    pano_local_result lres;
+    int lrc;
+    job *next;
+};
+
+typedef struct {
+    const pano_copy_options *o;
+    const pano_copy_callbacks *cb;
+    job *jobs;
+    size_t njobs, next, done, failed, active;
+    uint64_t bytes_done; /* moved by finished attempts */
+    job **running;
+    size_t nrunning;
+    job **waiting;
+    size_t nwaiting;
+    CURLM *multi;
+
+    /* worker pool for local copies */
+    pthread_t *threads;
+    int nthreads;
+    pthread_mutex_t lock;
+    pthread_cond_t work_cv;
+    job *work_head, *work_tail;
+    job *done_head;
+    bool stopping;
+    /* how long local copies take, to run cheap ones inline */
+    _Atomic uint64_t local_ns, local_count;
+} engine;
+
+/* Local copies that take less than this on average run on the main thread:
+ * handing them to a worker costs more than it saves (on local file systems
+ * copies into one directory serialize anyway). Slower ones (big files,
+ * network file systems) go to the workers. */
+#define INLINE_LOCAL_NS 300000
+#define INLINE_AFTER 16
+
+void pano_copy_options_init(pano_copy_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->jobs = 4;
+    o->retries = 3;
+    o->retry_delay = 1;
+    o->retry_max_delay = 60;
+    o->connect_timeout = 30;
+    o->stall_timeout = 60;
+    o->timeout = 0;
+    o->tls_verify = true;
+}
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static bool scheme_is(const char *url, const char *const *names)
+{
+    char scheme[16];
+    if (!pano_transfer_scheme(url, scheme, sizeof scheme))
+        return false;
+    for (; *names; names++)
+        if (strcmp(scheme, *names) == 0)
+            return true;
+    return false;
+}
+
+static bool has_ranges(const char *url)
+{
+    static const char *const ranged[] = {"http", "https", "ftp", "ftps", "sftp", "file", NULL};
+    return scheme_is(url, ranged);
+}
+
+static volatile sig_atomic_t interrupted;
+
+void pano_copy_interrupt(void) { interrupted = 1; }
+
+/* Is the job's current libcurl attempt a download? */
+static bool receiving(const job *j)
+{
+    return j->kind == KIND_DOWNLOAD || (j->kind == KIND_THIRD_PARTY && j->phase == 0);
+}
+
+/* A digest is computed with --checksum, and always when the list gives one. */
+static bool wants_digest(const engine *e, const job *j)
+{
+    return e->o->checksum || j->spec->sha256;
+}
+
+static void remove_from(job **arr, size_t *n, job *j)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (arr[i] == j) {
+            arr[i] = arr[--*n];
+            return;
+        }
+}
+
+/* ---- finishing ------------------------------------------------------------ */
+
+static double backoff(const engine *e, int retry)
+{
+    double d = e->o->retry_delay * pow(2.0, retry - 1);
+    if (d > e->o->retry_max_delay)
+        d = e->o->retry_max_delay;
+    /* up to 10% jitter, so parallel transfers do not retry in lockstep */
+    return d * (1.0 + 0.1 * ((double)rand() / RAND_MAX));
+}
+
+static void release_download(job *j, bool success)
+{
+    if (j->fd >= 0)
+        close(j->fd);
+    j->fd = -1;
+    if (j->tmp && !success)
+        unlink(j->tmp);
+    free(j->tmp);
+    j->tmp = NULL;
+    EVP_MD_CTX_free(j->md);
+    j->md = NULL;
+}
+
+static void report(engine *e, job *j, int status)
+{
+    pano_copy_result r = {
+        .spec = j->spec,
+        .index = j->index,
+        .status = status,
+        .bytes = j->bytes,
+        .size = j->size,
+        .start = j->start,
+        .end = pano_now(),
+        .retries = j->attempts > 0 ? j->attempts - 1 : 0,
+        .received = j->received,
+        .relayed = j->kind == KIND_THIRD_PARTY,
+    };
+    memcpy(r.sha256, j->sha256, sizeof r.sha256);
+    if (status)
+        snprintf(r.error, sizeof r.error, "%s", j->error);
+    j->state = J_DONE;
+    e->done++;
+    if (status)
+        e->failed++;
+    if (e->cb && e->cb->done)
+        e->cb->done(e->cb->ctx, &r);
+}
+
+/* An attempt ended: ok, retry later, or give up. */
+static void attempt_ended(engine *e, job *j, bool ok)
+{
+    uint64_t live = atomic_load(&j->live);
+    if (j->kind == KIND_THIRD_PARTY && j->phase == 0)
+        j->received += live;
+    else
+        j->bytes += live;
+    e->bytes_done += live;
+    atomic_store(&j->live, 0);
+    remove_from(e->running, &e->nrunning, j);
+    e->active--;
+    if (ok) {
+        if (j->kind == KIND_DOWNLOAD || j->kind == KIND_THIRD_PARTY)
+            release_download(j, true);
+        report(e, j, 0);
+        return;
+    }
+    int retries_done = j->attempts - 1;
+    if (j->retryable && retries_done < e->o->retries && !interrupted) {
+        double d = backoff(e, retries_done + 1);
+        pano_info("%s: %s; retry %d of %d in %.1f s", j->spec->dst_shown, j->error,
+                  retries_done + 1, e->o->retries, d);
+        j->state = J_WAITING;
+        j->due = pano_now() + d;
+        e->waiting[e->nwaiting++] = j;
+        return;
+    }
+    if (j->kind == KIND_DOWNLOAD || j->kind == KIND_THIRD_PARTY)
+        release_download(j, false); /* with resume, DST stays as it is */
+    else if (j->fd >= 0) {
+        close(j->fd);
+        j->fd = -1;
+    }
+    report(e, j, 1);
+}
+
+/* ---- local copies ------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void run_local(engine *e, job *j)
+{
+    uint64_t t0 = now_ns();
+    /* An expected digest is always checked. */
+    pano_local_options lo = {.checksum = wants_digest(e, j),
+                             .expect_sha256 = j->spec->sha256,
+                             .progress = &j->live};
+    j->lrc = pano_local_copy(j->spec->src_path, j->spec->dst_path, &lo, &j->lres);
+    atomic_fetch_add(&e->local_ns, now_ns() - t0);
+    atomic_fetch_add(&e->local_count, 1);
+}
+
+static bool local_copies_are_cheap(engine *e)
+{
+    uint64_t n = atomic_load(&e->local_count);
+    return n >= INLINE_AFTER && atomic_load(&e->local_ns) / n < INLINE_LOCAL_NS;
+}
+
+static void local_finished(engine *e, job *j)
+{
+    pano_local_result *r = &j->lres;
+    bool ok = j->lrc == 0;
+    /* The bytes moved are the ones written (progress counted them too). */
+    atomic_store(&j->live, r->bytes);
+    if (ok) {
+        j->size = (int64_t)r->bytes;
+        memcpy(j->sha256, r->sha256, sizeof j->sha256);
+    } else {
+        snprintf(j->error, sizeof j->error, "%s", r->error);
+        j->retryable = r->retryable;
+    }
+    attempt_ended(e, j, ok);
+}
+
+static void *worker(void *arg)
+{
+    engine *e = arg;
+    pthread_mutex_lock(&e->lock);
+    for (;;) {
+        while (!e->work_head && !e->stopping)
+            pthread_cond_wait(&e->work_cv, &e->lock);
+        if (!e->work_head)
+            break;
+        job *j = e->work_head;
+        e->work_head = j->next;
+        if (!e->work_head)
+            e->work_tail = NULL;
+        pthread_mutex_unlock(&e->lock);
+        run_local(e, j);
+        pthread_mutex_lock(&e->lock);
+        /* One wakeup per batch: a non-empty list already has one pending. */
+        bool wake = e->done_head == NULL;
+        j->next = e->done_head;
+        e->done_head = j;
+        if (wake)
+            curl_multi_wakeup(e->multi);
+    }
+    pthread_mutex_unlock(&e->lock);
+    return NULL;
+}
+
+static int start_workers(engine *e, int n, char *err, size_t errlen)
+{
+    e->threads = pano_calloc((size_t)n, sizeof *e->threads);
+    for (int i = 0; i < n; i++) {
+        int rc = pthread_create(&e->threads[i], NULL, worker, e);
+        if (rc != 0) {
+            if (i == 0) {
+                snprintf(err, errlen, "cannot start a thread: %s", strerror(rc));
+                return -1;
+            }
+            break; /* fewer workers will do */
+        }
+        e->nthreads++;
+    }
+    return 0;
+}
+
+static void stop_workers(engine *e)
+{
+    pthread_mutex_lock(&e->lock);
+    e->stopping = true;
+    pthread_cond_broadcast(&e->work_cv);
+    pthread_mutex_unlock(&e->lock);
+    for (int i = 0; i < e->nthreads; i++)
+        pthread_join(e->threads[i], NULL);
+    free(e->threads);
+}
+
+static void collect_local(engine *e)
+{
+    if (!e->nthreads)
+        return;
+    pthread_mutex_lock(&e->lock);
+    job *list = e->done_head;
+    e->done_head = NULL;
+    pthread_mutex_unlock(&e->lock);
+    while (list) {
+        job *j = list;
+        list = j->next;
+        local_finished(e, j);
+    }
+}
+
+/* ---- libcurl transfers ---------------------------------------------------- */
+
+static size_t on_write(char *data, size_t size, size_t n, void *ud)
+{
+    job *j = ud;
+    size_t len = size * n;
+    const char *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(j->fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            j->write_errno = errno;
+            return 0;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (j->md && EVP_DigestUpdate(j->md, data, len) != 1) {
+        j->write_errno = EIO;
+        return 0;
+    }
+    j->written += len;
+    atomic_fetch_add_explicit(&j->live, len, memory_order_relaxed);
+    return len;
+}
+
+static size_t on_read(char *data, size_t size, size_t n, void *ud)
+{
+    job *j = ud;
+    for (;;) {
+        ssize_t r = read(j->fd, data, size * n);
+        if (r >= 0) {
+            atomic_fetch_add_explicit(&j->live, (uint64_t)r, memory_order_relaxed);
+            return (size_t)r;
+        }
+        if (errno != EINTR) {
+            j->write_errno = errno;
+            return CURL_READFUNC_ABORT;
+        }
+    }
+}
+
+static int on_seek(void *ud, curl_off_t offset, int origin)
+{
+    job *j = ud;
+    if (lseek(j->fd, (off_t)offset, origin) < 0)
+        return CURL_SEEKFUNC_CANTSEEK;
+    if (origin == SEEK_SET && offset == 0)
+        atomic_store(&j->live, 0); /* a rewind: count the bytes again */
+    return CURL_SEEKFUNC_OK;
+}
+
+/* Stall detection: abort an attempt that moves no byte for stall_limit
+ * seconds (libcurl's low-speed check averages over several seconds). */
+static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    job *j = ud;
+    double now = pano_now();
+    if (dlnow + ulnow != j->last_now) {
+        j->last_now = dlnow + ulnow;
+        j->last_activity = now;
+        return 0;
+    }
+    if (j->stall_limit > 0 && now - j->last_activity >= j->stall_limit) {
+        j->stalled = true;
+        return 1;
+    }
+    return 0;
+}
+
+/* Hash the first n bytes of fd (the part a resumed download keeps). */
+static int hash_prefix(job *j, uint64_t n)
+{
+    unsigned char *buf = pano_malloc(1 << 20);
+    uint64_t off = 0;
+    int rc = 0;
+    while (off < n) {
+        size_t want = n - off < (1u << 20) ? (size_t)(n - off) : (1u << 20);
+        ssize_t r = pread(j->fd, buf, want, (off_t)off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0 || EVP_DigestUpdate(j->md, buf, (size_t)r) != 1) {
+            rc = -1;
+            break;
+        }
+        off += (uint64_t)r;
+    }
+    free(buf);
+    return rc;
+}
+
+static int new_digest(job *j)
+{
+    EVP_MD_CTX_free(j->md);
+    j->md = EVP_MD_CTX_new();
+    if (!j->md || EVP_DigestInit_ex(j->md, EVP_sha256(), NULL) != 1) {
+        snprintf(j->error, sizeof j->error, "SHA-256 is not available");
+        return -1;
+    }
+    return 0;
+}
+
+/* Open (first attempt) or rewind/position (retry) the download's file.
+ * Returns the offset to resume from, or -1 with j->error set. */
+/* The relay file of a third-party transfer: unnamed, in TMPDIR. */
+static int open_relay(void)
+{
+    const char *dir = getenv("TMPDIR");
+    if (!dir || !*dir)
+        dir = "/tmp";
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        return fd;
+    char *name = pano_asprintf("%s/pano-relay-XXXXXX", dir);
+    fd = mkostemp(name, O_CLOEXEC);
+    if (fd >= 0)
+        unlink(name); /* anonymous from now on */
+    int e = errno;
+    free(name);
+    errno = e;
+    return fd;
+}
+
+static int64_t prepare_download(const engine *e, job *j)
+{
+    const char *dst = j->spec->dst_path ? j->spec->dst_path : "the relay file";
+    struct stat sst;
+    /* libcurl reads a file:// directory as an empty file */
+    if (j->spec->src_path && stat(j->spec->src_path, &sst) == 0 && S_ISDIR(sst.st_mode)) {
+        snprintf(j->error, sizeof j->error, "source %s: %s", j->spec->src_path, strerror(EISDIR));
+        return -1;
+    }
+    if (j->fd < 0) {
+        if (j->kind == KIND_THIRD_PARTY) {
+            if ((j->fd = open_relay()) < 0) {
+                snprintf(j->error, sizeof j->error, "cannot create a relay file: %s",
+                         strerror(errno));
+                return -1;
+            }
+            j->written = 0;
+        } else if (e->o->resume) {
+            if (pano_local_mkparents(dst) < 0 ||
+                (j->fd = open(dst, O_RDWR | O_CREAT | O_CLOEXEC, 0666)) < 0) {
+                snprintf(j->error, sizeof j->error, "cannot open %s: %s", dst, strerror(errno));
+                return -1;
+            }
+            struct stat st;
+            if (fstat(j->fd, &st) < 0) {
+                snprintf(j->error, sizeof j->error, "cannot stat %s: %s", dst, strerror(errno));
+                return -1;
+            }
+            j->written = (uint64_t)st.st_size;
+            j->in_place = true;
+            if (j->written)
+                pano_info("%s: continuing after %llu bytes", dst,
+                          (unsigned long long)j->written);
+        } else {
+            j->fd = pano_local_create(dst, 0666, &j->tmp);
+            if (j->fd < 0) {
+                snprintf(j->error, sizeof j->error, "cannot create a file next to %s: %s", dst,
+                         strerror(errno));
+                return -1;
+            }
+            j->written = 0;
+        }
+        j->restart = j->written > 0 && !j->resumable;
+        if (wants_digest(e, j) && new_digest(j) < 0)
+            return -1;
+        if (j->md && !j->restart && j->written && hash_prefix(j, j->written) < 0) {
+            snprintf(j->error, sizeof j->error, "cannot read %s: %s", dst, strerror(errno));
+            return -1;
+        }
+    }
+    if (j->restart || !j->resumable) {
+        if (j->written && ftruncate(j->fd, 0) < 0) {
+            snprintf(j->error, sizeof j->error, "cannot truncate %s: %s", dst, strerror(errno));
+            return -1;
+        }
+        j->written = 0;
+        j->restart = false;
+        if (wants_digest(e, j) && new_digest(j) < 0)
+            return -1;
+    }
+    if (lseek(j->fd, (off_t)j->written, SEEK_SET) < 0) {
+        snprintf(j->error, sizeof j->error, "cannot seek in %s: %s", dst, strerror(errno));
+        return -1;
+    }
+    return (int64_t)j->written;
+}
+
+static int prepare_upload(const engine *e, job *j, curl_off_t *size)
+{
+    if (j->kind == KIND_THIRD_PARTY) { /* send what the relay file holds */
+        if (lseek(j->fd, 0, SEEK_SET) < 0) {
+            snprintf(j->error, sizeof j->error, "cannot read the relay file: %s",
+                     strerror(errno));
+            return -1;
+        }
+        *size = (curl_off_t)j->written;
+        return 0;
+    }
+    const char *src = j->spec->src_path;
+    if (j->fd < 0) {
+        if ((j->fd = open(src, O_RDONLY | O_CLOEXEC)) < 0) {
+            snprintf(j->error, sizeof j->error, "cannot open source %s: %s", src,
+                     strerror(errno));
+            return -1;
+        }
+        if (wants_digest(e, j)) {
+            char why[400];
+            if (pano_local_sha256_file(src, j->sha256, why, sizeof why) < 0) {
+                snprintf(j->error, sizeof j->error, "%s", why);
+                return -1;
+            }
+            if (j->spec->sha256 && strcmp(j->spec->sha256, j->sha256) != 0) {
+                snprintf(j->error, sizeof j->error,
+                         "checksum mismatch: expected sha256 %s, source has %s", j->spec->sha256,
+                         j->sha256);
+                return -1;
+            }
+        }
+    }
+    struct stat st;
+    if (fstat(j->fd, &st) < 0 || lseek(j->fd, 0, SEEK_SET) < 0) {
+        snprintf(j->error, sizeof j->error, "cannot read %s: %s", src, strerror(errno));
+        return -1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        snprintf(j->error, sizeof j->error, "source %s is a directory", src);
+        return -1;
+    }
+    *size = (curl_off_t)st.st_size;
+    return 0;
+}
+
+static CURL *new_easy(const engine *e, job *j, const char *url)
+{
+    const pano_copy_options *o = e->o;
+    CURL *c = curl_easy_init();
+    if (!c)
+        return NULL;
+    j->errbuf[0] = '\0';
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_PRIVATE, j);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, j->errbuf);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "file,http,https,ftp,ftps,scp,sftp");
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https,ftp,ftps");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 10L);
+    curl_easy_setopt(c, CURLOPT_FAILONERROR, 1L);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "pano-transfer/" PANO_VERSION);
+    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(c, CURLOPT_BUFFERSIZE, CURL_BUFFER);
+    curl_easy_setopt(c, CURLOPT_UPLOAD_BUFFERSIZE, CURL_BUFFER);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(o->connect_timeout * 1000));
+    if (o->timeout > 0)
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(o->timeout * 1000));
+    j->stall_limit = o->stall_timeout;
+    j->last_activity = pano_now();
+    j->last_now = 0;
+    j->stalled = false;
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, j);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, o->tls_verify ? 1L : 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, o->tls_verify ? 2L : 0L);
+    if (o->cacert)
+        curl_easy_setopt(c, CURLOPT_CAINFO, o->cacert);
+    if (o->ssh_key)
+        curl_easy_setopt(c, CURLOPT_SSH_PRIVATE_KEYFILE, o->ssh_key);
+    if (o->ssh_known_hosts)
+        curl_easy_setopt(c, CURLOPT_SSH_KNOWNHOSTS, o->ssh_known_hosts);
+    curl_easy_setopt(c, CURLOPT_FTP_CREATE_MISSING_DIRS, (long)CURLFTP_CREATE_DIR_RETRY);
+    return c;
+}
+
+/* Start one libcurl attempt. -1 with j->error set when it cannot start. */
+static int start_curl(engine *e, job *j)
+{
+    CURL *c;
+    if (receiving(j)) {
+        int64_t offset = prepare_download(e, j);
+        if (offset < 0)
+            return -1;
+        if (!(c = new_easy(e, j, j->spec->src_url)))
+            goto nomem;
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, j);
+        if (offset > 0)
+            curl_easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)offset);
+    } else {
+        curl_off_t size;
+        if (prepare_upload(e, j, &size) < 0)
+            return -1;
+        if (!(c = new_easy(e, j, j->spec->dst_url)))
+            goto nomem;
+        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, size);
+        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(c, CURLOPT_READDATA, j);
+        curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
+        curl_easy_setopt(c, CURLOPT_SEEKDATA, j);
+        j->size = size;
+    }
+    j->write_errno = 0;
+    CURLMcode mc = curl_multi_add_handle(e->multi, c);
+    if (mc != CURLM_OK) {
+        curl_easy_cleanup(c);
+        snprintf(j->error, sizeof j->error, "libcurl: %s", curl_multi_strerror(mc));
+        return -1;
+    }
+    j->easy = c;
+    return 0;
+nomem:
+    snprintf(j->error, sizeof j->error, "libcurl could not create a transfer");
+    return -1;
+}
+
+static bool curl_retryable(CURLcode code, long http, int write_errno)
+{
+    switch (code) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_RANGE_ERROR:
+    case CURLE_BAD_CONTENT_ENCODING:
+    case CURLE_FTP_ACCEPT_TIMEOUT:
+    case CURLE_FTP_ACCEPT_FAILED:
+    case CURLE_FTP_WEIRD_PASV_REPLY:
+    case CURLE_FTP_WEIRD_227_FORMAT:
+    case CURLE_FTP_CANT_GET_HOST:
+    case CURLE_SSH:
+        return true;
+    case CURLE_HTTP_RETURNED_ERROR:
+        return http == 408 || http == 416 || http == 429 || http >= 500;
+    case CURLE_WRITE_ERROR:
+        return write_errno == EIO || write_errno == EAGAIN || write_errno == EINTR;
+    default:
+        return false;
+    }
+}
+
+static void curl_finished(engine *e, job *j, CURLcode code)
+{
+    CURL *c = j->easy;
+    long http = 0;
+    curl_off_t moved = 0;
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &http);
+    if (receiving(j))
+        curl_easy_getinfo(c, CURLINFO_SIZE_DOWNLOAD_T, &moved);
+    else
+        curl_easy_getinfo(c, CURLINFO_SIZE_UPLOAD_T, &moved);
+    /* libcurl's count of the bytes moved is the truth. */
+    if (moved >= 0)
+        atomic_store(&j->live, (uint64_t)moved);
+    curl_multi_remove_handle(e->multi, c);
+    curl_easy_cleanup(c);
+    j->easy = NULL;
+
+    bool ok = code == CURLE_OK;
+    if (!ok) {
+        const char *text = j->errbuf[0] ? j->errbuf : curl_easy_strerror(code);
+        if (code == CURLE_ABORTED_BY_CALLBACK && j->stalled) {
+            snprintf(j->error, sizeof j->error, "stalled: no data for %g s (%llu bytes moved in this attempt)",
+                     j->stall_limit, (unsigned long long)moved);
+            code = CURLE_OPERATION_TIMEDOUT; /* retry it like a timeout */
+        } else if (code == CURLE_HTTP_RETURNED_ERROR)
+            snprintf(j->error, sizeof j->error, "HTTP %ld: %s", http, text);
+        else if (code == CURLE_WRITE_ERROR && j->write_errno)
+            snprintf(j->error, sizeof j->error, "cannot write %s: %s",
+                     j->spec->dst_path ? j->spec->dst_path : "the relay file",
+                     strerror(j->write_errno));
+        else if (code == CURLE_ABORTED_BY_CALLBACK && j->write_errno)
+            snprintf(j->error, sizeof j->error, "cannot read %s: %s",
+                     j->spec->src_path ? j->spec->src_path : "the relay file",
+                     strerror(j->write_errno));
+        else
+            snprintf(j->error, sizeof j->error, "%s", text);
+        j->retryable = curl_retryable(code, http, j->write_errno);
+        /* A server that will not resume: start over next time. */
+        if (code == CURLE_RANGE_ERROR || http == 416)
+            j->restart = true;
+    } else if (receiving(j)) {
+        j->size = (int64_t)j->written;
+        if (j->md) {
+            unsigned char digest[EVP_MAX_MD_SIZE];
+            unsigned int dlen = 0;
+            if (EVP_DigestFinal_ex(j->md, digest, &dlen) != 1) {
+                snprintf(j->error, sizeof j->error, "SHA-256 failed");
+                ok = false;
+            } else {
+                pano_local_hex(digest, dlen, j->sha256);
+                char again[65], why[300];
+                if (pano_local_sha256_fd(j->fd, again, why, sizeof why) < 0) {
+                    snprintf(j->error, sizeof j->error, "verifying the copy: %s", why);
+                    ok = false;
+                } else if (strcmp(again, j->sha256) != 0) {
+                    snprintf(j->error, sizeof j->error,
+                             "checksum mismatch: received sha256 %s, file has %s", j->sha256,
+                             again);
+                    j->restart = true;
+                    j->retryable = true;
+                    ok = false;
+                }
+            }
+            EVP_MD_CTX_free(j->md);
+            j->md = NULL;
+            if (!ok && wants_digest(e, j) && new_digest(j) < 0)
+                j->retryable = false;
+        }
+        if (ok && j->spec->sha256 && strcmp(j->spec->sha256, j->sha256) != 0) {
+            snprintf(j->error, sizeof j->error, "checksum mismatch: expected sha256 %s, got %s",
+                     j->spec->sha256, j->sha256);
+            j->restart = true;
+            j->retryable = true;
+            ok = false;
+        }
+        if (ok && j->kind == KIND_THIRD_PARTY) {
+            /* Received: now send it on, in the same attempt. */
+            uint64_t got = atomic_exchange(&j->live, 0);
+            j->received += got;
+            e->bytes_done += got;
+            j->phase = 1;
+            pano_debug("%s: received %llu bytes, sending them to %s", j->spec->src_shown,
+                       (unsigned long long)j->written, j->spec->dst_shown);
+            if (start_curl(e, j) < 0)
+                attempt_ended(e, j, false);
+            return;
+        }
+        if (ok && !j->in_place) {
+            if (pano_local_commit(j->fd, j->tmp, j->spec->dst_path) < 0) {
+                snprintf(j->error, sizeof j->error, "cannot complete %s: %s",
+                         j->spec->dst_path, strerror(errno));
+                j->retryable = false;
+                attempt_ended(e, j, false);
+                return;
+            }
+            free(j->tmp); /* it is DST now */
+            j->tmp = NULL;
+        }
+    } else if (j->fd >= 0 && j->kind != KIND_THIRD_PARTY) {
+        close(j->fd); /* a relay file is kept until the job is final */
+        j->fd = -1;
+    }
+    attempt_ended(e, j, ok);
+}
+
+/* ---- scheduling ----------------------------------------------------------- */
+
+static void start_job(engine *e, job *j)
+{
+    if (j->attempts == 0)
+        j->start = pano_now();
+    j->attempts++;
+    j->state = J_RUNNING;
+    j->error[0] = '\0';
+    j->retryable = false;
+    e->active++;
+    e->running[e->nrunning++] = j;
+    pano_debug("%s -> %s (attempt %d)", j->spec->src_shown, j->spec->dst_shown, j->attempts);
+    switch (j->kind) {
+    case KIND_LOCAL:
+        if (e->nthreads == 0 || local_copies_are_cheap(e)) {
+            run_local(e, j);
+            local_finished(e, j);
+            return;
+        }
+        pthread_mutex_lock(&e->lock);
+        j->next = NULL;
+        if (e->work_tail)
+            e->work_tail->next = j;
+        else
+            e->work_head = j;
+        e->work_tail = j;
+        pthread_cond_signal(&e->work_cv);
+        pthread_mutex_unlock(&e->lock);
+        return;
+    case KIND_DOWNLOAD:
+    case KIND_UPLOAD:
+    case KIND_THIRD_PARTY:
+        if (start_curl(e, j) < 0)
+            attempt_ended(e, j, false);
+        return;
+    }
+}
+
+/* After pano_copy_interrupt(): every transfer that is not final becomes a
+ * failure now, except local copies on workers, which finish first. */
+static void stop_everything(engine *e)
+{
+    for (size_t i = 0; i < e->nrunning;) {
+        job *j = e->running[i];
+        if (!j->easy) {
+            i++;
+            continue;
+        }
+        curl_off_t moved = 0;
+        curl_easy_getinfo(j->easy, receiving(j) ? CURLINFO_SIZE_DOWNLOAD_T
+                                                 : CURLINFO_SIZE_UPLOAD_T,
+                          &moved);
+        atomic_store(&j->live, (uint64_t)(moved > 0 ? moved : 0));
+        curl_multi_remove_handle(e->multi, j->easy);
+        curl_easy_cleanup(j->easy);
+        j->easy = NULL;
+        snprintf(j->error, sizeof j->error, "interrupted");
+        j->retryable = false;
+        attempt_ended(e, j, false); /* removes it from running */
+    }
+    while (e->nwaiting > 0) {
+        job *j = e->waiting[--e->nwaiting];
+        char last[sizeof j->error];
+        snprintf(last, sizeof last, "%s", j->error);
+        snprintf(j->error, sizeof j->error, "interrupted while waiting to retry (%.400s)", last);
+        if (j->kind == KIND_DOWNLOAD || j->kind == KIND_THIRD_PARTY)
+            release_download(j, false);
+        else if (j->fd >= 0) {
+            close(j->fd);
+            j->fd = -1;
+        }
+        report(e, j, 1);
+    }
+    while (e->next < e->njobs) {
+        job *j = &e->jobs[e->next++];
+        j->start = pano_now();
+        snprintf(j->error, sizeof j->error, "interrupted before it started");
+        report(e, j, 1);
+    }
+}
+
+static void tick(engine *e)
+{
+    if (!e->cb || !e->cb->tick)
+        return;
+    pano_copy_stats s = {.total = e->njobs, .done = e->done, .failed = e->failed,
+                         .active = e->active, .bytes = e->bytes_done};
+    for (size_t i = 0; i < e->nrunning; i++)
+        s.bytes += atomic_load_explicit(&e->running[i]->live, memory_order_relaxed);
+    e->cb->tick(e->cb->ctx, &s);
+}
+
+long pano_copy_run(const pano_copy_options *o, const pano_transfer_list *list,
+                   const pano_copy_callbacks *cb, char *err, size_t errlen)
+{
+    engine e = {.o = o, .cb = cb, .njobs = list->len};
+    int jobs = o->jobs > 0 ? o->jobs : 1;
+    e.jobs = pano_calloc(list->len ? list->len : 1, sizeof *e.jobs);
+    e.running = pano_calloc((size_t)jobs, sizeof *e.running);
+    e.waiting = pano_calloc((size_t)jobs, sizeof *e.waiting);
+    size_t nlocal = 0;
+    for (size_t i = 0; i < list->len; i++) {
+        job *j = &e.jobs[i];
+        j->spec = &list->items[i];
+        j->index = i;
+        j->fd = -1;
+        j->size = -1;
+        atomic_init(&j->live, 0);
+        bool sl = j->spec->src_path != NULL, dl = j->spec->dst_path != NULL;
+        if (sl && dl && !o->curl_for_local) {
+            j->kind = KIND_LOCAL;
+            nlocal++;
+        } else if (dl)
+            j->kind = KIND_DOWNLOAD;
+        else if (sl)
+            j->kind = KIND_UPLOAD;
+        else
+            j->kind = KIND_THIRD_PARTY;
+        j->resumable = (j->kind == KIND_DOWNLOAD || j->kind == KIND_THIRD_PARTY) &&
+                       has_ranges(j->spec->src_url);
+    }
+    e.multi = curl_multi_init();
+    if (!e.multi) {
+        snprintf(err, errlen, "libcurl could not start");
+        free(e.jobs);
+        free(e.running);
+        free(e.waiting);
+        return -1;
+    }
+    pthread_mutex_init(&e.lock, NULL);
+    pthread_cond_init(&e.work_cv, NULL);
+    if (jobs > 1 && nlocal > 0 &&
+        start_workers(&e, (size_t)jobs < nlocal ? jobs : (int)nlocal, err, errlen) < 0) {
+        curl_multi_cleanup(e.multi);
+        free(e.jobs);
+        free(e.running);
+        free(e.waiting);
+        return -1;
+    }
+
+    double next_tick = pano_now() + TICK_MS / 1000.0;
+    bool stopped = false;
+    while (e.done < e.njobs) {
+        if (interrupted && !stopped) {
+            stop_everything(&e);
+            stopped = true;
+            if (e.done >= e.njobs)
+                break;
+        }
+        /* Start what may start: due retries first, then new transfers. */
+        double now = pano_now();
+        for (size_t i = 0; i < e.nwaiting && e.active < (size_t)jobs;) {
+            job *j = e.waiting[i];
+            if (j->due <= now) {
+                e.waiting[i] = e.waiting[--e.nwaiting];
+                start_job(&e, j);
+            } else
+                i++;
+        }
+        /* (Local copies may run inline here: come back to libcurl and the
+         * progress line at least every 50 ms.) */
+        while (e.active + e.nwaiting < (size_t)jobs && e.next < e.njobs && !interrupted &&
+               pano_now() - now < 0.05)
+            start_job(&e, &e.jobs[e.next++]);
+        if (e.done >= e.njobs)
+            break;
+
+        int running = 0;
+        CURLMcode mc = curl_multi_perform(e.multi, &running);
+        if (mc != CURLM_OK)
+            pano_warn("libcurl: %s", curl_multi_strerror(mc));
+        CURLMsg *msg;
+        int left;
+        while ((msg = curl_multi_info_read(e.multi, &left))) {
+            if (msg->msg != CURLMSG_DONE)
+                continue;
+            job *j = NULL;
+            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+            curl_finished(&e, j, msg->data.result);
+        }
+        collect_local(&e);
+
+        now = pano_now();
+        if (now >= next_tick) {
+            tick(&e);
+            next_tick = now + TICK_MS / 1000.0;
+        }
+        if (e.done >= e.njobs)
+            break;
+        /* Did something finish or may something start right away? */
+        bool ready = e.active < (size_t)jobs && e.next < e.njobs;
+        double wait = next_tick - now;
+        for (size_t i = 0; i < e.nwaiting; i++)
+            if (e.waiting[i]->due - now < wait)
+                wait = e.waiting[i]->due - now;
+        if (ready)
+            continue;
+        if (wait > 0) {
+            mc = curl_multi_poll(e.multi, NULL, 0, (int)(wait * 1000) + 1, NULL);
+            if (mc != CURLM_OK)
+                pano_warn("libcurl: %s", curl_multi_strerror(mc));
+        }
+    }
+    tick(&e);
+
+    if (e.nthreads)
+        stop_workers(&e);
+    pthread_mutex_destroy(&e.lock);
+    pthread_cond_destroy(&e.work_cv);
+    curl_multi_cleanup(e.multi);
+    long failed = (long)e.failed;
+    free(e.jobs);
+    free(e.running);
+    free(e.waiting);
+    return failed;
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Elasticsearch unreachable for 30 s in the middle of a run -> the exact
+# count afterwards, nothing lost, nothing twice.
+#
+# The shared Elasticsearch must not be stopped (other tests use it), so the
+# indexer reaches it through a TCP relay (socat) of its own, and the outage
+# is the relay being killed (every connection reset, then connection
+# refused) for 30 s and started again on the same port: from the indexer's
+# side the same as Elasticsearch stopping and coming back.
+source "$(dirname "$0")/indexer_lib.sh"
+require_stack
+command -v socat >/dev/null || fail "socat is needed (deploy/install-deps.sh)"
+
+OUTAGE=${PANO_TEST_OUTAGE:-30}
+N=${PANO_TEST_EVENTS:-20000}
+RELAY_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+RELAY_PID=
+relay_up() {
+    setsid socat "TCP-LISTEN:$RELAY_PORT,bind=127.0.0.1,reuseaddr,fork" "TCP:127.0.0.1:${ES##*:}" &
+    RELAY_PID=$!
+    wait_until 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$RELAY_PORT" 2>/dev/null || fail "relay did not start"
+}
+relay_down() { # the relay and every connection it carries
+    kill -TERM -- "-$RELAY_PID" 2>/dev/null || true
+    wait "$RELAY_PID" 2>/dev/null || true
+    RELAY_PID=
+}
+trap 'relay_down; indexer_cleanup' EXIT
+relay_up
+
+export PANO_INDEXER_STATUS_FILE="$TEST_DIR/status.prom"
+export PANO_INDEXER_MAX_BACKOFF=2
+PANO_ES_URL="http://127.0.0.1:$RELAY_PORT" start_indexer ix
+# Events keep coming during the outage: about 20 s of load at N/20 per s.
+start load "$LOAD" -n "$N" -w 16 --rate $((N / 20))
+wait_until 60 bash -c "[[ \$(curl -sS '$ES/$FAMILY_INDICES/_count?ignore_unavailable=true' 2>/dev/null | jq -r .count) -ge $((N / 10)) ]]" ||
+    fail "indexing did not start"
+relay_down
+log "Elasticsearch unreachable for the indexer for $OUTAGE s"
+before=$(count_in "$FAMILY_INDICES")
+sleep "$OUTAGE"
+refresh
+during=$(count_in "$FAMILY_INDICES")
+log "indexed before the outage: $before; at its end: $during"
+grep -q '^pano_indexer_elasticsearch_up 0$' "$PANO_INDEXER_STATUS_FILE" || fail "status does not show Elasticsearch down"
+grep -q '^pano_indexer_paused 1$' "$PANO_INDEXER_STATUS_FILE" || fail "partitions not paused during the outage"
+relay_up
+log "Elasticsearch reachable again"
+wait_until 180 count_is "$FAMILY_INDICES" "$N" ||
+    fail "expected $N events after the outage, found $(count_in "$FAMILY_INDICES")"
+sleep 3
+check_distinct "$FAMILY_INDICES" "$N"
+[[ $(count_in "${P}dead-letter") == 0 ]] || fail "dead letters after the outage"
+grep -q "Elasticsearch unavailable" "$TEST_DIR/ix.log" || fail "no sign of the outage in the log"
+stop_all
+log "PASS"

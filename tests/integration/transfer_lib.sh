@@ -1,0 +1,57 @@
+# Helpers for the pano-transfer tests. Source it after lib.sh.
+#
+# The local and HTTP tests need no broker: they unset every broker URL so
+# events come out as JSON lines, and give a workflow UUID so that stderr
+# holds only what pano-transfer has to say.
+
+PT="$PANO_BUILD/publishers/transfer/pano-transfer"
+HTTPD="$PANO_BUILD/tests/integration/transfer_httpd"
+[[ -x $PT ]] || fail "pano-transfer is not built ($PT)"
+
+no_broker() {
+    unset PANO_AMQP_URL PEGASUS_AMQP_URL PEGASUS_TRANSFER_PUBLISH PANO_TRANSFER_PUBLISH PANO_OUTPUT
+    export PANO_WF_UUID=${PANO_WF_UUID:-$(cat /proc/sys/kernel/random/uuid)}
+    # events for a broker that is down go to the test's own spool
+    export PANO_SPOOL_DIR="$TEST_DIR/spool"
+}
+
+# check JSON JQ_EXPR WHAT: fail unless the expression holds.
+check() { jq -e "$2" <<<"$1" >/dev/null || fail "$3: $1"; }
+
+# The event of a JSON-lines file with a given name (the Nth, from 1).
+event_of() { # FILE NAME [N]
+    jq -c --arg n "$2" 'select(.event == $n)' "$1" | sed -n "${3:-1}p"
+}
+
+# Start the test HTTP server on ROOT; sets HTTP_PORT and HTTP_LOG.
+start_httpd() { # ROOT
+    local root=$1
+    HTTP_LOG="$TEST_DIR/httpd.log"
+    "$HTTPD" "$root" >"$TEST_DIR/httpd.port" 2>"$HTTP_LOG" &
+    PIDS+=($!)
+    wait_until 10 grep -q PORT "$TEST_DIR/httpd.port" || fail "transfer_httpd did not start"
+    HTTP_PORT=$(awk '{print $2}' "$TEST_DIR/httpd.port")
+    log "transfer_httpd on 127.0.0.1:$HTTP_PORT"
+}
+
+# The bytes /gen/SIZE serves (byte i = i % 251), from the server itself.
+gen_sha256() { curl -fsS "http://127.0.0.1:$HTTP_PORT/gen/$1" | sha256sum | cut -d' ' -f1; }
+
+# A TCP port on 127.0.0.1 that was free a moment ago.
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+        echo $((20000 + RANDOM % 40000))
+}
+
+# schema_check FILE...: every event valid against its schema (skipped
+# without python3's jsonschema).
+schema_check() {
+    local rc=0 out
+    out=$(python3 "$(dirname "${BASH_SOURCE[0]}")/transfer_schema_check.py" \
+        "${PANO_SOURCE:-$(dirname "${BASH_SOURCE[0]}")/../..}/schemas" "$@" 2>&1) || rc=$?
+    case $rc in
+    0) log "schemas: $out" ;;
+    77) log "schemas: python3 jsonschema missing, not checked" ;;
+    *) fail "schema check: $out" ;;
+    esac
+}

@@ -1,0 +1,278 @@
+/*
+ * pano-workload - tasks of known behaviour for pano-monitor's tests and
+ * benchmark. Each mode reports what it did on stdout as one JSON line
+ * ("report") unless told otherwise, so a test can compare the monitor's
+ * events with the task's own accounting.
+ *
+ *   burn SECONDS            burn CPU for SECONDS of user time
+ *   write N FILE            write exactly N bytes to FILE
+ *   tree N SECONDS          fork N short-lived children burning SECONDS of
+ *                           CPU together, and one child that calls setsid()
+ *                           and leaves an orphan grandchild burning SECONDS;
+ *                           waits for all of them; reports the CPU time of
+ *                           the whole tree (its own rusage, its children's,
+ *                           and the orphan's, sent through a pipe)
+ *   name NAME SECONDS N     set its name (comm) to NAME, burn SECONDS, write
+ *                           N bytes to /dev/null
+ *   payload                 print text with a MONITORING_PAYLOAD block split
+ *                           across many small writes, stdout and stderr
+ *   sleep SECONDS           sleep
+ *   exit CODE               exit with CODE
+ *   kill SIGNAL             die of SIGNAL
+ *   wait-signal SECONDS     wait up to SECONDS for SIGTERM/SIGINT/SIGHUP/SIGUSR1/
+ *                           SIGUSR2/SIGQUIT; exit 100 + the signal number (99: none)
+ *   spin N SECONDS          N processes burning CPU for SECONDS of wall time
+ *   work N SECONDS          N processes burning SECONDS/N of CPU time each, at
+ *                           once (benchmark: fixed work, so wall time shows
+ *                           what monitoring takes away)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static double tv(struct timeval t) { return (double)t.tv_sec + (double)t.tv_usec / 1e6; }
+
+static double cpu_self(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return tv(ru.ru_utime) + tv(ru.ru_stime);
+}
+
+static double wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static volatile unsigned long sink;
+
+/* Burn user CPU until this process used `seconds` more of CPU time. */
+static void burn(double seconds)
+{
+    double start = cpu_self();
+    while (cpu_self() - start < seconds)
+        for (unsigned long i = 0; i < 200000; i++)
+            sink += i * i;
+}
+
+static void spin_wall(double seconds)
+{
+    double end = wall() + seconds;
+    while (wall() < end)
+        for (unsigned long i = 0; i < 200000; i++)
+            sink += i * i;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int write_bytes(const char *path, long long n)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0) {
+        perror(path);
+        return 1;
+    }
+    char buf[65536];
+    memset(buf, 'x', sizeof buf);
+    long long left = n;
+    while (left > 0) {
+        size_t chunk = left > (long long)sizeof buf ? sizeof buf : (size_t)left;
+        if (write_all(fd, buf, chunk) < 0) {
+            perror("write");
+            return 1;
+        }
+        left -= (long long)chunk;
+    }
+    close(fd);
+    return 0;
+}
+
+static int tree(int n, double seconds)
+{
+    /* Short-lived children. */
+    for (int i = 0; i < n; i++) {
+        pid_t c = fork();
+        if (c < 0) {
+            perror("fork");
+            return 1;
+        }
+        if (c == 0) {
+            burn(seconds / n);
+            _exit(0);
+        }
+        if (i % 8 == 7) /* a few at a time: many births and deaths */
+            while (waitpid(-1, NULL, WNOHANG) > 0)
+                ;
+    }
+    /* A child that leaves the session and an orphan behind. */
+    int fds[2];
+    if (pipe(fds) < 0) {
+        perror("pipe");
+        return 1;
+    }
+    pid_t c = fork();
+    if (c == 0) {
+        setsid();
+        if (fork() == 0) {
+            close(fds[0]);
+            burn(seconds);
+            char msg[64];
+            int len = snprintf(msg, sizeof msg, "%.6f\n", cpu_self());
+            if (write_all(fds[1], msg, (size_t)len) < 0)
+                _exit(1);
+            _exit(0);
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    while (wait(NULL) > 0)
+        ;
+    char buf[64] = "";
+    ssize_t got = 0, r;
+    while ((r = read(fds[0], buf + got, sizeof buf - 1 - (size_t)got)) > 0)
+        got += r;
+    buf[got > 0 ? got : 0] = '\0';
+    double orphan = atof(buf);
+    /* The orphan may not be reaped yet: give it a moment, so the monitor can
+     * reap it before we exit (it wrote its report last thing). */
+    struct rusage self, kids;
+    getrusage(RUSAGE_SELF, &self);
+    getrusage(RUSAGE_CHILDREN, &kids);
+    double total = tv(self.ru_utime) + tv(self.ru_stime) + tv(kids.ru_utime) +
+                   tv(kids.ru_stime) + orphan;
+    printf("{\"report\":\"tree\",\"cpu\":%.6f,\"orphan_cpu\":%.6f}\n", total, orphan);
+    return 0;
+}
+
+static int payload(void)
+{
+    /* A block split at awkward places: inside both markers, inside the JSON,
+     * across lines, with a logger prefix before it. */
+    const char *pieces[] = {
+        "line before\n2024-01-01 INFO pegasus-transfer: @@@MONITORING_PAY",
+        "LOAD - START@@@{\"ts\": 1700000000, \"monitoring_event\": \"custom.payload_test\",\n",
+        " \"payload\": [{\"src\": \"file:///a\", \"bytes\"",
+        ": 1024}, {\"src\": \"file:///b\", \"bytes\": 2048}]}@@",
+        "@MONITORING_PAYLOAD - E",
+        "ND@@@ trailing text\n",
+        "@@@ not a marker @@@MONITORING_PAYLOAD - ST no\n",
+    };
+    for (size_t i = 0; i < sizeof pieces / sizeof pieces[0]; i++) {
+        if (write_all(1, pieces[i], strlen(pieces[i])) < 0)
+            return 1;
+        usleep(20000);
+    }
+    const char *err = "err: @@@MONITORING_PAYLOAD - START@@@{\"monitoring_event\": "
+                      "\"bad name!\", \"payload\": [{}]}@@@MONITORING_PAYLOAD - END@@@\n";
+    if (write_all(2, err, strlen(err)) < 0)
+        return 1;
+    return 0;
+}
+
+static int wait_signal(double seconds)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGQUIT};
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+        sigaddset(&set, sigs[i]);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    /* Tell the test we are ready. */
+    printf("ready\n");
+    fflush(stdout);
+    struct timespec ts = {(time_t)seconds, 0};
+    int s = sigtimedwait(&set, NULL, &ts);
+    return s > 0 ? 100 + s : 99;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: pano-workload MODE ARGS (see the source)\n");
+        return 2;
+    }
+    const char *mode = argv[1];
+    if (strcmp(mode, "burn") == 0 && argc == 3) {
+        burn(atof(argv[2]));
+        printf("{\"report\":\"burn\",\"cpu\":%.6f}\n", cpu_self());
+        return 0;
+    }
+    if (strcmp(mode, "write") == 0 && argc == 4)
+        return write_bytes(argv[3], atoll(argv[2]));
+    if (strcmp(mode, "tree") == 0 && argc == 4)
+        return tree(atoi(argv[2]), atof(argv[3]));
+    if (strcmp(mode, "name") == 0 && argc == 5) {
+        if (prctl(PR_SET_NAME, argv[2], 0, 0, 0) < 0)
+            perror("prctl");
+        burn(atof(argv[3]));
+        int rc = write_bytes("/dev/null", atoll(argv[4]));
+        printf("{\"report\":\"name\",\"cpu\":%.6f}\n", cpu_self());
+        return rc;
+    }
+    if (strcmp(mode, "payload") == 0)
+        return payload();
+    if (strcmp(mode, "sleep") == 0 && argc == 3) {
+        usleep((useconds_t)(atof(argv[2]) * 1e6));
+        return 0;
+    }
+    if (strcmp(mode, "exit") == 0 && argc == 3)
+        return atoi(argv[2]);
+    if (strcmp(mode, "kill") == 0 && argc == 3) {
+        signal(atoi(argv[2]), SIG_DFL);
+        raise(atoi(argv[2]));
+        return 1;
+    }
+    if (strcmp(mode, "wait-signal") == 0 && argc == 3)
+        return wait_signal(atof(argv[2]));
+    if (strcmp(mode, "spin") == 0 && argc == 4) {
+        int n = atoi(argv[2]);
+        double seconds = atof(argv[3]);
+        for (int i = 1; i < n; i++)
+            if (fork() == 0) {
+                spin_wall(seconds);
+                _exit(0);
+            }
+        spin_wall(seconds);
+        while (wait(NULL) > 0)
+            ;
+        return 0;
+    }
+    if (strcmp(mode, "work") == 0 && argc == 4) {
+        int n = atoi(argv[2]);
+        double each = atof(argv[3]) / (n > 0 ? n : 1);
+        for (int i = 1; i < n; i++)
+            if (fork() == 0) {
+                burn(each);
+                _exit(0);
+            }
+        burn(each);
+        while (wait(NULL) > 0)
+            ;
+        return 0;
+    }
+    fprintf(stderr, "pano-workload: bad arguments\n");
+    return 2;
+}

@@ -1,0 +1,259 @@
+/* pano-indexer's bulk documents: UUID checks, names, routing, @timestamp,
+ * escaping and the reading of bulk responses. */
+#include "bulk.h"
+#include "json.h"
+#include "testutil.h"
+#include "wfcache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const pano_bulk_layout shared = {.prefix = "pano-", .fallback_index = "pano-unassigned"};
+static const pano_bulk_layout per_wf = {
+    .prefix = "pano-", .per_workflow = true, .fallback_index = "pano-unassigned"};
+
+START_TEST(uuid_validation)
+{
+    char out[PANO_WF_UUID_LEN + 1];
+    ck_assert(pano_wf_uuid_normalize("0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20", out));
+    ck_assert_str_eq(out, "0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20");
+    ck_assert(pano_wf_uuid_normalize("0B2FB1C4-3B1E-4D4B-9A57-6D9D6E3C1A20", out));
+    ck_assert_str_eq(out, "0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20");
+    static const char *bad[] = {
+        "../_all", "*", "a,b", "", "ABC", "_all",
+        "0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a2",   /* short */
+        "0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a200", /* long */
+        "0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a2g",  /* not hex */
+        "0b2fb1c4_3b1e-4d4b-9a57-6d9d6e3c1a20",  /* separator */
+        "0b2fb1c43b1e-4d4b-9a57-6d9d6e3c1a20-",  /* dash misplaced */
+        "0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a2*",
+        "0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a,b",
+        "../_all/../../0b2fb1c4-3b1e-4d4b-9a57",
+        NULL,
+    };
+    for (size_t i = 0; bad[i]; i++) {
+        strcpy(out, "untouched");
+        ck_assert_msg(!pano_wf_uuid_normalize(bad[i], out), "accepted %s", bad[i]);
+        ck_assert_msg(out[0] == '\0', "%s left '%s' behind", bad[i], out);
+    }
+    ck_assert(!pano_wf_uuid_normalize(NULL, out));
+}
+END_TEST
+
+static pano_bulk_doc prepare_ok(const char *json, const pano_bulk_layout *layout)
+{
+    pano_bulk_doc d;
+    char reason[256] = "";
+    ck_assert_msg(pano_bulk_doc_prepare(json, strlen(json), layout, &d, reason, sizeof reason),
+                  "%s: %s", json, reason);
+    return d;
+}
+
+static void prepare_fails(const char *json, const char *fragment)
+{
+    pano_bulk_doc d;
+    char reason[256] = "";
+    ck_assert_msg(!pano_bulk_doc_prepare(json, strlen(json), &shared, &d, reason, sizeof reason),
+                  "accepted %s", json);
+    ck_assert_msg(strstr(reason, fragment), "%s -> '%s' lacks '%s'", json, reason, fragment);
+}
+
+START_TEST(shared_layout_routes_by_workflow)
+{
+    pano_bulk_doc d = prepare_ok(
+        "{\"event\":\"kickstart.inv.end\",\"ts\":1790000000.5,\"event_id\":\"e1\","
+        "\"wf_uuid\":\"0B2FB1C4-3B1E-4D4B-9A57-6D9D6E3C1A20\",\"exitcode\":0}",
+        &shared);
+    ck_assert_str_eq(d.index, "pano-kickstart");
+    ck_assert_str_eq(d.routing, "0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20");
+    ck_assert_str_eq(d.wf_uuid, "0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20");
+    ck_assert_str_eq(d.family, "kickstart");
+    ck_assert_str_eq(d.id, "e1");
+    /* @timestamp from ts, in front of the event as it was sent */
+    ck_assert_str_eq(d.doc, "{\"@timestamp\":\"2026-09-21T14:13:20.500000Z\",\"event\":\"kickstart."
+                            "inv.end\",\"ts\":1790000000.5,\"event_id\":\"e1\",\"wf_uuid\":"
+                            "\"0B2FB1C4-3B1E-4D4B-9A57-6D9D6E3C1A20\",\"exitcode\":0}");
+    pano_buf b = {0};
+    pano_bulk_append(&b, &d);
+    ck_assert_str_eq(b.data, "{\"create\":{\"_index\":\"pano-kickstart\",\"_id\":\"e1\",\"routing\":"
+                             "\"0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20\"}}\n"
+                             "{\"@timestamp\":\"2026-09-21T14:13:20.500000Z\",\"event\":\"kickstart."
+                             "inv.end\",\"ts\":1790000000.5,\"event_id\":\"e1\",\"wf_uuid\":"
+                             "\"0B2FB1C4-3B1E-4D4B-9A57-6D9D6E3C1A20\",\"exitcode\":0}\n");
+    pano_buf_free(&b);
+    pano_bulk_doc_free(&d);
+}
+END_TEST
+
+START_TEST(per_workflow_layout_and_families)
+{
+    pano_bulk_doc d = prepare_ok("{\"event\":\"stampede.xwf.start\",\"ts\":1,\"event_id\":\"x\","
+                                 "\"wf_uuid\":\"0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20\"}",
+                                 &per_wf);
+    ck_assert_str_eq(d.index, "pano-stampede-0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20");
+    ck_assert_str_eq(d.routing, "");
+    pano_bulk_doc_free(&d);
+    d = prepare_ok("{\"event\":\"myapp.step\",\"ts\":1,\"event_id\":\"y\","
+                   "\"wf_uuid\":\"0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20\"}",
+                   &shared);
+    ck_assert_str_eq(d.index, "pano-other");
+    pano_bulk_doc_free(&d);
+}
+END_TEST
+
+START_TEST(invalid_workflow_goes_to_the_fallback)
+{
+    static const char *bad[] = {"\"../_all\"", "\"*\"", "\"a,b\"", "12", "null",
+                                "\"0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20,x\"", NULL};
+    for (size_t i = 0; bad[i]; i++) {
+        char json[300];
+        snprintf(json, sizeof json,
+                 "{\"event\":\"kickstart.inv.end\",\"ts\":1,\"event_id\":\"e\",\"wf_uuid\":%s}",
+                 bad[i]);
+        for (int l = 0; l < 2; l++) {
+            pano_bulk_doc d = prepare_ok(json, l ? &per_wf : &shared);
+            ck_assert_str_eq(d.index, "pano-unassigned");
+            ck_assert_str_eq(d.routing, "");
+            ck_assert_str_eq(d.wf_uuid, "");
+            pano_bulk_doc_free(&d);
+        }
+    }
+    pano_bulk_doc d = prepare_ok("{\"event\":\"kickstart.inv.end\",\"ts\":1,\"event_id\":\"e\"}",
+                                 &shared);
+    ck_assert_str_eq(d.index, "pano-unassigned");
+    pano_bulk_doc_free(&d);
+}
+END_TEST
+
+START_TEST(unusable_events_have_reasons)
+{
+    prepare_fails("not json", "invalid JSON");
+    prepare_fails("[1,2]", "event name");
+    prepare_fails("{\"ts\":1,\"event_id\":\"e\"}", "event name");
+    prepare_fails("{\"event\":\"a b\",\"ts\":1,\"event_id\":\"e\"}", "event name");
+    prepare_fails("{\"event\":\"x.y\",\"ts\":1}", "event_id");
+    prepare_fails("{\"event\":\"x.y\",\"ts\":1,\"event_id\":\"\"}", "event_id");
+    prepare_fails("{\"event\":\"x.y\",\"ts\":1,\"event_id\":\"a\\u0000b\"}", "event_id");
+    prepare_fails("{\"event\":\"x.y\",\"event_id\":\"e\"}", "ts");
+    prepare_fails("{\"event\":\"x.y\",\"ts\":\"now\",\"event_id\":\"e\"}", "ts");
+    prepare_fails("{\"event\":\"x.y\",\"ts\":-5,\"event_id\":\"e\"}", "ts");
+    prepare_fails("{\"event\":\"x.y\",\"ts\":1e300,\"event_id\":\"e\"}", "ts");
+}
+END_TEST
+
+START_TEST(multiline_and_own_timestamp_are_rewritten)
+{
+    pano_bulk_doc d = prepare_ok("{\n  \"event\": \"transfer.inv.go\",\n  \"ts\": 0,\n"
+                                 "  \"event_id\": \"g\",\n  \"@timestamp\": \"yesterday\"\n}\n",
+                                 &shared);
+    ck_assert_ptr_null(strchr(d.doc, '\n'));
+    ck_assert_ptr_null(strstr(d.doc, "yesterday"));
+    ck_assert_str_eq(d.doc, "{\"@timestamp\":\"1970-01-01T00:00:00.000000Z\",\"event\":\"transfer."
+                            "inv.go\",\"ts\":0,\"event_id\":\"g\"}");
+    pano_bulk_doc_free(&d);
+}
+END_TEST
+
+START_TEST(ids_are_escaped)
+{
+    pano_bulk_doc d = prepare_ok(
+        "{\"event\":\"x.y\",\"ts\":1,\"event_id\":\"a\\\"b\\\\c\\nd\"}", &shared);
+    pano_buf b = {0};
+    pano_bulk_append(&b, &d);
+    const char *nl = strchr(b.data, '\n');
+    char *action = strndup(b.data, (size_t)(nl - b.data));
+    char err[128];
+    pano_json *a = pano_json_parse(action, strlen(action), 8, err, sizeof err);
+    ck_assert_msg(a, "%s: %s", action, err);
+    ck_assert_str_eq(pano_json_get_str(pano_json_get(a, "create"), "_id"), "a\"b\\c\nd");
+    pano_json_free(a);
+    free(action);
+    pano_buf_free(&b);
+    pano_bulk_doc_free(&d);
+}
+END_TEST
+
+START_TEST(classification)
+{
+    ck_assert_int_eq(pano_bulk_classify(201), PANO_BULK_DONE);
+    ck_assert_int_eq(pano_bulk_classify(200), PANO_BULK_DONE);
+    ck_assert_int_eq(pano_bulk_classify(409), PANO_BULK_DONE);
+    ck_assert_int_eq(pano_bulk_classify(429), PANO_BULK_RETRY);
+    ck_assert_int_eq(pano_bulk_classify(500), PANO_BULK_RETRY);
+    ck_assert_int_eq(pano_bulk_classify(503), PANO_BULK_RETRY);
+    ck_assert_int_eq(pano_bulk_classify(0), PANO_BULK_RETRY);
+    ck_assert_int_eq(pano_bulk_classify(400), PANO_BULK_REJECTED);
+    ck_assert_int_eq(pano_bulk_classify(404), PANO_BULK_REJECTED);
+}
+END_TEST
+
+START_TEST(responses)
+{
+    const char *body =
+        "{\"took\":3,\"errors\":true,\"items\":["
+        "{\"create\":{\"_index\":\"i\",\"_id\":\"1\",\"status\":201}},"
+        "{\"create\":{\"_index\":\"i\",\"_id\":\"2\",\"status\":409,\"error\":{\"type\":"
+        "\"version_conflict_engine_exception\",\"reason\":\"exists\"}}},"
+        "{\"create\":{\"_index\":\"i\",\"_id\":\"3\",\"status\":429,\"error\":{\"type\":"
+        "\"es_rejected_execution_exception\",\"reason\":\"queue full\"}}},"
+        "{\"create\":{\"_index\":\"i\",\"_id\":\"4\",\"status\":400,\"error\":{\"type\":"
+        "\"document_parsing_exception\",\"reason\":\"failed to parse field [exitcode]\"}}}]}";
+    pano_bulk_result r[4];
+    char err[256];
+    ck_assert_int_eq(pano_bulk_read_response(body, strlen(body), 4, r, err, sizeof err), 0);
+    ck_assert_int_eq(r[0].outcome, PANO_BULK_DONE);
+    ck_assert_int_eq(r[1].outcome, PANO_BULK_DONE);
+    ck_assert_int_eq(r[1].status, 409);
+    ck_assert_int_eq(r[2].outcome, PANO_BULK_RETRY);
+    ck_assert_int_eq(r[3].outcome, PANO_BULK_REJECTED);
+    ck_assert_str_eq(r[3].reason, "document_parsing_exception: failed to parse field [exitcode]");
+    ck_assert(!pano_bulk_all_created(body, strlen(body)));
+    const char *fine = "{\"errors\":false,\"items\":[{\"create\":{\"status\":201}}]}";
+    ck_assert(pano_bulk_all_created(fine, strlen(fine)));
+    const char *took = "{\"took\":12,\"errors\":false,\"items\":[]}";
+    ck_assert(pano_bulk_all_created(took, strlen(took)));
+    const char *tricky = "{\"items\":[{\"create\":{\"error\":{\"reason\":\"\\\"errors\\\":false\"}}}]}";
+    ck_assert(!pano_bulk_all_created(tricky, strlen(tricky)));
+    /* a count mismatch or garbage means: retry everything */
+    ck_assert_int_eq(pano_bulk_read_response(body, strlen(body), 5, r, err, sizeof err), -1);
+    ck_assert_int_eq(pano_bulk_read_response("<html>", 6, 1, r, err, sizeof err), -1);
+}
+END_TEST
+
+START_TEST(workflow_cache_is_bounded)
+{
+    pano_wfcache *c = pano_wfcache_new(100);
+    char key[64];
+    for (int i = 0; i < 10000; i++) {
+        snprintf(key, sizeof key, "wf-%d", i);
+        pano_wfcache_add(c, key);
+        ck_assert(pano_wfcache_has(c, key));
+        /* a key used all the time stays */
+        ck_assert(pano_wfcache_has(c, "wf-0"));
+        ck_assert_uint_le(pano_wfcache_size(c), 100);
+    }
+    ck_assert(!pano_wfcache_has(c, "wf-5"));
+    ck_assert(pano_wfcache_has(c, "wf-9999"));
+    ck_assert(pano_wfcache_has(c, "wf-9960"));
+    pano_wfcache_free(c);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("indexer_bulk");
+    TCase *tc = tcase_create("bulk");
+    tcase_add_test(tc, uuid_validation);
+    tcase_add_test(tc, shared_layout_routes_by_workflow);
+    tcase_add_test(tc, per_workflow_layout_and_families);
+    tcase_add_test(tc, invalid_workflow_goes_to_the_fallback);
+    tcase_add_test(tc, unusable_events_have_reasons);
+    tcase_add_test(tc, multiline_and_own_timestamp_are_rewritten);
+    tcase_add_test(tc, ids_are_escaped);
+    tcase_add_test(tc, classification);
+    tcase_add_test(tc, responses);
+    tcase_add_test(tc, workflow_cache_is_bounded);
+    suite_add_tcase(s, tc);
+    return pano_test_run(s);
+}

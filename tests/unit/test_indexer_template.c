@@ -1,0 +1,237 @@
+/* Index templates generated from JSON Schemas: types, clashes between
+ * families, dynamic rules, and the schemas embedded in the program. */
+#include "event.h"
+#include "json.h"
+#include "template.h"
+#include "testutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const pano_template_options opt = {
+    .prefix = "p-",
+    .fallback_index = "p-unassigned",
+    .dead_letter_index = "p-dead-letter",
+    .shards = 2,
+    .replicas = 0,
+    .refresh_interval = "1s",
+    .total_fields_limit = 1500,
+};
+
+static const pano_schema_file schemas[] = {
+    {"envelope.schema.json",
+     "{\"type\":\"object\",\"properties\":{\"event\":{\"type\":\"string\"},"
+     "\"ts\":{\"type\":\"number\"},\"event_id\":{\"type\":\"string\"},"
+     "\"seq\":{\"type\":\"integer\"},\"wf_uuid\":{\"type\":\"string\"}}}"},
+    {"stampede.job.info.schema.json",
+     "{\"allOf\":[{\"$ref\":\"../envelope.schema.json\"}],\"properties\":{"
+     "\"type\":{\"type\":\"integer\"},\"exitcode\":{\"type\":[\"integer\",\"null\"]},"
+     "\"when\":{\"type\":\"string\",\"format\":\"date-time\"},"
+     "\"msg\":{\"type\":\"string\",\"x-es-type\":\"text\"},"
+     "\"nested\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}},"
+     "\"clash\":{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"integer\"}}},"
+     "\"ok\":{\"type\":\"boolean\"},\"state\":{\"enum\":[\"a\",\"b\"]}}}"},
+    {"stampede.job_inst.main.end.schema.json",
+     "{\"properties\":{\"exitcode\":{\"type\":\"string\"}}}"},
+    {"transfer.inv.go.schema.json",
+     "{\"properties\":{\"type\":{\"type\":\"string\"},\"rate\":{\"type\":\"number\"},"
+     "\"nested\":{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"number\"},"
+     "\"b\":{\"type\":\"string\"}}},\"msg\":{\"type\":\"string\"},"
+     "\"clash\":{\"type\":\"string\"},\"files\":{\"type\":\"array\",\"items\":"
+     "{\"type\":\"integer\"}}}}"},
+    {"kickstart.inv.online.schema.json",
+     "{\"properties\":{\"rate\":{\"type\":\"integer\"},\"when\":{\"type\":\"string\"}}}"},
+    {NULL, NULL},
+};
+
+static pano_json *templates;
+
+static void build(void)
+{
+    pano_template *t;
+    size_t n;
+    char err[256], *warnings;
+    ck_assert_msg(pano_templates_build(schemas, &opt, &t, &n, &warnings, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_msg(strstr(warnings, "clash"), "no warning for the object/value clash: %s",
+                  warnings);
+    free(warnings);
+    templates = pano_json_object();
+    for (size_t i = 0; i < n; i++) {
+        pano_json *body = pano_json_parse(t[i].body, strlen(t[i].body), 64, err, sizeof err);
+        ck_assert_msg(body, "%s: %s", t[i].name, err);
+        pano_json_set(templates, t[i].name, body);
+    }
+    pano_templates_free(t, n);
+}
+
+static void teardown(void) { pano_json_free(templates); }
+
+/* The mapping of a dotted field in a template. */
+static pano_json *field(const char *tmpl, const char *path)
+{
+    pano_json *t = pano_json_get(templates, tmpl);
+    ck_assert_msg(t, "no template %s", tmpl);
+    pano_json *props =
+        pano_json_get(pano_json_get(pano_json_get(t, "template"), "mappings"), "properties");
+    char *copy = strdup(path), *save = NULL;
+    pano_json *m = NULL;
+    for (char *part = strtok_r(copy, ".", &save); part; part = strtok_r(NULL, ".", &save)) {
+        m = pano_json_get(props, part);
+        if (!m)
+            break;
+        props = pano_json_get(m, "properties");
+    }
+    free(copy);
+    return m;
+}
+
+static const char *type_of(const char *tmpl, const char *path)
+{
+    pano_json *m = field(tmpl, path);
+    return m ? pano_json_get_str(m, "type") : NULL;
+}
+
+START_TEST(one_template_per_family_and_the_special_indices)
+{
+    for (size_t i = 0; pano_event_families[i]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "p-%s", pano_event_families[i]);
+        pano_json *t = pano_json_get(templates, name);
+        ck_assert_msg(t, "no template for %s", name);
+        pano_json *pat = pano_json_get(t, "index_patterns");
+        ck_assert_int_eq(pat->u.items.len, 2);
+        ck_assert_str_eq(pat->u.items.values[0]->u.string.text, name);
+        ck_assert(strstr(pat->u.items.values[1]->u.string.text, "-*"));
+    }
+    ck_assert(pano_json_get(templates, "p-unassigned"));
+    ck_assert(pano_json_get(templates, "p-dead-letter"));
+    pano_json *settings =
+        pano_json_get(pano_json_get(pano_json_get(templates, "p-kickstart"), "template"), "settings");
+    int64_t v;
+    ck_assert(pano_json_get_int(settings, "number_of_shards", &v) && v == 2);
+    ck_assert(pano_json_get_int(settings, "number_of_replicas", &v) && v == 0);
+    ck_assert_str_eq(pano_json_get_str(settings, "refresh_interval"), "1s");
+}
+END_TEST
+
+START_TEST(schema_types_become_es_types)
+{
+    ck_assert_str_eq(type_of("p-stampede", "@timestamp"), "date");
+    ck_assert_str_eq(type_of("p-stampede", "ts"), "double");
+    ck_assert_str_eq(type_of("p-stampede", "seq"), "long");
+    ck_assert_str_eq(type_of("p-stampede", "event_id"), "keyword");
+    ck_assert_str_eq(type_of("p-stampede", "ok"), "boolean");
+    ck_assert_str_eq(type_of("p-stampede", "state"), "keyword");
+    ck_assert_str_eq(type_of("p-transfer", "files"), "long");
+    ck_assert_str_eq(pano_json_get_str(field("p-stampede", "wf_uuid"), "normalizer"),
+                     "pano_lowercase");
+    /* the envelope is in every family, also those without a schema */
+    ck_assert_str_eq(type_of("p-darshan", "seq"), "long");
+    ck_assert_str_eq(type_of("p-custom", "@timestamp"), "date");
+}
+END_TEST
+
+START_TEST(same_field_same_type_across_families)
+{
+    /* stampede's integer type and transfer's string type: keyword in both */
+    ck_assert_str_eq(type_of("p-stampede", "type"), "keyword");
+    ck_assert_str_eq(type_of("p-transfer", "type"), "keyword");
+    /* integer and string within one family too */
+    ck_assert_str_eq(type_of("p-stampede", "exitcode"), "keyword");
+    /* integer and number: double */
+    ck_assert_str_eq(type_of("p-transfer", "rate"), "double");
+    ck_assert_str_eq(type_of("p-kickstart", "rate"), "double");
+    ck_assert_str_eq(type_of("p-stampede", "nested.a"), "double");
+    ck_assert_str_eq(type_of("p-transfer", "nested.b"), "keyword");
+    /* date and string: keyword */
+    ck_assert_str_eq(type_of("p-stampede", "when"), "keyword");
+    /* text and keyword: text with a keyword sub-field */
+    ck_assert_str_eq(type_of("p-transfer", "msg"), "text");
+    ck_assert(pano_json_get(pano_json_get(field("p-stampede", "msg"), "fields"), "keyword"));
+    /* object vs value cannot be unified: each keeps its own */
+    ck_assert_ptr_nonnull(field("p-stampede", "clash.x"));
+    ck_assert_str_eq(type_of("p-transfer", "clash"), "keyword");
+    /* a family only has its own fields */
+    ck_assert_ptr_null(field("p-kickstart", "files"));
+    /* the fallback index has everything */
+    ck_assert_str_eq(type_of("p-unassigned", "files"), "long");
+    ck_assert_str_eq(type_of("p-unassigned", "type"), "keyword");
+}
+END_TEST
+
+START_TEST(dynamic_rules_are_safe)
+{
+    pano_json *m =
+        pano_json_get(pano_json_get(pano_json_get(templates, "p-custom"), "template"), "mappings");
+    pano_json *dt = pano_json_get(m, "dynamic_templates");
+    ck_assert_int_eq(dt->u.items.len, 3);
+    pano_json *strings = pano_json_get(dt->u.items.values[0], "pano_strings");
+    ck_assert_str_eq(pano_json_get_str(pano_json_get(strings, "mapping"), "type"), "keyword");
+    pano_json *d = pano_json_get(m, "date_detection");
+    ck_assert(d && d->type == PANO_JSON_BOOL && !d->u.boolean);
+    /* the fallback index mixes families: unknown numbers are keywords */
+    pano_json *fb = pano_json_get(
+        pano_json_get(pano_json_get(pano_json_get(templates, "p-unassigned"), "template"),
+                      "mappings"),
+        "dynamic_templates");
+    pano_json *longs = pano_json_get(fb->u.items.values[1], "pano_longs");
+    ck_assert_str_eq(pano_json_get_str(pano_json_get(longs, "mapping"), "type"), "keyword");
+    pano_json *dl = pano_json_get(
+        pano_json_get(pano_json_get(templates, "p-dead-letter"), "template"), "mappings");
+    pano_json *dyn = pano_json_get(dl, "dynamic");
+    ck_assert(dyn && dyn->type == PANO_JSON_BOOL && !dyn->u.boolean);
+}
+END_TEST
+
+START_TEST(embedded_schemas_build)
+{
+    size_t n = 0;
+    bool envelope = false;
+    for (; pano_embedded_schemas[n].name; n++)
+        envelope |= strcmp(pano_embedded_schemas[n].name, "envelope.schema.json") == 0;
+    ck_assert(envelope);
+    ck_assert_uint_ge(n, 2);
+    pano_template *t;
+    size_t nt;
+    char err[256], *warnings;
+    ck_assert_msg(pano_templates_build(pano_embedded_schemas, &opt, &t, &nt, &warnings, err,
+                                       sizeof err) == 0,
+                  "%s", err);
+    free(warnings);
+    bool found = false;
+    for (size_t i = 0; i < nt; i++)
+        if (strcmp(t[i].name, "p-kickstart") == 0)
+            found = strstr(t[i].body, "\"exitcode\":{\"type\":\"long\"}") != NULL;
+    ck_assert_msg(found, "kickstart.inv.end's exitcode is not a long");
+    pano_templates_free(t, nt);
+}
+END_TEST
+
+START_TEST(bad_schema_is_an_error)
+{
+    static const pano_schema_file bad[] = {{"x.schema.json", "{not json"}, {NULL, NULL}};
+    pano_template *t;
+    size_t n;
+    char err[256] = "", *warnings = NULL;
+    ck_assert_int_eq(pano_templates_build(bad, &opt, &t, &n, &warnings, err, sizeof err), -1);
+    ck_assert(strstr(err, "x.schema.json"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("indexer_template");
+    TCase *tc = tcase_create("template");
+    tcase_add_checked_fixture(tc, build, teardown);
+    tcase_add_test(tc, one_template_per_family_and_the_special_indices);
+    tcase_add_test(tc, schema_types_become_es_types);
+    tcase_add_test(tc, same_field_same_type_across_families);
+    tcase_add_test(tc, dynamic_rules_are_safe);
+    suite_add_tcase(s, tc);
+    TCase *tc2 = tcase_create("schemas");
+    tcase_add_test(tc2, embedded_schemas_build);
+    tcase_add_test(tc2, bad_schema_is_an_error);
+    suite_add_tcase(s, tc2);
+    return pano_test_run(s);
+}

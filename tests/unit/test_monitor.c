@@ -1,0 +1,404 @@
+/* pano-monitor's parts: /proc parsing, the process tree, payload capture,
+ * custom metrics and the monitor's configuration keys. */
+#include "metric.h"
+#include "payload.h"
+#include "proctree.h"
+#include "testutil.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- /proc/PID/stat ------------------------------------------------------ */
+
+START_TEST(stat_name_with_spaces_and_parens)
+{
+    /* comm "a b) c": a parser that stops at the first ')' or splits on
+     * spaces reads every later field from the wrong place. */
+    const char line[] =
+        "4242 (a b) c) R 4241 4242 4241 0 -1 4194304 120 0 0 0 157 23 4 2 20 0 3 0 "
+        "987654 10485760 640 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 "
+        "31 0 0 0 0 0 0 0 0 0 0\n";
+    pano_proc_stat st;
+    ck_assert(pano_proc_stat_parse(line, strlen(line), &st));
+    ck_assert_int_eq(st.pid, 4242);
+    ck_assert_str_eq(st.comm, "a b) c");
+    ck_assert_int_eq(st.state, 'R');
+    ck_assert_int_eq(st.ppid, 4241);
+    ck_assert_uint_eq(st.utime, 157);
+    ck_assert_uint_eq(st.stime, 23);
+    ck_assert_uint_eq(st.cutime, 4);
+    ck_assert_uint_eq(st.cstime, 2);
+    ck_assert_int_eq(st.num_threads, 3);
+    ck_assert_uint_eq(st.starttime, 987654);
+    ck_assert_uint_eq(st.vsize, 10485760);
+    ck_assert_int_eq(st.rss, 640);
+    ck_assert_uint_eq(st.blkio_ticks, 31);
+}
+END_TEST
+
+START_TEST(stat_rejects_garbage)
+{
+    pano_proc_stat st;
+    const char *bad[] = {"", "1234", "12 (x", "12 (x) S 1 2", "x (y) S 1 2 3 4 5 6 7 8 9 10"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg(!pano_proc_stat_parse(bad[i], strlen(bad[i]), &st), "%s", bad[i]);
+    /* Old kernels end before field 42: no iowait, the rest is fine. */
+    const char old[] = "7 (sh) S 1 7 7 0 -1 0 0 0 0 0 5 6 0 0 20 0 1 0 100 2000 30 0\n";
+    ck_assert(pano_proc_stat_parse(old, strlen(old), &st));
+    ck_assert_uint_eq(st.utime, 5);
+    ck_assert_uint_eq(st.blkio_ticks, 0);
+}
+END_TEST
+
+START_TEST(stat_of_a_live_process_named_oddly)
+{
+    /* The real thing: a child renames itself and the monitor reads it. */
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t c = fork();
+    ck_assert_int_ge(c, 0);
+    if (c == 0) {
+        prctl(PR_SET_NAME, "a b) c", 0, 0, 0);
+        if (write(ready[1], "x", 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    char x;
+    ck_assert_int_eq(read(ready[0], &x, 1), 1);
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)c);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    pano_proc_stat st;
+    ck_assert(pano_proc_stat_parse(buf, n, &st));
+    ck_assert_str_eq(st.comm, "a b) c");
+    ck_assert_int_eq(st.pid, c);
+    ck_assert_int_eq(st.ppid, getpid());
+    ck_assert_int_eq(st.num_threads, 1);
+    ck_assert_uint_gt(st.vsize, 0);
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+    close(ready[0]);
+    close(ready[1]);
+}
+END_TEST
+
+START_TEST(io_parse)
+{
+    const char text[] = "rchar: 100\nwchar: 200\nsyscr: 3\nsyscw: 4\nread_bytes: 4096\n"
+                        "write_bytes: 8192\ncancelled_write_bytes: 0\n";
+    pano_proc_io io;
+    ck_assert(pano_proc_io_parse(text, strlen(text), &io));
+    ck_assert_uint_eq(io.rchar, 100);
+    ck_assert_uint_eq(io.wchar, 200);
+    ck_assert_uint_eq(io.syscr, 3);
+    ck_assert_uint_eq(io.syscw, 4);
+    ck_assert_uint_eq(io.read_bytes, 4096);
+    ck_assert_uint_eq(io.write_bytes, 8192);
+}
+END_TEST
+
+/* ---- the process tree ----------------------------------------------------- */
+
+START_TEST(tree_counts_children_and_the_reaped)
+{
+    pano_proctree *t = pano_proctree_new(getpid());
+    pano_tree_totals a, b, c;
+    ck_assert_int_eq(pano_proctree_sample(t, &a), 0);
+    ck_assert_uint_eq(a.procs, 0);
+    int go[2];
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t kid = fork();
+    ck_assert_int_ge(kid, 0);
+    if (kid == 0) {
+        char buf[65536] = {0};
+        FILE *f = fopen("/dev/null", "w");
+        for (int i = 0; i < 16; i++)
+            fwrite(buf, 1, sizeof buf, f);
+        fclose(f);
+        char x;
+        if (read(go[0], &x, 1) < 0)
+            _exit(1);
+        _exit(0);
+    }
+    usleep(200000);
+    ck_assert_int_eq(pano_proctree_sample(t, &b), 0);
+    ck_assert_uint_eq(b.procs, 1);
+    ck_assert_uint_ge(b.wchar, 16 * 65536);
+    ck_assert_uint_gt(b.rss, 0);
+    /* It exits; the monitor reads the zombie, then reaps it. */
+    ck_assert_int_eq(write(go[1], "x", 1), 1);
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    ck_assert_int_eq(waitid(P_PID, (id_t)kid, &si, WEXITED | WNOWAIT), 0);
+    pano_proctree_zombie(t, kid);
+    struct rusage ru;
+    int status;
+    ck_assert_int_eq(wait4(kid, &status, 0, &ru), kid);
+    pano_proctree_reaped(t, kid, &ru);
+    ck_assert_int_eq(pano_proctree_sample(t, &c), 0);
+    ck_assert_uint_eq(c.procs, 0);
+    /* Cumulative: the exited child still counts. */
+    ck_assert_uint_ge(c.wchar, 16 * 65536);
+    ck_assert(c.utime >= b.utime);
+    ck_assert_uint_ge(c.rss_peak, b.rss);
+    pano_proctree_free(t);
+    close(go[0]);
+    close(go[1]);
+}
+END_TEST
+
+/* ---- payload capture ------------------------------------------------------ */
+
+typedef struct {
+    int complete, oversized, unterminated;
+    char last[4096];
+} found;
+
+static void on_block(void *user, pano_payload_status status, const char *block, size_t size)
+{
+    found *f = user;
+    if (status == PANO_PAYLOAD_COMPLETE) {
+        f->complete++;
+        snprintf(f->last, sizeof f->last, "%.*s", (int)size, block);
+    } else if (status == PANO_PAYLOAD_OVERSIZED)
+        f->oversized++;
+    else
+        f->unterminated++;
+}
+
+static const char sample_text[] =
+    "log line\nINFO 12:00 @@@MONITORING_PAYLOAD - START@@@{\"monitoring_event\":\"a.b\",\n"
+    "\"payload\":[{\"x\":1}]}@@@MONITORING_PAYLOAD - END@@@ tail\n"
+    "@@@@MONITORING_PAYLOAD - START@@@[1]@@@MONITORING_PAYLOAD - END@@@@\n";
+
+START_TEST(markers_split_at_every_position)
+{
+    size_t len = strlen(sample_text);
+    /* Every way of cutting the text in two, and byte by byte. */
+    for (size_t cut = 0; cut <= len; cut++) {
+        found f = {0};
+        pano_payload_scanner *s = pano_payload_scanner_new(1024, on_block, &f);
+        pano_payload_feed(s, sample_text, cut);
+        pano_payload_feed(s, sample_text + cut, len - cut);
+        pano_payload_finish(s);
+        ck_assert_msg(f.complete == 2 && !f.unterminated, "cut %zu: %d blocks", cut, f.complete);
+        ck_assert_str_eq(f.last, "[1]");
+        pano_payload_scanner_free(s);
+    }
+    found f = {0};
+    pano_payload_scanner *s = pano_payload_scanner_new(1024, on_block, &f);
+    for (size_t i = 0; i < len; i++)
+        pano_payload_feed(s, sample_text + i, 1);
+    ck_assert_int_eq(f.complete, 2);
+    pano_payload_scanner_free(s);
+}
+END_TEST
+
+START_TEST(oversized_and_unterminated_blocks)
+{
+    found f = {0};
+    pano_payload_scanner *s = pano_payload_scanner_new(16, on_block, &f);
+    const char big[] = PANO_PAYLOAD_START "01234567890123456789012345" PANO_PAYLOAD_END
+                                          PANO_PAYLOAD_START "{}" PANO_PAYLOAD_END;
+    pano_payload_feed(s, big, strlen(big));
+    ck_assert_int_eq(f.oversized, 1);
+    ck_assert_int_eq(f.complete, 1);
+    ck_assert_str_eq(f.last, "{}");
+    pano_payload_feed(s, PANO_PAYLOAD_START "{\"never", 40);
+    pano_payload_finish(s);
+    ck_assert_int_eq(f.unterminated, 1);
+    pano_payload_scanner_free(s);
+}
+END_TEST
+
+typedef struct {
+    pano_json *ev[8];
+    int n;
+} collected;
+
+static void collect(void *user, pano_json *ev)
+{
+    collected *c = user;
+    ck_assert_int_lt(c->n, 8);
+    c->ev[c->n++] = ev;
+}
+
+static void free_collected(collected *c)
+{
+    for (int i = 0; i < c->n; i++)
+        pano_json_free(c->ev[i]);
+    c->n = 0;
+}
+
+START_TEST(blocks_become_events)
+{
+    pano_config *cfg = pano_config_new();
+    pano_source *src = pano_source_new(cfg);
+    collected c = {0};
+    const char block[] = "{\"ts\": 1700000000, \"monitoring_event\": \"darshan.perf\", "
+                         "\"payload\": [{\"nprocs\": 4, \"hostname\": \"other\"}, {\"x\": {\"y\": 1}}]}";
+    ck_assert_uint_eq(pano_payload_events(src, "stdout", PANO_PAYLOAD_COMPLETE, block,
+                                          strlen(block), collect, &c),
+                      2);
+    ck_assert_int_eq(c.n, 2);
+    ck_assert_str_eq(pano_json_get_str(c.ev[0], "event"), "darshan.perf");
+    ck_assert_str_eq(pano_json_get_str(c.ev[0], "monitoring_event"), "darshan.perf");
+    double ts;
+    ck_assert(pano_json_get_number(c.ev[0], "ts", &ts) && ts == 1700000000.0);
+    int64_t v;
+    ck_assert(pano_json_get_int(c.ev[0], "nprocs", &v) && v == 4);
+    /* The envelope is the monitor's; the item's own value is kept aside. */
+    ck_assert_str_ne(pano_json_get_str(c.ev[0], "hostname"), "other");
+    ck_assert_str_eq(pano_json_get_str(c.ev[0], "payload_hostname"), "other");
+    ck_assert_ptr_nonnull(pano_json_get(c.ev[1], "x"));
+    ck_assert(pano_json_get_int(c.ev[1], "seq", &v) && v == 2);
+    free_collected(&c);
+
+    /* Without monitoring_event: Pegasus's default name. */
+    const char plain[] = "{\"payload\": [{\"k\": 1}]}";
+    pano_payload_events(src, "stderr", PANO_PAYLOAD_COMPLETE, plain, strlen(plain), collect, &c);
+    ck_assert_str_eq(pano_json_get_str(c.ev[0], "event"), "monitoring.additional");
+    free_collected(&c);
+    pano_source_free(src);
+    pano_config_free(cfg);
+}
+END_TEST
+
+START_TEST(bad_blocks_become_error_events)
+{
+    pano_config *cfg = pano_config_new();
+    pano_source *src = pano_source_new(cfg);
+    const char *bad[] = {
+        "not json",
+        "[1, 2]",
+        "{\"monitoring_event\": \"bad name!\", \"payload\": []}",
+        "{\"monitoring_event\": 7, \"payload\": []}",
+        "{\"monitoring_event\": \"ok\"}",
+        "{\"monitoring_event\": \"ok\", \"payload\": [3]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        collected c = {0};
+        ck_assert_uint_eq(pano_payload_events(src, "stdout", PANO_PAYLOAD_COMPLETE, bad[i],
+                                              strlen(bad[i]), collect, &c),
+                          0);
+        ck_assert_msg(c.n == 1, "%s: %d events", bad[i], c.n);
+        ck_assert_str_eq(pano_json_get_str(c.ev[0], "event"), "kickstart.payload.error");
+        ck_assert_str_eq(pano_json_get_str(c.ev[0], "stream"), "stdout");
+        ck_assert_ptr_nonnull(pano_json_get_str(c.ev[0], "error"));
+        free_collected(&c);
+    }
+    collected c = {0};
+    pano_payload_events(src, "stderr", PANO_PAYLOAD_OVERSIZED, NULL, 5000000, collect, &c);
+    ck_assert_int_eq(c.n, 1);
+    int64_t size;
+    ck_assert(pano_json_get_int(c.ev[0], "size", &size) && size == 5000000);
+    free_collected(&c);
+    pano_source_free(src);
+    pano_config_free(cfg);
+}
+END_TEST
+
+/* ---- custom metrics and configuration -------------------------------------- */
+
+START_TEST(metric_events_and_levels)
+{
+    setenv("PANO_WF_UUID", "wf-1", 1);
+    setenv("PANO_MONITOR_LEVEL", "2", 1);
+    unsetenv("PANO_AMQP_URL");
+    char path[] = "/tmp/pano-test-metric-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    setenv("PANO_OUTPUT", path, 1);
+    char err[256];
+    pano_metrics *m = pano_metrics_open(NULL, NULL, err, sizeof err);
+    ck_assert_msg(m != NULL, "%s", err);
+    const char *tags[] = {"phase=solve", "grid=512", NULL};
+    ck_assert_int_eq(pano_metric(m, "residual", 0.25, 1, tags, err, sizeof err), 0);
+    ck_assert_int_eq(pano_metric(m, "detail", 1, 2, NULL, err, sizeof err), 0);
+    ck_assert_int_eq(pano_metric(m, "too.detailed", 1, 3, NULL, err, sizeof err), 1);
+    const char *badtag[] = {"no-equals", NULL};
+    ck_assert_int_eq(pano_metric(m, "x", 1, 1, badtag, err, sizeof err), -1);
+    ck_assert_int_eq(pano_metric(m, "", 1, 1, NULL, err, sizeof err), -1);
+    pano_metrics_close(m);
+
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[2048];
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    pano_json *ev = pano_json_parse(line, strlen(line) - 1, 8, err, sizeof err);
+    ck_assert_msg(ev != NULL, "%s", err);
+    ck_assert_str_eq(pano_json_get_str(ev, "event"), "custom.metric");
+    ck_assert_str_eq(pano_json_get_str(ev, "wf_uuid"), "wf-1");
+    ck_assert_str_eq(pano_json_get_str(ev, "name"), "residual");
+    double v;
+    ck_assert(pano_json_get_number(ev, "value", &v) && v == 0.25);
+    ck_assert_str_eq(pano_json_get_str(pano_json_get(ev, "tags"), "grid"), "512");
+    pano_json_free(ev);
+    ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+    ck_assert_ptr_null(fgets(line, sizeof line, f)); /* level 3 was not sent */
+    fclose(f);
+    unlink(path);
+    unsetenv("PANO_OUTPUT");
+    unsetenv("PANO_WF_UUID");
+    unsetenv("PANO_MONITOR_LEVEL");
+}
+END_TEST
+
+START_TEST(kickstart_environment_aliases)
+{
+    setenv("KICKSTART_MON_URL",
+           "rabbitmq://u:p@broker:15672/api/exchanges/panorama/monitoring/publish", 1);
+    setenv("KICKSTART_MON_INTERVAL", "10", 1);
+    unsetenv("PANO_AMQP_URL");
+    unsetenv("PEGASUS_AMQP_URL");
+    unsetenv("PANO_MONITOR_INTERVAL");
+    pano_config *c = pano_config_new();
+    char err[256];
+    ck_assert_msg(pano_config_load_env(c, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(pano_config_str(c, "pano.amqp.url"),
+                     "rabbitmq://u:p@broker:15672/api/exchanges/panorama/monitoring/publish");
+    ck_assert(pano_config_double(c, "pano.monitor.interval") == 10.0);
+    pano_config_free(c);
+    /* PEGASUS_AMQP_URL goes first; the interval's range is checked. */
+    setenv("PEGASUS_AMQP_URL", "amqp://h/v/x", 1);
+    setenv("KICKSTART_MON_INTERVAL", "0.01", 1);
+    c = pano_config_new();
+    ck_assert_int_eq(pano_config_load_env(c, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "KICKSTART_MON_INTERVAL"), "%s", err);
+    ck_assert_str_eq(pano_config_str(c, "pano.amqp.url"), "amqp://h/v/x");
+    pano_config_free(c);
+    unsetenv("KICKSTART_MON_URL");
+    unsetenv("KICKSTART_MON_INTERVAL");
+    unsetenv("PEGASUS_AMQP_URL");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("monitor");
+    TCase *tc = tcase_create("monitor");
+    tcase_set_timeout(tc, 30);
+    tcase_add_test(tc, stat_name_with_spaces_and_parens);
+    tcase_add_test(tc, stat_rejects_garbage);
+    tcase_add_test(tc, stat_of_a_live_process_named_oddly);
+    tcase_add_test(tc, io_parse);
+    tcase_add_test(tc, tree_counts_children_and_the_reaped);
+    tcase_add_test(tc, markers_split_at_every_position);
+    tcase_add_test(tc, oversized_and_unterminated_blocks);
+    tcase_add_test(tc, blocks_become_events);
+    tcase_add_test(tc, bad_blocks_become_error_events);
+    tcase_add_test(tc, metric_events_and_levels);
+    tcase_add_test(tc, kickstart_environment_aliases);
+    suite_add_tcase(s, tc);
+    return pano_test_run(s);
+}
