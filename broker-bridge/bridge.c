@@ -1257,6 +1257,8 @@ int main(int argc, char **argv)
     }
 
     const char *schema_dir = pano_config_str(cfg, "pano.bridge.schema_dir");
+    if (!schema_dir)
+        schema_dir = PANO_SCHEMA_DIR; /* where meson installs schemas/ */
     b.schemas = pano_schema_set_load(schema_dir, err, sizeof err);
     if (!b.schemas) {
         pano_error("%s (set pano.bridge.schema_dir)", err);
