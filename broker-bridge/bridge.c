@@ -917,6 +917,7 @@ static void check_stall(bridge *b, double now)
                   "confirmed nothing for %.0f s; consuming again when Kafka answers",
                   pano_tags_outstanding(&b->tags), quiet);
         b->m.hold_timeouts++;
+        send_acks(b, now, true); /* what Kafka did confirm is not sent again */
         disconnect(b, true);
         b->waiting_for_kafka = true;
         b->stalled = false;
@@ -955,6 +956,7 @@ static void restart_producer(bridge *b, double now)
         pano_error("replacing the Kafka producer after a fatal error; RabbitMQ delivers the "
                    "%" PRIu64 " unacknowledged message(s) again",
                    pano_tags_outstanding(&b->tags));
+        send_acks(b, now, true); /* what Kafka did confirm is not sent again */
         disconnect(b, true);
         destroy_producer(b);
         b->m.producer_restarts++;
@@ -1255,6 +1257,8 @@ int main(int argc, char **argv)
     }
 
     const char *schema_dir = pano_config_str(cfg, "pano.bridge.schema_dir");
+    if (!schema_dir)
+        schema_dir = PANO_SCHEMA_DIR; /* where meson installs schemas/ */
     b.schemas = pano_schema_set_load(schema_dir, err, sizeof err);
     if (!b.schemas) {
         pano_error("%s (set pano.bridge.schema_dir)", err);

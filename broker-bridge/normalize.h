@@ -2,10 +2,13 @@
  * normalize.h - check an incoming AMQP message and bring it to pano's form.
  *
  * A message is accepted when it is a JSON object (valid UTF-8, at most
- * max_size bytes, nested at most 64 levels) that, once normalized, passes
- * its schema: schemas/events/<event>.schema.json when there is one, else
- * schemas/envelope.schema.json (event, ts, event_id and wf_uuid required,
- * field types, the event name pattern, lengths). wf_uuid must not be empty.
+ * max_size bytes, nested at most 64 levels, no duplicate keys) that, once
+ * normalized, passes its schema: schemas/events/<event>.schema.json when
+ * there is one, else schemas/envelope.schema.json (event, ts, event_id and
+ * wf_uuid required, field types, the event name pattern, lengths). The
+ * per-event schemas describe pano's own publishers, which always set an
+ * event_id; a message from another tool (no event_id of its own, or in the
+ * management-API form) is held to the envelope. wf_uuid must not be empty.
  *
  * Events from Pegasus's own tools are accepted as they are and normalized:
  *   - kickstart messages in RabbitMQ management-API form

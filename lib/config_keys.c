@@ -109,9 +109,10 @@ const pano_config_key pano_config_keys[] = {
     {"pano.bridge.max_message_size", PANO_CFG_SIZE, "1000k", 1024, 1e9, false, {0}, {0},
      "Larger messages are dead-lettered (their first bytes up to this size). Keep it "
      "below the Kafka broker's message.max.bytes (1 MB by default)."},
-    {"pano.bridge.schema_dir", PANO_CFG_STR, PANO_SCHEMA_DIR, NOLIMIT, false, {0}, {0},
+    {"pano.bridge.schema_dir", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
      "Directory of the event JSON Schemas (envelope.schema.json, events/NAME.schema.json) "
-     "that messages are checked against."},
+     "that messages are checked against (default: share/pano/schemas of the "
+     "installation)."},
     {"pano.bridge.linger", PANO_CFG_DOUBLE, "0.02", 0, 10, false, {0}, {0},
      "Seconds the Kafka producer waits to fill a batch (librdkafka linger.ms)."},
     {"pano.bridge.delivery_timeout", PANO_CFG_DOUBLE, "0", 0, 86400, false, {0}, {0},

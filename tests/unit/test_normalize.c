@@ -81,10 +81,10 @@ static const char *reason_of(const char *key, const char *text)
 
 START_TEST(pano_events_pass_untouched)
 {
-    const char *text = "{\"event\":\"kickstart.test\",\"ts\":1.5,\"event_id\":\"e1\","
+    const char *text = "{\"event\":\"kickstart.test.sample\",\"ts\":1.5,\"event_id\":\"e1\","
                        "\"seq\":1,\"wf_uuid\":\"wf-1\",\"hostname\":\"h\",\"utime\":1.25}";
     pano_normalized n;
-    ck_assert(pano_normalize(nz, "kickstart.test", text, strlen(text), &n));
+    ck_assert(pano_normalize(nz, "kickstart.test.sample", text, strlen(text), &n));
     ck_assert_ptr_eq(n.body, text); /* no copy, no re-serialization */
     ck_assert_uint_eq(n.len, strlen(text));
     ck_assert(!n.changed);
@@ -96,11 +96,11 @@ END_TEST
 
 START_TEST(families)
 {
+    /* names no schema in schemas/events/ claims */
     static const char *const names[][2] = {
-        /* names without a schema of their own: only the envelope applies */
-        {"kickstart.test", "kickstart"}, {"darshan.test", "darshan"},
-        {"transfer.test", "transfer"},   {"stampede.xwf.start", "stampede"},
-        {"custom.test", "custom"},       {"my.thing", "other"},
+        {"kickstart.test.sample", "kickstart"}, {"darshan.test.sample", "darshan"},
+        {"transfer.test.sample", "transfer"},   {"stampede.test.sample", "stampede"},
+        {"custom.test.sample", "custom"},       {"my.thing", "other"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char text[256];
@@ -204,7 +204,7 @@ START_TEST(management_api_form)
     pano_json_free(out);
     free(body);
 
-    ck_assert_str_eq(reason_of("k", "{\"routing_key\":\"kickstart.test\",\"payload\":"
+    ck_assert_str_eq(reason_of("k", "{\"routing_key\":\"kickstart.inv.online\",\"payload\":"
                                     "\"{\\\"ts\\\":1,\\\"wf_uuid\\\":\\\"w\\\"}\","
                                     "\"payload_encoding\":\"string\"}"),
                      "");
@@ -304,6 +304,47 @@ START_TEST(reasons)
              opts.max_size);
     ck_assert_str_eq(reason_of("k", huge), expected);
     free(huge);
+}
+END_TEST
+
+/* Per-event schemas hold pano's own events (they carry an event_id); an
+ * event from another tool is held to the envelope. */
+START_TEST(own_and_foreign_events)
+{
+    char dir[] = "/tmp/pano-norm-XXXXXX", cmd[600], path[256], err[512] = "";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "cp '%s/envelope.schema.json' '%s/' && mkdir '%s/events'",
+             getenv("PANO_SCHEMAS"), dir, dir);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/events/kickstart.inv.online.schema.json", dir);
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"allOf\":[{\"$ref\":\"../envelope.schema.json\"}],\"required\":[\"elapsed\"]}", f);
+    ck_assert_int_eq(fclose(f), 0);
+    pano_schema_set *set = pano_schema_set_load(dir, err, sizeof err);
+    ck_assert_msg(set != NULL, "%s", err);
+    pano_normalize_options o = {.schemas = set, .max_size = 1 << 20};
+    pano_normalizer *own = pano_normalizer_new(&o);
+    pano_normalized n;
+    const char *pano_event = "{\"event\":\"kickstart.inv.online\",\"ts\":1,\"event_id\":\"e\","
+                             "\"wf_uuid\":\"w\"}";
+    ck_assert(!pano_normalize(own, "kickstart.inv.online", pano_event, strlen(pano_event), &n));
+    ck_assert_str_eq(n.reason, "missing required field 'elapsed'");
+    pano_normalized_free(&n);
+    /* Panorama's kickstart: no event_id, sent through the management API */
+    size_t len;
+    char *body = read_fixture("kickstart.inv.online.rabbitmq-http-publish-body.synthetic.json", &len);
+    ck_assert_msg(pano_normalize(own, "kickstart.inv.online", body, len, &n), "%s", n.reason);
+    pano_normalized_free(&n);
+    free(body);
+    body = read_fixture("kickstart.inv.online.synthetic.json", &len);
+    ck_assert_msg(pano_normalize(own, "kickstart.inv.online", body, len, &n), "%s", n.reason);
+    pano_normalized_free(&n);
+    free(body);
+    pano_normalizer_free(own);
+    pano_schema_set_free(set);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -443,6 +484,7 @@ int main(void)
     tcase_add_test(tc, reasons);
     tcase_add_test(tc, utf8_validator);
     tcase_add_test(tc, duplicate_fields);
+    tcase_add_test(tc, own_and_foreign_events);
     tcase_add_test(tc, arena_parser_matches);
     tcase_add_test(tc, arena_numbers_exact);
     suite_add_tcase(s, tc);
