@@ -3,13 +3,48 @@
  *
  * Consumes a durable queue bound to the events exchange and produces every
  * message to the Kafka topic of its event family, keyed by wf_uuid so that a
- * workflow's events stay in order. A message is acknowledged to RabbitMQ only
- * after librdkafka's delivery report says Kafka persisted it (or persisted its
- * dead-letter record); messages whose delivery failed are requeued. Acks are
- * cumulative (multiple=true) up to the highest tag below which every message
- * is settled. Delivery tags belong to one channel: after a reconnect, reports
- * for messages of the old connection are not acked (RabbitMQ redelivers
- * them), so no stale tag is ever sent.
+ * workflow's events stay in order (one partition per key). Messages that are
+ * not valid events (normalize.h: JSON, UTF-8, size, schemas/) go to the
+ * dead-letter topic with their original bytes, the reason and the routing
+ * key in headers. A bad message never stops the bridge.
+ *
+ * Delivery. The producer is idempotent with acks=all. A message is acked to
+ * RabbitMQ only after librdkafka's delivery report says Kafka persisted it
+ * (or persisted its dead-letter record). Acks are cumulative (multiple=true)
+ * up to the highest tag below which every message is finished (tags.h);
+ * when one message is stuck at the head, the finished ones behind it are
+ * acked one by one. Each Kafka message carries (generation, topic, delivery
+ * tag) as its opaque; the generation changes with every AMQP connection, and
+ * reports for an older generation are never acked: delivery tags belong to
+ * a channel, and RabbitMQ redelivers what that channel left unacked.
+ *
+ * Failures.
+ *   - librdkafka retries a message itself (message.timeout.ms is infinite by
+ *     default), so a delivery report only fails for a reason Kafka will not
+ *     change its mind about, or after pano.bridge.delivery_timeout. A message
+ *     Kafka refuses for good (too large, invalid record) is dead-lettered; a
+ *     dead-letter record it refuses is rejected to the queue's dead-letter
+ *     exchange when the bridge declared it, and otherwise kept and retried.
+ *     Any other failure is produced again in-process with a growing backoff,
+ *     never by hot-looping redeliveries through RabbitMQ.
+ *   - While Kafka is down nothing is confirmed, so nothing is acked and the
+ *     prefetch window fills: RabbitMQ stops delivering. The bridge keeps
+ *     reading the connection (heartbeats). If Kafka confirms nothing for
+ *     pano.bridge.hold_timeout (well below RabbitMQ's 30-minute consumer
+ *     timeout), the bridge closes the channel, so RabbitMQ requeues the
+ *     messages, and consumes again when Kafka answers metadata requests.
+ *   - A fatal producer error (idempotence: OUT_OF_ORDER_SEQUENCE_NUMBER, ...)
+ *     tears down the producer and the AMQP connection; unacked messages are
+ *     redelivered to a fresh producer.
+ *   - The broker cancelling the consumer (queue deleted) or closing the
+ *     channel leads to a reconnect with backoff.
+ *   - SIGTERM/SIGINT: cancel the consumer, produce what was delivered, wait
+ *     up to pano.bridge.drain_timeout for Kafka, ack, close, exit 0.
+ * Redelivered messages may reach Kafka twice (at-least-once); the event_id
+ * makes the Elasticsearch document id idempotent downstream.
+ *
+ * One thread: a poll() loop over the AMQP socket, a pipe librdkafka signals
+ * when delivery reports are ready, and the status endpoint.
  */
 #include "amqp_client.h"
 #include "cli.h"
@@ -18,8 +53,14 @@
 #include "log.h"
 #include "mem.h"
 #include "normalize.h"
+#include "schema.h"
+#include "status.h"
+#include "tags.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,32 +70,81 @@
 #include <unistd.h>
 
 #define CHANNEL 1
-#define STATS_INTERVAL 30.0
+#define N_FAMILIES PANO_STATUS_FAMILIES
+#define DEAD_TOPIC N_FAMILIES /* index of the dead-letter topic */
+#define STALL_AFTER 10.0      /* seconds without a confirmation: Kafka is stalled */
+#define SINGLE_ACK_AFTER 1.0  /* a head stuck this long: ack the others one by one */
+#define ACK_INTERVAL 0.02     /* at most this long between cumulative acks */
+/* ... or an ack per tenth of the prefetch window confirmed, as RabbitMQ's
+ * guidance has it: every ack costs the broker work. */
+#define READ_BATCH 256        /* deliveries handled between two Kafka polls */
+#define BUSY_BATCH 32         /* a read this large: the broker is streaming */
+#define BUSY_TICK 0.002       /* then work in ticks of this length */
 
-/* State of one delivery tag of the current channel. */
-enum { TAG_PENDING = 0, TAG_DONE, TAG_NACKED };
+/* The opaque of a Kafka message: generation (13 bits), topic (3), tag (48). */
+#define TAG_BITS 48
+#define TOPIC_BITS 3
+#define GEN_MASK 0x1FFFu
+
+typedef struct retry_item {
+    struct retry_item *next;
+    uint64_t tag;
+    int topic;
+    char *key;
+    size_t key_len;
+    char *value;
+    size_t len;
+    rd_kafka_headers_t *headers;
+    double due;
+    double backoff;
+} retry_item;
 
 typedef struct {
     pano_config *cfg;
     pano_amqp_url url;
     pano_amqp_options amqp_options;
     pano_amqp *amqp;
-    uint64_t generation; /* bumped at every reconnect */
+    const char *queue;
+    bool consuming;
+    bool busy;             /* the last read was large: work in ticks */
+    unsigned last_read;    /* deliveries in the last read */
+    bool reconnect_needed; /* the connection is in a state we cannot continue from */
+    bool dlx_known;        /* the queue has the dead-letter exchange we declared */
     char consumer_tag[256];
-
-    /* Tags of the current channel in (acked, received]: a ring of states. */
-    unsigned char *tags;
-    size_t ring;
-    uint64_t acked, received;
-    bool ack_due;
+    uint64_t generation;
+    pano_tags tags;
+    double last_ack;
+    unsigned confirmed_since_ack, ack_batch;
+    double reconnect_at, backoff;
+    unsigned connect_failures;
 
     rd_kafka_t *producer;
-    char topics[8][256]; /* per family, same order as pano_event_families */
-    char dead_letter_topic[256];
-    size_t max_size;
+    rd_kafka_topic_t *topics[N_FAMILIES + 1];
+    char topic_names[N_FAMILIES + 1][256];
+    int kafka_pipe[2];
+    bool fatal;
+    double last_progress;   /* last time Kafka confirmed something */
+    double now;             /* monotonic time of the current loop round */
+    bool stalled;
+    bool waiting_for_kafka; /* messages were handed back: consume again when Kafka answers */
+    double next_probe;
+    double producer_retry_at;
 
-    /* counters */
-    uint64_t n_received, n_produced, n_dead, n_failed, n_acked;
+    retry_item *retry_head, *retry_tail;
+    size_t n_retry;
+
+    pano_schema_set *schemas;
+    pano_normalize_options nopts;
+    pano_normalizer *normalizer;
+    int prefetch;
+    double hold_timeout, drain_timeout, stats_interval;
+    const char *status_file;
+    pano_status_server *status;
+
+    pano_bridge_metrics m, m_last;
+    double last_stats;
+    unsigned dead_logged, errors_logged; /* rate limits per stats interval */
+    uint64_t test_fatal_after;           /* test hook, see main() */
 } bridge;
 
 static volatile sig_atomic_t stopping;
@@ -73,6 +163,8 @@ static void usage(FILE *out)
             "\n"
             "  -q, --queue NAME       queue to consume (pano.bridge.queue)\n"
             "  -b, --brokers LIST     Kafka bootstrap servers (pano.kafka.brokers)\n"
+            "  -p, --status-port N    serve metrics on 127.0.0.1:N/metrics\n"
+            "      --setup            declare the queue, exchanges and bindings, then exit\n"
             "\n"
             "The broker is pano.amqp.url (PANO_AMQP_URL); its exchange is the one\n"
             "publishers use. SIGTERM or SIGINT: stop consuming, wait for Kafka to\n"
@@ -80,84 +172,268 @@ static void usage(FILE *out)
             "\n" PANO_CLI_COMMON_HELP);
 }
 
+static double monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Log at most a few lines of a kind per stats interval. */
+static bool may_log(unsigned *counter) { return (*counter)++ < 20; }
+
+/* ---- opaque ------------------------------------------------------------ */
+
+static void *pack_ref(uint64_t generation, int topic, uint64_t tag)
+{
+    uint64_t v = ((generation & GEN_MASK) << (TAG_BITS + TOPIC_BITS)) |
+                 ((uint64_t)topic << TAG_BITS) | (tag & ((1ULL << TAG_BITS) - 1));
+    return (void *)(uintptr_t)v;
+}
+
+static void unpack_ref(void *ref, uint64_t *generation, int *topic, uint64_t *tag)
+{
+    uint64_t v = (uint64_t)(uintptr_t)ref;
+    *tag = v & ((1ULL << TAG_BITS) - 1);
+    *topic = (int)((v >> TAG_BITS) & ((1u << TOPIC_BITS) - 1));
+    *generation = v >> (TAG_BITS + TOPIC_BITS);
+}
+
 /* ---- acknowledgements -------------------------------------------------- */
 
-static unsigned char *tag_state(bridge *b, uint64_t tag) { return &b->tags[tag % b->ring]; }
+static amqp_connection_state_t conn(bridge *b) { return pano_amqp_connection(b->amqp); }
 
-static void settle_tag(bridge *b, uint64_t tag, int state)
+static void send_acks(bridge *b, double now, bool force)
 {
-    if (tag <= b->acked || tag > b->received)
+    if (!b->amqp || b->reconnect_needed)
         return;
-    *tag_state(b, tag) = (unsigned char)state;
-    b->ack_due = true;
-}
-
-/* Ack every tag up to the highest one below which all are settled. */
-static void send_acks(bridge *b)
-{
-    if (!b->ack_due || !b->amqp)
+    if (!force && b->confirmed_since_ack < b->ack_batch && now - b->last_ack < ACK_INTERVAL)
         return;
-    b->ack_due = false;
-    uint64_t upto = b->acked;
-    while (upto < b->received && *tag_state(b, upto + 1) != TAG_PENDING)
-        upto++;
-    if (upto == b->acked)
-        return;
-    for (uint64_t t = b->acked + 1; t <= upto; t++)
-        *tag_state(b, t) = TAG_PENDING;
-    int rc = amqp_basic_ack(pano_amqp_connection(b->amqp), CHANNEL, upto, 1);
-    if (rc != AMQP_STATUS_OK) {
-        pano_warn("ack failed: %s", amqp_error_string2(rc));
-        return; /* the connection error surfaces on the next read */
+    b->confirmed_since_ack = 0;
+    b->last_ack = now;
+    uint64_t count;
+    uint64_t upto = pano_tags_take_ack(&b->tags, now, &count);
+    if (upto) {
+        int rc = amqp_basic_ack(conn(b), CHANNEL, upto, 1);
+        if (rc != AMQP_STATUS_OK) {
+            pano_warn("ack failed: %s", amqp_error_string2(rc));
+            b->reconnect_needed = true; /* RabbitMQ redelivers them */
+            return;
+        }
+        b->m.acked += count;
     }
-    b->n_acked += upto - b->acked;
-    b->acked = upto;
+    /* A message stuck at the head: ack the finished ones behind it alone. */
+    if (b->tags.done > 0 && pano_tags_pending(&b->tags) > 0 &&
+        now - b->tags.head_since > SINGLE_ACK_AFTER) {
+        uint64_t single[256];
+        size_t n = pano_tags_take_single(&b->tags, single, 256);
+        for (size_t i = 0; i < n; i++) {
+            int rc = amqp_basic_ack(conn(b), CHANNEL, single[i], 0);
+            if (rc != AMQP_STATUS_OK) {
+                pano_warn("ack failed: %s", amqp_error_string2(rc));
+                b->reconnect_needed = true;
+                return;
+            }
+        }
+        b->m.acked += n;
+    }
 }
 
-/* ---- Kafka --------------------------------------------------------------- */
+/* ---- Kafka ------------------------------------------------------------- */
 
-/* The opaque of a Kafka message: connection generation and delivery tag. */
-static void *pack_ref(uint64_t generation, uint64_t tag)
+static void retry_free(retry_item *r)
 {
-    return (void *)(uintptr_t)((generation << 48) | (tag & 0xFFFFFFFFFFFFULL));
+    if (r->headers)
+        rd_kafka_headers_destroy(r->headers);
+    free(r->key);
+    free(r->value);
+    free(r);
+}
+
+static void drop_retries(bridge *b)
+{
+    while (b->retry_head) {
+        retry_item *r = b->retry_head;
+        b->retry_head = r->next;
+        retry_free(r);
+    }
+    b->retry_tail = NULL;
+    b->n_retry = 0;
+}
+
+/* Keep a copy of a message to produce it again after a backoff. Takes
+ * ownership of headers. */
+static void defer(bridge *b, int topic, const void *key, size_t key_len, const void *value,
+                  size_t len, rd_kafka_headers_t *headers, uint64_t tag, double backoff)
+{
+    retry_item *r = pano_calloc(1, sizeof *r);
+    r->tag = tag;
+    r->topic = topic;
+    if (key) {
+        r->key = pano_malloc(key_len ? key_len : 1);
+        memcpy(r->key, key, key_len);
+        r->key_len = key_len;
+    }
+    r->value = pano_malloc(len ? len : 1);
+    memcpy(r->value, value, len);
+    r->len = len;
+    r->headers = headers;
+    r->backoff = backoff;
+    r->due = monotonic() + backoff;
+    if (b->retry_tail)
+        b->retry_tail->next = r;
+    else
+        b->retry_head = r;
+    b->retry_tail = r;
+    b->n_retry++;
+}
+
+static void dead_letter(bridge *b, const char *routing_key, const char *exchange,
+                        const char *body, size_t len, const char *reason, uint64_t tag);
+static void permanent_failure(bridge *b, int topic, const char *value, size_t len,
+                              const char *why, uint64_t tag);
+
+/* Hand a message to librdkafka. Never blocks: when librdkafka cannot take
+ * it now, it waits in the retry queue. Takes ownership of headers. */
+static void produce(bridge *b, int topic, const void *key, size_t key_len, const void *value,
+                    size_t len, rd_kafka_headers_t *headers, uint64_t tag, double backoff)
+{
+    rd_kafka_resp_err_t err = rd_kafka_producev(
+        b->producer, RD_KAFKA_V_RKT(b->topics[topic]), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+        RD_KAFKA_V_KEY(key, key_len), RD_KAFKA_V_VALUE((void *)value, len),
+        RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(pack_ref(b->generation, topic, tag)),
+        RD_KAFKA_V_END);
+    if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return; /* librdkafka owns the headers now */
+    switch (err) {
+    case RD_KAFKA_RESP_ERR__QUEUE_FULL:
+        defer(b, topic, key, key_len, value, len, headers, tag, 0.05);
+        return;
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+        if (headers)
+            rd_kafka_headers_destroy(headers);
+        permanent_failure(b, topic, value, len, rd_kafka_err2str(err), tag);
+        return;
+    case RD_KAFKA_RESP_ERR__FATAL:
+        if (headers)
+            rd_kafka_headers_destroy(headers);
+        b->fatal = true; /* the message stays unacked: redelivered after the restart */
+        return;
+    default:
+        if (may_log(&b->errors_logged))
+            pano_error("cannot produce to %s: %s (trying again in %.1f s)",
+                       b->topic_names[topic], rd_kafka_err2str(err), backoff);
+        defer(b, topic, key, key_len, value, len, headers, tag, backoff);
+    }
+}
+
+/* Kafka refused a message for good. */
+static void permanent_failure(bridge *b, int topic, const char *value, size_t len,
+                              const char *why, uint64_t tag)
+{
+    if (topic != DEAD_TOPIC) {
+        /* Its routing key is not kept; the event name stands in for it. */
+        char reason[300], name[256] = "";
+        snprintf(reason, sizeof reason, "Kafka refused it: %s", why);
+        char err[64];
+        pano_json *doc = pano_json_parse(value, len, PANO_NORMALIZE_MAX_DEPTH, err, sizeof err);
+        const char *event = doc ? pano_json_get_str(doc, "event") : NULL;
+        snprintf(name, sizeof name, "%s", event ? event : "");
+        pano_json_free(doc);
+        dead_letter(b, name, b->url.exchange, value, len, reason, tag);
+        return;
+    }
+    /* Even its dead-letter record. */
+    if (b->dlx_known && b->amqp &&
+        amqp_basic_nack(conn(b), CHANNEL, tag, 0, 0) == AMQP_STATUS_OK) {
+        pano_tags_settled(&b->tags, tag);
+        b->m.rejected_to_dlx++;
+        pano_error("Kafka refused a dead-letter record (%s): rejected the message to the "
+                   "queue's dead-letter exchange %s",
+                   why, pano_config_str(b->cfg, "pano.bridge.dead_letter_exchange"));
+        return;
+    }
+    if (may_log(&b->errors_logged))
+        pano_error("Kafka refused a dead-letter record (%s) and the queue has no dead-letter "
+                   "exchange of the bridge's: the message stays unacknowledged and is tried "
+                   "again in 30 s; check the topic %s",
+                   why, b->topic_names[DEAD_TOPIC]);
+    rd_kafka_headers_t *h = rd_kafka_headers_new(1);
+    rd_kafka_header_add(h, "reason", -1, why, -1);
+    defer(b, DEAD_TOPIC, NULL, 0, value, len, h, tag, 30);
+}
+
+static bool is_permanent(rd_kafka_resp_err_t err)
+{
+    switch (err) {
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_INVALID_MSG:
+    case RD_KAFKA_RESP_ERR_INVALID_RECORD:
+    case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_POLICY_VIOLATION:
+    case RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP:
+    case RD_KAFKA_RESP_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT:
+        return true;
+    default:
+        return false;
+    }
 }
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
     (void)rk;
     bridge *b = opaque;
-    uint64_t ref = (uint64_t)(uintptr_t)m->_private;
-    uint64_t generation = ref >> 48, tag = ref & 0xFFFFFFFFFFFFULL;
-    bool persisted = m->err == RD_KAFKA_RESP_ERR_NO_ERROR &&
-                     rd_kafka_message_status(m) == RD_KAFKA_MSG_STATUS_PERSISTED;
-    if (!persisted) {
-        b->n_failed++;
-        pano_warn("Kafka did not persist a message to %s: %s (it will be redelivered)",
-                  rd_kafka_topic_name(m->rkt), rd_kafka_err2str(m->err));
-    }
-    if (generation != b->generation || !b->amqp)
-        return; /* its channel is gone; RabbitMQ redelivers it */
-    if (persisted) {
-        settle_tag(b, tag, TAG_DONE);
+    uint64_t generation, tag;
+    int topic;
+    unpack_ref(m->_private, &generation, &topic, &tag);
+    bool current = b->amqp && generation == (b->generation & GEN_MASK) && !b->reconnect_needed;
+    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        rd_kafka_message_status(m) == RD_KAFKA_MSG_STATUS_PERSISTED) {
+        b->last_progress = b->now;
+        b->waiting_for_kafka = false;
+        if (!current || !pano_tags_done(&b->tags, tag))
+            return; /* its channel is gone; RabbitMQ redelivers it */
+        if (topic == DEAD_TOPIC)
+            b->m.dead_lettered++;
+        else
+            b->m.produced[topic]++;
+        b->confirmed_since_ack++;
         return;
     }
-    /* Requeue it now rather than hold it until the channel closes. */
-    if (amqp_basic_nack(pano_amqp_connection(b->amqp), CHANNEL, tag, 0, 1) == AMQP_STATUS_OK)
-        settle_tag(b, tag, TAG_NACKED);
+    if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
+        return; /* dropped on purpose (see destroy_producer) */
+    b->m.delivery_errors++;
+    if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+        b->fatal = true;
+        return;
+    }
+    if (!current || !pano_tags_is_pending(&b->tags, tag))
+        return;
+    if (is_permanent(m->err)) {
+        permanent_failure(b, topic, m->payload, m->len, rd_kafka_err2str(m->err), tag);
+        return;
+    }
+    if (may_log(&b->errors_logged))
+        pano_warn("Kafka did not persist a message to %s: %s (producing it again)",
+                  b->topic_names[topic], rd_kafka_err2str(m->err));
+    rd_kafka_headers_t *h = NULL, *copy = NULL;
+    if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        copy = rd_kafka_headers_copy(h);
+    defer(b, topic, m->key, m->key_len, m->payload, m->len, copy, tag, 1.0);
 }
 
 static void on_kafka_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
-    (void)opaque;
+    bridge *b = opaque;
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
         char why[512];
         rd_kafka_fatal_error(rk, why, sizeof why);
-        pano_error("fatal Kafka producer error: %s; exiting so that unacknowledged "
-                   "messages are redelivered to a fresh producer",
-                   why);
-        exit(1);
+        pano_error("fatal Kafka producer error: %s", why);
+        b->fatal = true;
+        return;
     }
-    pano_warn("Kafka: %s", reason);
+    if (may_log(&b->errors_logged))
+        pano_warn("Kafka: %s", reason);
 }
 
 static rd_kafka_t *create_producer(bridge *b, char *err, size_t errlen)
@@ -165,16 +441,33 @@ static rd_kafka_t *create_producer(bridge *b, char *err, size_t errlen)
     rd_kafka_conf_t *conf = pano_kafka_conf_new(b->cfg, err, errlen);
     if (!conf)
         return NULL;
-    char max[32];
+    char max[32], linger[32], timeout[32], queue[32];
     /* Room for the largest accepted message plus its key and headers. */
-    snprintf(max, sizeof max, "%zu", b->max_size + 65536);
-    if (pano_kafka_conf_set(conf, "enable.idempotence", "true", err, errlen) < 0 ||
-        pano_kafka_conf_set(conf, "acks", "all", err, errlen) < 0 ||
-        pano_kafka_conf_set(conf, "linger.ms", "20", err, errlen) < 0 ||
-        pano_kafka_conf_set(conf, "message.max.bytes", max, err, errlen) < 0) {
-        rd_kafka_conf_destroy(conf);
-        return NULL;
-    }
+    snprintf(max, sizeof max, "%zu", b->nopts.max_size + 65536);
+    snprintf(linger, sizeof linger, "%.3f", pano_config_double(b->cfg, "pano.bridge.linger") * 1000);
+    snprintf(timeout, sizeof timeout, "%.0f",
+             pano_config_double(b->cfg, "pano.bridge.delivery_timeout") * 1000);
+    /* Above what the bridge can have in flight, so that a full queue is rare:
+     * this channel's window, one of a previous channel, retries. */
+    snprintf(queue, sizeof queue, "%d", 4 * b->prefetch + 10000);
+    static const char *const fixed[][2] = {
+        {"enable.idempotence", "true"},
+        {"acks", "all"},
+        {"client.id", "pano-bridge"},
+        {"batch.num.messages", "10000"},
+        {"socket.nagle.disable", "true"},
+        /* Java's partitioner: the same wf_uuid lands where a Java
+         * producer would put it. */
+        {"partitioner", "murmur2_random"},
+    };
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (pano_kafka_conf_set(conf, fixed[i][0], fixed[i][1], err, errlen) < 0)
+            goto fail;
+    if (pano_kafka_conf_set(conf, "message.max.bytes", max, err, errlen) < 0 ||
+        pano_kafka_conf_set(conf, "linger.ms", linger, err, errlen) < 0 ||
+        pano_kafka_conf_set(conf, "message.timeout.ms", timeout, err, errlen) < 0 ||
+        pano_kafka_conf_set(conf, "queue.buffering.max.messages", queue, err, errlen) < 0)
+        goto fail;
     rd_kafka_conf_set_opaque(conf, b);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
     rd_kafka_conf_set_error_cb(conf, on_kafka_error);
@@ -182,66 +475,157 @@ static rd_kafka_t *create_producer(bridge *b, char *err, size_t errlen)
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
     if (!rk) {
         snprintf(err, errlen, "cannot create the Kafka producer: %s", why);
-        rd_kafka_conf_destroy(conf);
+        goto fail;
     }
-    return rk;
-}
-
-static const char *topic_of_family(bridge *b, const char *family)
-{
-    for (size_t i = 0; pano_event_families[i]; i++)
-        if (strcmp(pano_event_families[i], family) == 0)
-            return b->topics[i];
-    return b->topics[0]; /* unreachable: families come from the same list */
-}
-
-/* Produce, waiting while librdkafka's queue is full. Returns 0 or -1. */
-static int produce(bridge *b, const char *topic, const char *key, const void *value,
-                   size_t len, rd_kafka_headers_t *headers, uint64_t tag)
-{
-    for (;;) {
-        rd_kafka_resp_err_t err = rd_kafka_producev(
-            b->producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_KEY(key, key ? strlen(key) : 0), RD_KAFKA_V_VALUE((void *)value, len),
-            RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(pack_ref(b->generation, tag)),
-            RD_KAFKA_V_END);
-        if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
-            return 0;
-        if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-            pano_error("cannot produce to %s: %s", topic, rd_kafka_err2str(err));
-            if (headers)
-                rd_kafka_headers_destroy(headers);
-            return -1;
+    for (int i = 0; i <= N_FAMILIES; i++) {
+        b->topics[i] = rd_kafka_topic_new(rk, b->topic_names[i], NULL);
+        if (!b->topics[i]) {
+            snprintf(err, errlen, "Kafka topic %s: %s", b->topic_names[i],
+                     rd_kafka_err2str(rd_kafka_last_error()));
+            for (int k = 0; k < i; k++)
+                rd_kafka_topic_destroy(b->topics[k]);
+            rd_kafka_destroy(rk);
+            return NULL;
         }
-        rd_kafka_poll(b->producer, 100);
+    }
+    /* Delivery reports wake the poll() loop through the pipe. */
+    rd_kafka_queue_t *main_queue = rd_kafka_queue_get_main(rk);
+    rd_kafka_queue_io_event_enable(main_queue, b->kafka_pipe[1], "k", 1);
+    rd_kafka_queue_destroy(main_queue);
+    return rk;
+fail:
+    rd_kafka_conf_destroy(conf);
+    return NULL;
+}
+
+static void destroy_producer(bridge *b)
+{
+    if (!b->producer)
+        return;
+    /* What is still queued belongs to channels that are gone: RabbitMQ
+     * delivers it again, so it is dropped here. */
+    rd_kafka_purge(b->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rd_kafka_poll(b->producer, 0);
+    for (int i = 0; i <= N_FAMILIES; i++)
+        if (b->topics[i])
+            rd_kafka_topic_destroy(b->topics[i]);
+    memset(b->topics, 0, sizeof b->topics);
+    rd_kafka_destroy(b->producer);
+    b->producer = NULL;
+}
+
+/* Produce again what waited long enough. */
+static void process_retries(bridge *b, double now)
+{
+    size_t n = b->producer ? b->n_retry : 0;
+    for (size_t i = 0; i < n && b->retry_head && b->retry_head->due <= now && !b->fatal; i++) {
+        retry_item *r = b->retry_head;
+        b->retry_head = r->next;
+        if (!b->retry_head)
+            b->retry_tail = NULL;
+        b->n_retry--;
+        b->m.produce_retries++;
+        rd_kafka_headers_t *h = r->headers;
+        r->headers = NULL;
+        double backoff = r->backoff * 2 > 30 ? 30 : r->backoff * 2;
+        produce(b, r->topic, r->key, r->key_len, r->value, r->len, h, r->tag, backoff);
+        retry_free(r);
     }
 }
+
+/* ---- messages ---------------------------------------------------------- */
 
 /* Send a rejected message to the dead-letter topic: its original bytes (cut
  * at the size limit) and, in headers, the reason and the routing key. */
-static int dead_letter(bridge *b, const char *routing_key, const char *body, size_t len,
-                       const char *reason, uint64_t tag)
+static void dead_letter(bridge *b, const char *routing_key, const char *exchange,
+                        const char *body, size_t len, const char *reason, uint64_t tag)
 {
-    rd_kafka_headers_t *h = rd_kafka_headers_new(4);
+    rd_kafka_headers_t *h = rd_kafka_headers_new(6);
     rd_kafka_header_add(h, "reason", -1, reason, -1);
     rd_kafka_header_add(h, "routing_key", -1, routing_key, -1);
+    rd_kafka_header_add(h, "exchange", -1, exchange, -1);
     char size[32];
     snprintf(size, sizeof size, "%zu", len);
     rd_kafka_header_add(h, "original_size", -1, size, -1);
-    if (len > b->max_size) {
+    if (len > b->nopts.max_size) {
         rd_kafka_header_add(h, "truncated", -1, "true", -1);
-        len = b->max_size;
+        len = b->nopts.max_size;
     }
-    b->n_dead++;
-    pano_info("dead-lettered a message (routing key '%.100s'): %s", routing_key, reason);
-    return produce(b, b->dead_letter_topic, NULL, body, len, h, tag);
+    if (may_log(&b->dead_logged))
+        pano_info("dead-lettering a message (routing key '%.100s'): %s", routing_key, reason);
+    produce(b, DEAD_TOPIC, routing_key, strlen(routing_key), body, len, h, tag, 1.0);
 }
 
-/* ---- AMQP ---------------------------------------------------------------- */
-
-static int check_rpc(bridge *b, const char *what)
+static int family_index(const char *family)
 {
-    amqp_rpc_reply_t r = amqp_get_rpc_reply(pano_amqp_connection(b->amqp));
+    for (int i = 0; i < N_FAMILIES; i++)
+        if (pano_event_families[i] == family || strcmp(pano_event_families[i], family) == 0)
+            return i;
+    return N_FAMILIES - 1;
+}
+
+static void handle_delivery(bridge *b, const amqp_envelope_t *env, double now)
+{
+    uint64_t tag = env->delivery_tag;
+    if (!pano_tags_receive(&b->tags, tag, now)) {
+        pano_warn("delivery tag %" PRIu64 " after %" PRIu64 " with %" PRIu64
+                  " unfinished: reconnecting (RabbitMQ delivers the unacked ones again)",
+                  tag, b->tags.received, pano_tags_outstanding(&b->tags));
+        b->reconnect_needed = true;
+        return;
+    }
+    b->m.received++;
+    b->m.received_bytes += env->message.body.len;
+    if (env->redelivered)
+        b->m.redelivered++;
+
+    char key[256], exchange[256];
+    size_t klen = env->routing_key.len < sizeof key ? env->routing_key.len : sizeof key - 1;
+    memcpy(key, env->routing_key.bytes, klen);
+    key[klen] = '\0';
+    size_t elen = env->exchange.len < sizeof exchange ? env->exchange.len : sizeof exchange - 1;
+    memcpy(exchange, env->exchange.bytes, elen);
+    exchange[elen] = '\0';
+    const char *body = env->message.body.bytes;
+    size_t len = env->message.body.len;
+
+    pano_normalized n;
+    if (pano_normalize(b->normalizer, key, body, len, &n))
+        produce(b, family_index(n.family), n.wf_uuid, n.wf_uuid_len, n.body, n.len, NULL, tag,
+                1.0);
+    else
+        dead_letter(b, key, exchange, body, len, n.reason, tag);
+    pano_normalized_free(&n);
+
+    if (b->test_fatal_after && b->m.received >= b->test_fatal_after) {
+        b->test_fatal_after = 0;
+        pano_warn("test hook: raising a fatal producer error");
+        rd_kafka_test_fatal_error(b->producer, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                  "raised by PANO_BRIDGE_TEST_FATAL_AFTER");
+    }
+}
+
+/* ---- AMQP -------------------------------------------------------------- */
+
+static bool is_precondition_failed(amqp_rpc_reply_t r)
+{
+    return r.reply_type == AMQP_RESPONSE_SERVER_EXCEPTION &&
+           r.reply.id == AMQP_CHANNEL_CLOSE_METHOD &&
+           ((amqp_channel_close_t *)r.reply.decoded)->reply_code == AMQP_PRECONDITION_FAILED;
+}
+
+/* After the broker closed the channel: confirm, and open it again. */
+static int reopen_channel(bridge *b)
+{
+    amqp_channel_close_ok_t ok = {0};
+    if (amqp_send_method(conn(b), CHANNEL, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK)
+        return -1;
+    amqp_channel_open(conn(b), CHANNEL);
+    return amqp_get_rpc_reply(conn(b)).reply_type == AMQP_RESPONSE_NORMAL ? 0 : -1;
+}
+
+static int rpc_failed(bridge *b, amqp_rpc_reply_t r, const char *what)
+{
     if (r.reply_type == AMQP_RESPONSE_NORMAL)
         return 0;
     char why[256];
@@ -250,224 +634,513 @@ static int check_rpc(bridge *b, const char *what)
     return -1;
 }
 
-/* Declare (or, with pano.bridge.declare=false, check) the topology, then
- * start consuming. */
-static int setup_consumer(bridge *b)
+/* Declare something; if it exists with other settings, say so and use it
+ * as it is (a passive declare). Returns 1 if it was declared as asked, 0 if
+ * it exists with other settings, -1 on failure. */
+static int declare_or_accept(bridge *b, const char *what, void (*declare)(bridge *, bool, const void *),
+                             const void *arg)
 {
-    amqp_connection_state_t c = pano_amqp_connection(b->amqp);
-    const char *queue = pano_config_str(b->cfg, "pano.bridge.queue");
-    const char *dlx = pano_config_str(b->cfg, "pano.bridge.dead_letter_exchange");
-    bool declare = pano_config_bool(b->cfg, "pano.bridge.declare");
-    char what[512];
+    declare(b, false, arg);
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(conn(b));
+    if (r.reply_type == AMQP_RESPONSE_NORMAL)
+        return 1;
+    if (!is_precondition_failed(r))
+        return rpc_failed(b, r, what);
+    char why[256];
+    pano_amqp_reply_text(r, why, sizeof why);
+    pano_warn("%s: it exists with other settings (%s); using it as it is", what, why);
+    if (reopen_channel(b) < 0)
+        return rpc_failed(b, amqp_get_rpc_reply(conn(b)), "reopening the channel");
+    declare(b, true, arg);
+    return rpc_failed(b, amqp_get_rpc_reply(conn(b)), what) < 0 ? -1 : 0;
+}
 
-    if (declare) {
-        amqp_exchange_declare(c, CHANNEL, amqp_cstring_bytes(b->url.exchange),
-                              amqp_cstring_bytes("topic"), 0, 1, 0, 0, amqp_empty_table);
-        snprintf(what, sizeof what, "declaring exchange '%s'", b->url.exchange);
-        if (check_rpc(b, what) < 0)
+typedef struct {
+    const char *name, *type;
+} exchange_spec;
+
+static void declare_exchange(bridge *b, bool passive, const void *arg)
+{
+    const exchange_spec *e = arg;
+    amqp_exchange_declare(conn(b), CHANNEL, amqp_cstring_bytes(e->name),
+                          amqp_cstring_bytes(e->type), passive, 1, 0, 0, amqp_empty_table);
+}
+
+static void declare_queue(bridge *b, bool passive, const void *arg)
+{
+    const char *dlx = arg;
+    amqp_table_entry_t entry = {amqp_cstring_bytes("x-dead-letter-exchange"),
+                                {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes(dlx)}}};
+    amqp_table_t args = {1, &entry};
+    amqp_queue_declare(conn(b), CHANNEL, amqp_cstring_bytes(b->queue), passive, 1, 0, 0,
+                       passive || !*dlx ? amqp_empty_table : args);
+}
+
+/* Declare (or with pano.bridge.declare=false, check) the topology. */
+static int setup_topology(bridge *b)
+{
+    const char *dlx = pano_config_str(b->cfg, "pano.bridge.dead_letter_exchange");
+    if (!dlx)
+        dlx = "";
+    char what[600];
+    b->dlx_known = false;
+    if (!pano_config_bool(b->cfg, "pano.bridge.declare")) {
+        declare_queue(b, true, dlx);
+        snprintf(what, sizeof what, "checking that queue '%s' exists", b->queue);
+        return rpc_failed(b, amqp_get_rpc_reply(conn(b)), what);
+    }
+    exchange_spec events = {b->url.exchange, "topic"};
+    snprintf(what, sizeof what, "declaring exchange '%s' (durable topic)", b->url.exchange);
+    if (declare_or_accept(b, what, declare_exchange, &events) < 0)
+        return -1;
+    if (*dlx) {
+        exchange_spec dead = {dlx, "fanout"};
+        snprintf(what, sizeof what, "declaring dead-letter exchange '%s'", dlx);
+        if (declare_or_accept(b, what, declare_exchange, &dead) < 0)
             return -1;
-        amqp_exchange_declare(c, CHANNEL, amqp_cstring_bytes(dlx),
-                              amqp_cstring_bytes("fanout"), 0, 1, 0, 0, amqp_empty_table);
-        snprintf(what, sizeof what, "declaring dead-letter exchange '%.200s'", dlx);
-        if (check_rpc(b, what) < 0)
-            return -1;
-        char dead_queue[256];
-        snprintf(dead_queue, sizeof dead_queue, "%.200s.dead", queue);
-        amqp_queue_declare(c, CHANNEL, amqp_cstring_bytes(dead_queue), 0, 1, 0, 0,
+        /* A queue behind the dead-letter exchange, so what is rejected to it
+         * is kept, not dropped as unroutable. */
+        char dead_queue[300];
+        snprintf(dead_queue, sizeof dead_queue, "%s.dead", b->queue);
+        amqp_queue_declare(conn(b), CHANNEL, amqp_cstring_bytes(dead_queue), 0, 1, 0, 0,
                            amqp_empty_table);
-        amqp_queue_bind(c, CHANNEL, amqp_cstring_bytes(dead_queue), amqp_cstring_bytes(dlx),
-                        amqp_cstring_bytes(""), amqp_empty_table);
-        snprintf(what, sizeof what, "declaring dead-letter queue '%.210s'", dead_queue);
-        if (check_rpc(b, what) < 0)
+        snprintf(what, sizeof what, "declaring dead-letter queue '%s'", dead_queue);
+        if (rpc_failed(b, amqp_get_rpc_reply(conn(b)), what) < 0)
+            return -1;
+        amqp_queue_bind(conn(b), CHANNEL, amqp_cstring_bytes(dead_queue),
+                        amqp_cstring_bytes(dlx), amqp_cstring_bytes(""), amqp_empty_table);
+        snprintf(what, sizeof what, "binding '%s' to '%s'", dead_queue, dlx);
+        if (rpc_failed(b, amqp_get_rpc_reply(conn(b)), what) < 0)
             return -1;
     }
-    amqp_table_entry_t arg = {amqp_cstring_bytes("x-dead-letter-exchange"),
-                              {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes(dlx)}}};
-    amqp_table_t args = {1, &arg};
-    amqp_queue_declare(c, CHANNEL, amqp_cstring_bytes(queue), !declare, 1, 0, 0,
-                       declare ? args : amqp_empty_table);
-    snprintf(what, sizeof what, "%s queue '%s'", declare ? "declaring" : "checking", queue);
-    if (check_rpc(b, what) < 0)
+    snprintf(what, sizeof what, "declaring queue '%s'", b->queue);
+    int rc = declare_or_accept(b, what, declare_queue, dlx);
+    if (rc < 0)
         return -1;
-    if (declare) {
-        char *keys = pano_strdup(pano_config_str(b->cfg, "pano.bridge.bindings")), *save;
-        for (char *k = strtok_r(keys, ", ", &save); k; k = strtok_r(NULL, ", ", &save)) {
-            amqp_queue_bind(c, CHANNEL, amqp_cstring_bytes(queue),
-                            amqp_cstring_bytes(b->url.exchange), amqp_cstring_bytes(k),
-                            amqp_empty_table);
-            snprintf(what, sizeof what, "binding '%s' to '%s' with key '%s'", queue,
-                     b->url.exchange, k);
-            if (check_rpc(b, what) < 0) {
-                free(keys);
-                return -1;
-            }
+    b->dlx_known = rc == 1 && *dlx;
+    if (rc == 0)
+        pano_warn("queue '%s' has no dead-letter exchange of the bridge's: a message Kafka "
+                  "refuses even as a dead letter stays in the queue",
+                  b->queue);
+    char *keys = pano_strdup(pano_config_str(b->cfg, "pano.bridge.bindings")), *save;
+    for (char *k = strtok_r(keys, ", ", &save); k; k = strtok_r(NULL, ", ", &save)) {
+        amqp_queue_bind(conn(b), CHANNEL, amqp_cstring_bytes(b->queue),
+                        amqp_cstring_bytes(b->url.exchange), amqp_cstring_bytes(k),
+                        amqp_empty_table);
+        snprintf(what, sizeof what, "binding '%s' to '%s' with key '%s'", b->queue,
+                 b->url.exchange, k);
+        if (rpc_failed(b, amqp_get_rpc_reply(conn(b)), what) < 0) {
+            free(keys);
+            return -1;
         }
-        free(keys);
     }
-    amqp_basic_qos(c, CHANNEL, 0, (uint16_t)pano_config_int(b->cfg, "pano.bridge.prefetch"), 0);
-    if (check_rpc(b, "setting the prefetch count") < 0)
-        return -1;
-    amqp_basic_consume_ok_t *ok = amqp_basic_consume(
-        c, CHANNEL, amqp_cstring_bytes(queue), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
-    snprintf(what, sizeof what, "consuming from '%s'", queue);
-    if (check_rpc(b, what) < 0 || !ok)
-        return -1;
-    snprintf(b->consumer_tag, sizeof b->consumer_tag, "%.*s", (int)ok->consumer_tag.len,
-             (const char *)ok->consumer_tag.bytes);
+    free(keys);
     return 0;
 }
 
-static void disconnect(bridge *b)
+static int start_consuming(bridge *b)
 {
-    pano_amqp_close(b->amqp);
-    b->amqp = NULL;
-    b->generation++;
-    b->acked = b->received = 0;
-    memset(b->tags, 0, b->ring);
+    amqp_basic_qos(conn(b), CHANNEL, 0, (uint16_t)b->prefetch, 0);
+    if (rpc_failed(b, amqp_get_rpc_reply(conn(b)), "setting the prefetch count") < 0)
+        return -1;
+    amqp_basic_consume_ok_t *ok = amqp_basic_consume(
+        conn(b), CHANNEL, amqp_cstring_bytes(b->queue), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
+    char what[300];
+    snprintf(what, sizeof what, "consuming from '%s'", b->queue);
+    if (rpc_failed(b, amqp_get_rpc_reply(conn(b)), what) < 0 || !ok)
+        return -1;
+    snprintf(b->consumer_tag, sizeof b->consumer_tag, "%.*s", (int)ok->consumer_tag.len,
+             (const char *)ok->consumer_tag.bytes);
+    b->consuming = true;
+    return 0;
 }
 
-static bool connect_amqp(bridge *b)
+/* Close the connection: RabbitMQ requeues every unacked message. A clean
+ * close when the connection still works, else just drop it. */
+static void disconnect(bridge *b, bool clean)
+{
+    if (!b->amqp)
+        return;
+    if (!clean)
+        pano_amqp_mark_broken(b->amqp);
+    pano_amqp_close(b->amqp);
+    b->amqp = NULL;
+    b->consuming = false;
+    b->busy = false;
+    b->last_read = 0;
+    b->reconnect_needed = false;
+    b->generation++;
+    pano_tags_reset(&b->tags, monotonic());
+    drop_retries(b); /* they belong to the old channel */
+    b->m.amqp_disconnects++;
+    b->reconnect_at = monotonic() + b->backoff;
+}
+
+static bool connect_amqp(bridge *b, bool consume)
 {
     char err[512];
     b->amqp = pano_amqp_connect(&b->amqp_options, err, sizeof err);
     if (!b->amqp) {
-        pano_warn("%s", err);
+        if (b->connect_failures++ < 3 || b->connect_failures % 10 == 0)
+            pano_warn("%s (retrying in %.0f s)", err, b->backoff);
+        b->reconnect_at = monotonic() + b->backoff;
+        b->backoff = b->backoff * 2 > 10 ? 10 : b->backoff * 2;
         return false;
     }
-    if (setup_consumer(b) < 0) {
-        disconnect(b);
+    if (setup_topology(b) < 0 || (consume && start_consuming(b) < 0)) {
+        pano_amqp_mark_broken(b->amqp);
+        pano_amqp_close(b->amqp);
+        b->amqp = NULL;
+        b->reconnect_at = monotonic() + b->backoff;
+        b->backoff = b->backoff * 2 > 10 ? 10 : b->backoff * 2;
         return false;
     }
+    b->generation++;
+    if (consume)
+        pano_tags_reset(&b->tags, monotonic());
+    b->last_progress = monotonic(); /* the stall clock starts now */
+    b->connect_failures = 0;
+    b->backoff = 1;
+    b->m.amqp_connections++;
     char shown[512];
     pano_url_redact(pano_config_str(b->cfg, "pano.amqp.url"), shown, sizeof shown);
-    pano_info("consuming '%s' from %s", pano_config_str(b->cfg, "pano.bridge.queue"), shown);
+    if (consume)
+        pano_info("consuming '%s' from %s (prefetch %d)", b->queue, shown, b->prefetch);
     return true;
 }
 
-static void handle_delivery(bridge *b, const amqp_envelope_t *env)
+/* A method frame other than a delivery. Returns -1 when the channel or
+ * connection is gone. */
+static int handle_frame(bridge *b)
 {
-    uint64_t tag = env->delivery_tag;
-    if (tag != b->received + 1)
-        pano_warn("unexpected delivery tag %llu after %llu", (unsigned long long)tag,
-                  (unsigned long long)b->received);
-    b->received = tag;
-    b->n_received++;
-
-    char key[256];
-    snprintf(key, sizeof key, "%.*s", (int)env->routing_key.len,
-             (const char *)env->routing_key.bytes);
-    const char *body = env->message.body.bytes;
-    size_t len = env->message.body.len;
-
-    pano_normalized n;
-    int rc;
-    if (pano_normalize(key, body, len, b->max_size, &n)) {
-        rc = produce(b, topic_of_family(b, n.family), n.wf_uuid, n.body, n.len, NULL, tag);
-        if (rc == 0)
-            b->n_produced++;
-    } else
-        rc = dead_letter(b, key, body, len, n.reason, tag);
-    pano_normalized_free(&n);
-    if (rc < 0 && amqp_basic_nack(pano_amqp_connection(b->amqp), CHANNEL, tag, 0, 1) ==
-                      AMQP_STATUS_OK)
-        settle_tag(b, tag, TAG_NACKED);
+    amqp_frame_t frame;
+    struct timeval zero = {0, 0};
+    int rc = amqp_simple_wait_frame_noblock(conn(b), &frame, &zero);
+    if (rc == AMQP_STATUS_TIMEOUT)
+        return 0;
+    if (rc != AMQP_STATUS_OK) {
+        pano_warn("AMQP connection lost: %s", amqp_error_string2(rc));
+        return -1;
+    }
+    if (frame.frame_type != AMQP_FRAME_METHOD)
+        return 0;
+    switch (frame.payload.method.id) {
+    case AMQP_BASIC_CANCEL_METHOD:
+        pano_error("RabbitMQ cancelled the consumer of '%s' (was the queue deleted?); "
+                   "reconnecting",
+                   b->queue);
+        return -1;
+    case AMQP_BASIC_CANCEL_OK_METHOD:
+        b->consuming = false;
+        return 0;
+    case AMQP_CHANNEL_CLOSE_METHOD: {
+        amqp_channel_close_t *m = frame.payload.method.decoded;
+        pano_error("RabbitMQ closed the channel: %u %.*s", m->reply_code,
+                   (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+        return -1;
+    }
+    case AMQP_CONNECTION_CLOSE_METHOD: {
+        amqp_connection_close_t *m = frame.payload.method.decoded;
+        pano_error("RabbitMQ closed the connection: %u %.*s", m->reply_code,
+                   (int)m->reply_text.len, (const char *)m->reply_text.bytes);
+        return -1;
+    }
+    default:
+        return 0; /* connection.blocked and the like */
+    }
 }
 
-/* Read what the broker sent: a delivery, or a frame that explains why there
- * was none. Returns -1 when the connection has to be reopened. */
-static int receive(bridge *b, double wait_seconds)
+/* Read what the broker sent, without waiting: deliveries (up to a batch) and
+ * the frames that explain why there are none. Also sends heartbeats when
+ * due. Returns -1 when the connection has to be reopened. */
+static int service_amqp(bridge *b, double now)
 {
-    amqp_connection_state_t c = pano_amqp_connection(b->amqp);
-    amqp_envelope_t env;
-    struct timeval tv = {0, (suseconds_t)(wait_seconds * 1e6)};
-    amqp_maybe_release_buffers(c);
-    amqp_rpc_reply_t r = amqp_consume_message(c, &env, &tv, 0);
-    if (r.reply_type == AMQP_RESPONSE_NORMAL) {
-        handle_delivery(b, &env);
-        amqp_destroy_envelope(&env);
-        return 0;
-    }
-    if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
-        r.library_error == AMQP_STATUS_TIMEOUT)
-        return 0;
-    if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
-        r.library_error == AMQP_STATUS_UNEXPECTED_STATE) {
-        amqp_frame_t frame;
-        if (amqp_simple_wait_frame(c, &frame) != AMQP_STATUS_OK)
-            return -1;
-        if (frame.frame_type == AMQP_FRAME_METHOD) {
-            switch (frame.payload.method.id) {
-            case AMQP_CHANNEL_CLOSE_METHOD:
-            case AMQP_CONNECTION_CLOSE_METHOD:
-            case AMQP_BASIC_CANCEL_METHOD:
-                pano_warn("the broker closed the consumer (method 0x%08X)",
-                          frame.payload.method.id);
-                return -1;
-            default:
-                return 0;
-            }
+    amqp_connection_state_t c = conn(b);
+    b->last_read = 0;
+    for (int i = 0; i < READ_BATCH && !b->reconnect_needed; i++) {
+        amqp_envelope_t env;
+        struct timeval zero = {0, 0};
+        amqp_maybe_release_buffers(c);
+        amqp_rpc_reply_t r = amqp_consume_message(c, &env, &zero, 0);
+        if (r.reply_type == AMQP_RESPONSE_NORMAL) {
+            handle_delivery(b, &env, now);
+            amqp_destroy_envelope(&env);
+            b->last_read++;
+            continue;
         }
-        return 0;
+        if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+            r.library_error == AMQP_STATUS_TIMEOUT)
+            return 0;
+        if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+            r.library_error == AMQP_STATUS_UNEXPECTED_STATE) {
+            if (handle_frame(b) < 0)
+                return -1;
+            continue;
+        }
+        char why[256];
+        pano_amqp_reply_text(r, why, sizeof why);
+        pano_warn("AMQP connection lost: %s", why);
+        return -1;
     }
-    char why[256];
-    pano_amqp_reply_text(r, why, sizeof why);
-    pano_warn("AMQP connection lost: %s", why);
-    return -1;
+    return b->reconnect_needed ? -1 : 0;
 }
 
-static void log_stats(bridge *b)
+static bool amqp_buffered(bridge *b)
 {
-    pano_info("received %llu, produced %llu, dead-lettered %llu, delivery failures %llu, "
-              "acked %llu, in flight %d",
-              (unsigned long long)b->n_received, (unsigned long long)b->n_produced,
-              (unsigned long long)b->n_dead, (unsigned long long)b->n_failed,
-              (unsigned long long)b->n_acked, rd_kafka_outq_len(b->producer));
+    return b->amqp && (amqp_data_in_buffer(conn(b)) || amqp_frames_enqueued(conn(b)));
 }
 
-/* Stop consuming, let Kafka confirm what is in flight, ack it. */
+/* ---- stalls ------------------------------------------------------------ */
+
+static void check_stall(bridge *b, double now)
+{
+    if (pano_tags_pending(&b->tags) == 0) {
+        b->last_progress = now;
+        if (b->stalled)
+            pano_info("Kafka is confirming again");
+        b->stalled = false;
+        return;
+    }
+    double quiet = now - b->last_progress;
+    if (!b->stalled && quiet > STALL_AFTER) {
+        b->stalled = true;
+        pano_warn("Kafka has confirmed nothing for %.0f s while %" PRIu64
+                  " message(s) wait; the bridge takes no more than its prefetch window (%d) "
+                  "meanwhile and hands them back to RabbitMQ after %.0f s",
+                  quiet, pano_tags_pending(&b->tags), b->prefetch, b->hold_timeout);
+    } else if (b->stalled && quiet < STALL_AFTER) {
+        pano_info("Kafka is confirming again");
+        b->stalled = false;
+    }
+    if (b->stalled && quiet > b->hold_timeout && b->amqp) {
+        pano_warn("handing %" PRIu64 " unconfirmed message(s) back to RabbitMQ: Kafka "
+                  "confirmed nothing for %.0f s; consuming again when Kafka answers",
+                  pano_tags_outstanding(&b->tags), quiet);
+        b->m.hold_timeouts++;
+        disconnect(b, true);
+        b->waiting_for_kafka = true;
+        b->stalled = false;
+        b->next_probe = now + 5;
+    }
+}
+
+/* After handing messages back: does Kafka answer again? */
+static bool kafka_answers(bridge *b, double now)
+{
+    if (!b->waiting_for_kafka)
+        return true;
+    if (now < b->next_probe)
+        return false;
+    b->next_probe = now + 5;
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t err = rd_kafka_metadata(b->producer, 0, b->topics[0], &md, 2000);
+    bool ok = err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topic_cnt == 1 &&
+              md->topics[0].err == RD_KAFKA_RESP_ERR_NO_ERROR && md->topics[0].partition_cnt > 0;
+    for (int i = 0; ok && i < md->topics[0].partition_cnt; i++)
+        ok = md->topics[0].partitions[i].leader >= 0;
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    if (ok) {
+        pano_info("Kafka answers again: consuming");
+        b->waiting_for_kafka = false;
+    }
+    return ok;
+}
+
+/* ---- fatal producer errors --------------------------------------------- */
+
+static void restart_producer(bridge *b, double now)
+{
+    if (b->producer) {
+        pano_error("replacing the Kafka producer after a fatal error; RabbitMQ delivers the "
+                   "%" PRIu64 " unacknowledged message(s) again",
+                   pano_tags_outstanding(&b->tags));
+        disconnect(b, true);
+        destroy_producer(b);
+        b->m.producer_restarts++;
+    }
+    char err[512];
+    b->producer = create_producer(b, err, sizeof err);
+    if (!b->producer) {
+        pano_error("%s (trying again in 5 s)", err);
+        b->producer_retry_at = now + 5;
+        return;
+    }
+    b->fatal = false;
+}
+
+/* ---- statistics -------------------------------------------------------- */
+
+static void update_gauges(bridge *b)
+{
+    b->m.in_flight = pano_tags_outstanding(&b->tags);
+    b->m.kafka_queue = b->producer ? (uint64_t)rd_kafka_outq_len(b->producer) : 0;
+    b->m.retry_queue = b->n_retry;
+    b->m.amqp_connected = b->amqp != NULL;
+    b->m.consuming = b->consuming;
+    b->m.kafka_stalled = b->stalled;
+}
+
+static void render_metrics(void *user, pano_buf *out)
+{
+    bridge *b = user;
+    update_gauges(b);
+    pano_status_render(&b->m, pano_event_families, out);
+}
+
+static uint64_t produced_total(const pano_bridge_metrics *m)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < N_FAMILIES; i++)
+        n += m->produced[i];
+    return n;
+}
+
+static void stats(bridge *b, double now)
+{
+    double dt = now - b->last_stats;
+    if (dt <= 0)
+        dt = 1;
+    update_gauges(b);
+    pano_bridge_metrics *m = &b->m, *l = &b->m_last;
+    pano_info("stats: received %" PRIu64 " (%.0f/s), produced %" PRIu64 " (%.0f/s), "
+              "dead-lettered %" PRIu64 ", acked %" PRIu64 " (%.0f/s), in flight %" PRIu64
+              ", kafka queue %" PRIu64 ", retries %" PRIu64 ", delivery errors %" PRIu64
+              ", reconnects %" PRIu64 "%s",
+              m->received, (double)(m->received - l->received) / dt, produced_total(m),
+              (double)(produced_total(m) - produced_total(l)) / dt, m->dead_lettered, m->acked,
+              (double)(m->acked - l->acked) / dt, m->in_flight, m->kafka_queue,
+              m->produce_retries, m->delivery_errors, m->amqp_disconnects,
+              b->stalled ? ", Kafka stalled" : "");
+    if (b->dead_logged > 20)
+        pano_info("(%u more dead-lettered messages were not logged)", b->dead_logged - 20);
+    if (b->errors_logged > 20)
+        pano_info("(%u more Kafka errors were not logged)", b->errors_logged - 20);
+    b->dead_logged = b->errors_logged = 0;
+    b->m_last = b->m;
+    b->last_stats = now;
+    if (b->status_file) {
+        pano_buf text = {0};
+        pano_status_render(&b->m, pano_event_families, &text);
+        char err[512];
+        if (pano_status_write_file(b->status_file, text.data, text.len, err, sizeof err) < 0)
+            pano_warn("%s", err);
+        pano_buf_free(&text);
+    }
+}
+
+/* ---- main loop --------------------------------------------------------- */
+
+static void drain_pipe(bridge *b)
+{
+    char buf[256];
+    while (read(b->kafka_pipe[0], buf, sizeof buf) > 0)
+        ;
+}
+
+/* One round: wait for something to do (at most max_wait seconds), then do
+ * it. */
+static void step(bridge *b, double max_wait)
+{
+    /* While the broker streams deliveries, work in ticks: sleep, then take
+     * everything that arrived (deliveries, delivery reports, acks to send)
+     * at once. Waking up for every TCP segment and every delivery report
+     * costs more than the messages on a small machine. Back to waiting for
+     * events as soon as a read comes back small. */
+    b->busy = b->amqp && b->last_read >= BUSY_BATCH && !amqp_buffered(b);
+    struct pollfd fds[24];
+    size_t n = 0;
+    if (b->amqp && !b->busy)
+        fds[n++] = (struct pollfd){.fd = amqp_get_sockfd(conn(b)), .events = POLLIN};
+    if (!b->busy)
+        fds[n++] = (struct pollfd){.fd = b->kafka_pipe[0], .events = POLLIN};
+    if (b->busy)
+        max_wait = BUSY_TICK;
+    size_t status_first = n;
+    if (b->status)
+        n += pano_status_pollfds(b->status, fds + n, sizeof fds / sizeof fds[0] - n);
+
+    double now = monotonic(), wait = max_wait;
+    if (amqp_buffered(b) || b->fatal)
+        wait = 0;
+    if (b->retry_head && b->retry_head->due - now < wait)
+        wait = b->retry_head->due - now;
+    if (b->tags.done > 0 && wait > ACK_INTERVAL && !b->busy)
+        wait = ACK_INTERVAL;
+    if (wait < 0)
+        wait = 0;
+    if (poll(fds, n, (int)(wait * 1000 + 0.999)) < 0 && errno != EINTR)
+        pano_warn("poll: %s", strerror(errno));
+    drain_pipe(b);
+    now = b->now = monotonic();
+
+    if (b->amqp && !b->reconnect_needed && service_amqp(b, now) < 0)
+        b->reconnect_needed = true;
+    if (b->producer)
+        rd_kafka_poll(b->producer, 0);
+    process_retries(b, now);
+    send_acks(b, now, false);
+    if (b->reconnect_needed)
+        disconnect(b, false);
+    if (b->status)
+        pano_status_handle(b->status, fds + status_first, n - status_first, render_metrics, b);
+}
+
 static void drain(bridge *b)
 {
-    /* Messages already prefetched but not produced stay unacked and are
-     * requeued by RabbitMQ when the connection closes. */
-    if (b->amqp)
-        amqp_basic_cancel(pano_amqp_connection(b->amqp), CHANNEL,
-                          amqp_cstring_bytes(b->consumer_tag));
-    pano_info("draining %d message(s) in flight", rd_kafka_outq_len(b->producer));
-    for (int i = 0; i < 300 && rd_kafka_outq_len(b->producer) > 0; i++) {
-        rd_kafka_poll(b->producer, 100);
-        send_acks(b);
+    double deadline = monotonic() + b->drain_timeout;
+    if (b->amqp && b->consuming) {
+        /* Deliveries that arrive before cancel-ok are queued by rabbitmq-c
+         * and produced like the others below. */
+        amqp_basic_cancel(conn(b), CHANNEL, amqp_cstring_bytes(b->consumer_tag));
+        if (rpc_failed(b, amqp_get_rpc_reply(conn(b)), "cancelling the consumer") < 0)
+            b->reconnect_needed = true;
+        b->consuming = false;
     }
-    send_acks(b);
-    if (rd_kafka_outq_len(b->producer) > 0)
-        pano_warn("%d message(s) still unconfirmed by Kafka; RabbitMQ will redeliver them",
-                  rd_kafka_outq_len(b->producer));
+    if (b->amqp && !b->reconnect_needed)
+        pano_info("stopping: waiting for Kafka to confirm %" PRIu64 " message(s)",
+                  pano_tags_outstanding(&b->tags));
+    while (b->amqp && !b->fatal && monotonic() < deadline &&
+           (pano_tags_outstanding(&b->tags) > 0 || amqp_buffered(b)))
+        step(b, 0.05);
+    if (b->amqp) {
+        send_acks(b, monotonic(), true);
+        uint64_t left = pano_tags_outstanding(&b->tags);
+        if (left > 0)
+            pano_warn("%" PRIu64 " message(s) not confirmed by Kafka within %.0f s: RabbitMQ "
+                      "delivers them again",
+                      left, b->drain_timeout);
+        disconnect(b, !b->reconnect_needed);
+    }
 }
 
 static int run(bridge *b)
 {
-    double backoff = 1, next_stats = pano_now() + STATS_INTERVAL;
+    b->last_stats = monotonic();
     while (!stopping) {
-        if (!b->amqp && !connect_amqp(b)) {
-            /* Keep serving delivery reports while waiting to reconnect. */
-            for (double waited = 0; waited < backoff && !stopping; waited += 0.1)
-                rd_kafka_poll(b->producer, 100);
-            backoff = backoff * 2 > 30 ? 30 : backoff * 2;
-            continue;
-        }
-        backoff = 1;
-        /* Short waits while reports are due, so acks are not delayed. */
-        double wait = rd_kafka_outq_len(b->producer) > 0 ? 0.005 : 0.2;
-        if (receive(b, wait) < 0)
-            disconnect(b);
-        rd_kafka_poll(b->producer, 0);
-        send_acks(b);
-        if (pano_now() >= next_stats) {
-            log_stats(b);
-            next_stats = pano_now() + STATS_INTERVAL;
-        }
+        double now = monotonic();
+        if ((b->fatal || !b->producer) && now >= b->producer_retry_at)
+            restart_producer(b, now);
+        if (!b->amqp && b->producer && !b->fatal && now >= b->reconnect_at &&
+            kafka_answers(b, now))
+            connect_amqp(b, true);
+        step(b, b->amqp ? 0.2 : 0.1);
+        now = monotonic();
+        check_stall(b, now);
+        if (now - b->last_stats >= b->stats_interval)
+            stats(b, now);
     }
     drain(b);
-    log_stats(b);
+    stats(b, monotonic());
+    return 0;
+}
+
+/* ---- setup ------------------------------------------------------------- */
+
+static int make_pipe(int fds[2])
+{
+    if (pipe2(fds, O_CLOEXEC | O_NONBLOCK) < 0)
+        return -1;
     return 0;
 }
 
@@ -476,85 +1149,189 @@ int main(int argc, char **argv)
     pano_config *cfg = pano_cli_init("pano-bridge", argc, argv, false);
     if (!cfg)
         return 2;
+    enum { OPT_SETUP = 0x2000 };
     static const struct option options[] = {
         {"queue", required_argument, NULL, 'q'},
         {"brokers", required_argument, NULL, 'b'},
+        {"status-port", required_argument, NULL, 'p'},
+        {"setup", no_argument, NULL, OPT_SETUP},
         {"help", no_argument, NULL, 'h'},
         PANO_CLI_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
-    int opt;
-    while ((opt = getopt_long(argc, argv, "q:b:h", options, NULL)) != -1) {
+    bool setup_only = false;
+    int opt, rc = 2;
+    while ((opt = getopt_long(argc, argv, "q:b:p:h", options, NULL)) != -1) {
         int handled = pano_cli_option(cfg, opt, optarg);
         if (handled < 0)
-            return 2;
+            goto out_cfg;
         if (handled)
             continue;
         switch (opt) {
         case 'q':
             if (pano_cli_set(cfg, "pano.bridge.queue", optarg) < 0)
-                return 2;
+                goto out_cfg;
             break;
         case 'b':
             if (pano_cli_set(cfg, "pano.kafka.brokers", optarg) < 0)
-                return 2;
+                goto out_cfg;
+            break;
+        case 'p':
+            if (pano_cli_set(cfg, "pano.bridge.status_port", optarg) < 0)
+                goto out_cfg;
+            break;
+        case OPT_SETUP:
+            setup_only = true;
             break;
         case 'h':
             usage(stdout);
-            return 0;
+            rc = 0;
+            goto out_cfg;
         default:
             usage(stderr);
-            return 2;
+            goto out_cfg;
         }
     }
     if (optind < argc) {
         pano_error("unexpected argument '%s'", argv[optind]);
-        return 2;
+        goto out_cfg;
     }
 
-    bridge b = {.cfg = cfg, .generation = 1};
-    char err[512];
+    static bridge b; /* large; zeroed */
+    b.cfg = cfg;
+    b.generation = 1;
+    b.backoff = 1;
+    b.kafka_pipe[0] = b.kafka_pipe[1] = -1;
+    b.m.start_time = pano_now();
+    char err[1024];
     const char *url = pano_config_str(cfg, "pano.amqp.url");
     if (!url) {
         pano_error("no broker URL: set pano.amqp.url (or PANO_AMQP_URL)");
-        return 2;
+        goto out_cfg;
     }
     if (pano_amqp_url_parse(url, &b.url, err, sizeof err) < 0) {
         pano_error("pano.amqp.url: %s", err);
-        return 2;
+        goto out_cfg;
     }
+    char *password = NULL;
+    const char *password_file = pano_config_str(cfg, "pano.amqp.password_file");
+    if (password_file) {
+        FILE *f = fopen(password_file, "r");
+        char line[512];
+        if (!f || !fgets(line, sizeof line, f)) {
+            pano_error("pano.amqp.password_file %s: %s", password_file,
+                       f ? "empty" : strerror(errno));
+            if (f)
+                fclose(f);
+            goto out_url;
+        }
+        fclose(f);
+        line[strcspn(line, "\r\n")] = '\0';
+        password = pano_strdup(line);
+    }
+    b.queue = pano_config_str(cfg, "pano.bridge.queue");
     b.amqp_options = (pano_amqp_options){
         .url = &b.url,
+        .password = password,
         .heartbeat = (int)pano_config_int(cfg, "pano.amqp.heartbeat"),
         .timeout = pano_config_double(cfg, "pano.amqp.timeout"),
         .tls_verify = pano_config_bool(cfg, "pano.amqp.tls_verify"),
         .cacert = pano_config_str(cfg, "pano.amqp.cacert"),
+        .connection_name = "pano-bridge",
     };
-    b.max_size = pano_config_size(cfg, "pano.bridge.max_message_size");
-    b.ring = (size_t)pano_config_int(cfg, "pano.bridge.prefetch") * 2 + 16;
-    b.tags = pano_calloc(b.ring, 1);
-    for (size_t i = 0; pano_event_families[i]; i++)
-        pano_kafka_topic(cfg, pano_event_families[i], b.topics[i], sizeof b.topics[i]);
-    snprintf(b.dead_letter_topic, sizeof b.dead_letter_topic, "%s",
-             pano_config_str(cfg, "pano.kafka.dead_letter_topic"));
+    if (b.url.heartbeat >= 0)
+        b.amqp_options.heartbeat = b.url.heartbeat;
+    if (b.url.connection_timeout > 0)
+        b.amqp_options.timeout = b.url.connection_timeout;
 
+    if (setup_only) {
+        rc = connect_amqp(&b, false) ? 0 : 1;
+        if (rc == 0)
+            pano_info("declared queue '%s' on exchange '%s'", b.queue, b.url.exchange);
+        if (b.amqp)
+            pano_amqp_close(b.amqp);
+        free(password);
+        goto out_url;
+    }
+
+    const char *schema_dir = pano_config_str(cfg, "pano.bridge.schema_dir");
+    b.schemas = pano_schema_set_load(schema_dir, err, sizeof err);
+    if (!b.schemas) {
+        pano_error("%s (set pano.bridge.schema_dir)", err);
+        free(password);
+        goto out_url;
+    }
+    pano_info("checking events against %zu event schema(s) and the envelope in %s",
+              pano_schema_set_event_count(b.schemas), schema_dir);
+    b.nopts = (pano_normalize_options){
+        .schemas = b.schemas,
+        .max_size = pano_config_size(cfg, "pano.bridge.max_message_size"),
+    };
+    b.normalizer = pano_normalizer_new(&b.nopts);
+    b.prefetch = (int)pano_config_int(cfg, "pano.bridge.prefetch");
+    b.ack_batch = b.prefetch / 10 > 0 ? (unsigned)b.prefetch / 10 : 1;
+    b.hold_timeout = pano_config_double(cfg, "pano.bridge.hold_timeout");
+    b.drain_timeout = pano_config_double(cfg, "pano.bridge.drain_timeout");
+    b.stats_interval = pano_config_double(cfg, "pano.bridge.stats_interval");
+    b.status_file = pano_config_str(cfg, "pano.bridge.status_file");
+    /* Room for a window of this channel and one of a channel being closed. */
+    pano_tags_init(&b.tags, (size_t)b.prefetch * 2 + 64);
+    for (int i = 0; i < N_FAMILIES; i++)
+        pano_kafka_topic(cfg, pano_event_families[i], b.topic_names[i], sizeof b.topic_names[i]);
+    snprintf(b.topic_names[DEAD_TOPIC], sizeof b.topic_names[DEAD_TOPIC], "%s",
+             pano_config_str(cfg, "pano.kafka.dead_letter_topic"));
+    const char *test_fatal = getenv("PANO_BRIDGE_TEST_FATAL_AFTER"); /* tests only */
+    if (test_fatal)
+        b.test_fatal_after = strtoull(test_fatal, NULL, 10);
+
+    int port = (int)pano_config_int(cfg, "pano.bridge.status_port");
+    if (port > 0) {
+        b.status = pano_status_listen(port, err, sizeof err);
+        if (!b.status) {
+            pano_error("%s", err);
+            rc = 2;
+            goto out_all;
+        }
+        pano_info("metrics at http://127.0.0.1:%d/metrics", pano_status_port(b.status));
+    }
+    if (make_pipe(b.kafka_pipe) < 0) {
+        pano_error("pipe: %s", strerror(errno));
+        rc = 1;
+        goto out_all;
+    }
     b.producer = create_producer(&b, err, sizeof err);
     if (!b.producer) {
         pano_error("%s", err);
-        return 2;
+        rc = 2;
+        goto out_all;
     }
+    if (pano_kafka_ensure_topics(b.producer, cfg, err, sizeof err) < 0)
+        pano_warn("%s (going on: Kafka may create topics itself)", err);
+
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    int rc = run(&b);
+    rc = run(&b);
 
-    pano_amqp_close(b.amqp);
-    rd_kafka_destroy(b.producer);
-    free(b.tags);
+out_all:
+    if (b.amqp)
+        disconnect(&b, true);
+    drop_retries(&b);
+    destroy_producer(&b);
+    pano_status_close(b.status);
+    for (int i = 0; i < 2; i++)
+        if (b.kafka_pipe[i] >= 0)
+            close(b.kafka_pipe[i]);
+    pano_tags_free(&b.tags);
+    pano_normalizer_free(b.normalizer);
+    pano_schema_set_free(b.schemas);
+    free(password);
+out_url:
     pano_amqp_url_free(&b.url);
+out_cfg:
     pano_config_free(cfg);
     return rc;
 }

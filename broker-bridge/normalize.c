@@ -1,6 +1,7 @@
 #include "normalize.h"
 
 #include "event.h"
+#include "fastjson.h"
 #include "mem.h"
 
 #include <openssl/evp.h>
@@ -8,6 +9,40 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+size_t pano_utf8_invalid_at(const char *data, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)data;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        unsigned lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF)
+            n = 2;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            n = 3;
+            lo = c == 0xE0 ? 0xA0 : 0x80;
+            hi = c == 0xED ? 0x9F : 0xBF;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 4;
+            lo = c == 0xF0 ? 0x90 : 0x80;
+            hi = c == 0xF4 ? 0x8F : 0xBF;
+        } else
+            return i;
+        if (len - i < n || s[i + 1] < lo || s[i + 1] > hi)
+            return i;
+        for (size_t k = 2; k < n; k++)
+            if ((s[i + k] & 0xC0) != 0x80)
+                return i;
+        i += n;
+    }
+    return len;
+}
 
 /* Decode base64 text; NULL if it is not base64. */
 static char *base64_decode(const char *text, size_t len, size_t *outlen)
@@ -21,7 +56,7 @@ static char *base64_decode(const char *text, size_t len, size_t *outlen)
         return NULL;
     }
     /* EVP_DecodeBlock counts the '=' padding as zero bytes. */
-    for (size_t i = len; i > 0 && text[i - 1] == '='; i--)
+    for (size_t i = len; i > 0 && i > len - 2 && text[i - 1] == '='; i--)
         n--;
     *outlen = (size_t)n;
     out[n] = '\0';
@@ -38,131 +73,294 @@ __attribute__((format(printf, 2, 3))) static bool reject(pano_normalized *out,
     return false;
 }
 
+struct pano_normalizer {
+    pano_normalize_options o;
+    pano_arena arena;
+};
 
-/* Unwrap {"routing_key":..., "payload":"<base64>", "payload_encoding":"base64"}
- * (Panorama's kickstart publishing through the management API) in place. */
-static bool unwrap_management_form(pano_json **doc, bool *unwrapped, pano_normalized *out)
+pano_normalizer *pano_normalizer_new(const pano_normalize_options *options)
 {
+    pano_normalizer *nz = pano_calloc(1, sizeof *nz);
+    nz->o = *options;
+    pano_arena_init(&nz->arena, 64 * 1024);
+    return nz;
+}
+
+void pano_normalizer_free(pano_normalizer *nz)
+{
+    if (!nz)
+        return;
+    pano_arena_free(&nz->arena);
+    free(nz);
+}
+
+/* Say precisely why a message did not parse. */
+static void parse_failed(const char *body, size_t len, char *err, pano_normalized *out)
+{
+    size_t bad = pano_utf8_invalid_at(body, len);
+    if (bad < len) {
+        reject(out, "invalid UTF-8 at byte %zu", bad);
+        return;
+    }
+    /* yajl's messages end with a newline. */
+    size_t n = strlen(err);
+    while (n > 0 && (err[n - 1] == '\n' || err[n - 1] == ' '))
+        err[--n] = '\0';
+    if (strcmp(err, "nesting too deep") == 0)
+        reject(out, "invalid JSON: nested deeper than %d levels", PANO_NORMALIZE_MAX_DEPTH);
+    else
+        reject(out, "invalid JSON: %s", err);
+}
+
+/* Parse with the nesting limit (malloc'ed tree, for changing it). */
+static pano_json *parse(const char *body, size_t len, pano_normalized *out)
+{
+    char err[200];
+    pano_json *doc = pano_json_parse(body, len, PANO_NORMALIZE_MAX_DEPTH, err, sizeof err);
+    if (doc)
+        return doc;
+    parse_failed(body, len, err, out);
+    return NULL;
+}
+
+/* Unwrap {"routing_key":..., "payload":..., "payload_encoding":...}, the
+ * body Panorama's kickstart POSTs to the management API, in place. Sets
+ * *inner_key to the routing key it names (owned by the caller). */
+static bool unwrap_management_form(pano_json **doc, bool *unwrapped, char **inner_key,
+                                   pano_normalized *out)
+{
+    if (pano_json_get(*doc, "event"))
+        return true;
     const char *encoding = pano_json_get_str(*doc, "payload_encoding");
     pano_json *payload = pano_json_get(*doc, "payload");
     if (!encoding || !payload || payload->type != PANO_JSON_STRING)
         return true; /* not that form */
-    if (strcmp(encoding, "base64") != 0)
-        return reject(out, "management-API message with unknown payload_encoding '%s'",
-                      encoding);
+    char *inner;
     size_t n;
-    char *inner = base64_decode(payload->u.string.text, payload->u.string.len, &n);
-    if (!inner)
-        return reject(out, "management-API message whose payload is not base64");
-    char err[200];
-    pano_json *parsed = pano_json_parse(inner, n, PANO_JSON_DEFAULT_DEPTH, err, sizeof err);
+    if (strcmp(encoding, "base64") == 0) {
+        inner = base64_decode(payload->u.string.text, payload->u.string.len, &n);
+        if (!inner)
+            return reject(out, "management-API message whose payload is not base64");
+    } else if (strcmp(encoding, "string") == 0) {
+        n = payload->u.string.len;
+        inner = pano_strndup(payload->u.string.text, n);
+    } else
+        return reject(out, "management-API message with unknown payload_encoding '%.50s'",
+                      encoding);
+    pano_json *parsed = parse(inner, n, out);
     free(inner);
-    if (!parsed)
-        return reject(out, "invalid JSON inside a management-API message: %s", err);
+    if (!parsed) {
+        char why[sizeof out->reason];
+        snprintf(why, sizeof why, "%s", out->reason);
+        return reject(out, "in the payload of a management-API message: %s", why);
+    }
+    const char *key = pano_json_get_str(*doc, "routing_key");
+    *inner_key = key ? pano_strdup(key) : NULL;
     pano_json_free(*doc);
     *doc = parsed;
     *unwrapped = true;
     return true;
 }
 
-bool pano_normalize(const char *routing_key, const char *body, size_t len, size_t max_size,
+/* monitord before 4.9 kept raw key names (xwf__id); it now writes "_" for
+ * "__". Rename such keys unless the new name is taken. */
+static bool respell_stampede_keys(pano_json *doc)
+{
+    bool changed = false;
+    for (size_t i = 0; i < doc->u.items.len; i++) {
+        char *key = doc->u.items.keys[i];
+        if (!strstr(key, "__"))
+            continue;
+        char *fresh = pano_malloc(strlen(key) + 1);
+        size_t o = 0;
+        for (const char *p = key; *p;) {
+            if (p[0] == '_' && p[1] == '_') {
+                fresh[o++] = '_';
+                p += 2;
+            } else
+                fresh[o++] = *p++;
+        }
+        fresh[o] = '\0';
+        if (pano_json_get(doc, fresh)) {
+            free(fresh);
+            continue;
+        }
+        free(key);
+        doc->u.items.keys[i] = fresh;
+        changed = true;
+    }
+    return changed;
+}
+
+/* The envelope fields the bridge itself needs; checked after the schema,
+ * since an event's own schema might not include the envelope. */
+static bool check_key_fields(const pano_json *doc, const char **name, pano_normalized *out)
+{
+    *name = pano_json_get_str(doc, "event");
+    if (!*name || !pano_event_name_valid(*name))
+        return *name ? reject(out, "invalid event name '%.100s'", *name)
+                     : reject(out, "missing required field 'event'");
+    const pano_json *wf = pano_json_get(doc, "wf_uuid");
+    if (!wf || wf->type != PANO_JSON_STRING)
+        return reject(out, wf ? "'wf_uuid' must be a string" : "missing required field 'wf_uuid'");
+    if (wf->u.string.len == 0)
+        return reject(out, "'wf_uuid' must not be empty");
+    if (wf->u.string.len > PANO_WF_UUID_MAX)
+        return reject(out, "'wf_uuid' is longer than %d bytes", PANO_WF_UUID_MAX);
+    memcpy(out->wf_uuid, wf->u.string.text, wf->u.string.len + 1);
+    out->wf_uuid_len = wf->u.string.len;
+    out->family = pano_event_family(*name);
+    return true;
+}
+
+/* Does this event need no change? One pass over its top-level keys. */
+static bool needs_no_change(const pano_json *doc)
+{
+    bool event = false, wf_uuid = false, event_id = false, stampede = false, old_keys = false;
+    bool wrapped = false;
+    for (size_t i = 0; i < doc->u.items.len; i++) {
+        const char *k = doc->u.items.keys[i];
+        const pano_json *v = doc->u.items.values[i];
+        switch (k[0]) {
+        case 'e':
+            if (strcmp(k, "event") == 0) {
+                event = true;
+                stampede = v->type == PANO_JSON_STRING && strncmp(v->u.string.text, "stampede.", 9) == 0;
+            } else if (strcmp(k, "event_id") == 0)
+                event_id = true;
+            break;
+        case 'w':
+            wf_uuid |= strcmp(k, "wf_uuid") == 0;
+            break;
+        case 'p':
+            wrapped |= strcmp(k, "payload_encoding") == 0;
+            break;
+        default:
+            break;
+        }
+        old_keys |= strstr(k, "__") != NULL;
+    }
+    return event && wf_uuid && event_id && !wrapped && !(stampede && old_keys);
+}
+
+static bool slow_path(pano_normalizer *nz, const char *routing_key, const char *body, size_t len,
+                      pano_normalized *out);
+
+bool pano_normalize(pano_normalizer *nz, const char *routing_key, const char *body, size_t len,
                     pano_normalized *out)
 {
     memset(out, 0, sizeof *out);
-    if (len > max_size) {
-        snprintf(out->reason, sizeof out->reason, "message too large (%zu bytes, limit %zu)",
-                 len, max_size);
+    if (len > nz->o.max_size)
+        return reject(out, "message too large (%zu bytes, limit %zu)", len, nz->o.max_size);
+    char err[200];
+    pano_arena_reset(&nz->arena);
+    pano_json *doc =
+        pano_json_parse_arena(&nz->arena, body, len, PANO_NORMALIZE_MAX_DEPTH, err, sizeof err);
+    if (!doc) {
+        parse_failed(body, len, err, out);
         return false;
     }
-    char err[200];
-    pano_json *doc = pano_json_parse(body, len, PANO_JSON_DEFAULT_DEPTH, err, sizeof err);
+    if (doc->type != PANO_JSON_OBJECT)
+        return reject(out, "the event must be an object");
+    if (!needs_no_change(doc))
+        return slow_path(nz, routing_key, body, len, out);
+    /* The fast path: check it as it is, produce the original bytes. */
+    const char *name = pano_json_get_str(doc, "event");
+    const pano_schema *schema = name ? pano_schema_for_event(nz->o.schemas, name)
+                                     : pano_schema_envelope(nz->o.schemas);
+    if (!pano_schema_validate(schema, doc, out->reason, sizeof out->reason) ||
+        !check_key_fields(doc, &name, out))
+        return false;
+    out->body = body;
+    out->len = len;
+    return true;
+}
+
+/* Events that must change: parsed again into a tree that can be edited. */
+static bool slow_path(pano_normalizer *nz, const char *routing_key, const char *body, size_t len,
+                      pano_normalized *out)
+{
+    const pano_normalize_options *o = &nz->o;
+    pano_json *doc = parse(body, len, out);
     if (!doc)
-        return reject(out, "invalid JSON: %s", err);
+        return false;
     bool changed = false, ok = false;
+    char *inner_key = NULL;
     if (doc->type != PANO_JSON_OBJECT) {
-        reject(out, "not a JSON object");
+        reject(out, "the event must be an object");
         goto done;
     }
-    if (!unwrap_management_form(&doc, &changed, out))
+    if (!unwrap_management_form(&doc, &changed, &inner_key, out))
         goto done;
     if (doc->type != PANO_JSON_OBJECT) {
-        reject(out, "not a JSON object");
+        reject(out, "the event must be an object");
         goto done;
     }
 
-    pano_json *event = pano_json_get(doc, "event");
-    if (!event && pano_event_name_valid(routing_key)) {
-        pano_json_set_str(doc, "event", routing_key);
+    /* A nameless event is named by its routing key. */
+    const char *key = inner_key ? inner_key : routing_key;
+    if (!pano_json_get(doc, "event") && pano_event_name_valid(key)) {
+        pano_json_set_str(doc, "event", key);
         changed = true;
-    } else if (!event || event->type != PANO_JSON_STRING) {
-        reject(out, "missing or non-string 'event'");
-        goto done;
     }
     const char *name = pano_json_get_str(doc, "event");
-    if (!pano_event_name_valid(name)) {
-        reject(out, "invalid event name '%.100s'", name);
-        goto done;
-    }
 
-    pano_json *wf = pano_json_get(doc, "wf_uuid");
-    const char *xwf = pano_json_get_str(doc, "xwf_id");
-    if (!wf && xwf) {
-        pano_json_set_str(doc, "wf_uuid", xwf);
-        changed = true;
-    } else if (!wf) {
-        reject(out, "missing 'wf_uuid' (and no 'xwf_id')");
-        goto done;
-    } else if (wf->type != PANO_JSON_STRING || wf->u.string.len == 0 ||
-               wf->u.string.len >= sizeof out->wf_uuid) {
-        reject(out, "'wf_uuid' must be a non-empty string of at most 127 bytes");
-        goto done;
-    }
-    snprintf(out->wf_uuid, sizeof out->wf_uuid, "%s", pano_json_get_str(doc, "wf_uuid"));
-
-    double ts;
-    if (!pano_json_get_number(doc, "ts", &ts)) {
-        reject(out, "%s", pano_json_get(doc, "ts") ? "'ts' is not a number" : "missing 'ts'");
-        goto done;
-    }
-    pano_json *seq = pano_json_get(doc, "seq");
-    if (seq && seq->type != PANO_JSON_INT) {
-        reject(out, "'seq' is not an integer");
-        goto done;
-    }
-    static const char *const string_fields[] = {"event_id", "hostname"};
-    for (size_t i = 0; i < 2; i++) {
-        pano_json *v = pano_json_get(doc, string_fields[i]);
-        if (v && v->type != PANO_JSON_STRING) {
-            reject(out, "'%s' is not a string", string_fields[i]);
-            goto done;
+    /* Stampede (monitord) events. */
+    if ((name && strncmp(name, "stampede.", 9) == 0) || pano_json_get(doc, "xwf__id"))
+        changed |= respell_stampede_keys(doc);
+    if (!pano_json_get(doc, "wf_uuid")) {
+        const char *xwf = pano_json_get_str(doc, "xwf_id");
+        if (!xwf)
+            xwf = pano_json_get_str(doc, "root_xwf_id");
+        if (xwf) {
+            pano_json_set_str(doc, "wf_uuid", xwf);
+            changed = true;
         }
     }
+
     if (!pano_json_get(doc, "event_id")) {
         /* Hash the routing key and the original bytes, so a redelivery of
          * the same message gets the same id. */
         char id[33];
         size_t klen = strlen(routing_key);
-        char *material = pano_malloc(klen + 1 + len);
-        memcpy(material, routing_key, klen + 1);
-        memcpy(material + klen + 1, body, len);
-        pano_event_id_of(material, klen + 1 + len, id);
-        free(material);
+        EVP_MD_CTX *md = EVP_MD_CTX_new();
+        unsigned char digest[EVP_MAX_MD_SIZE];
+        unsigned int dlen = 0;
+        if (!md || !EVP_DigestInit_ex(md, EVP_sha256(), NULL) ||
+            !EVP_DigestUpdate(md, routing_key, klen + 1) || !EVP_DigestUpdate(md, body, len) ||
+            !EVP_DigestFinal_ex(md, digest, &dlen) || dlen < 16) {
+            EVP_MD_CTX_free(md);
+            reject(out, "cannot compute an event_id (SHA-256 failed)");
+            goto done;
+        }
+        EVP_MD_CTX_free(md);
+        for (int i = 0; i < 16; i++)
+            snprintf(id + 2 * i, 3, "%02x", digest[i]);
         pano_json_set_str(doc, "event_id", id);
         changed = true;
     }
 
-    out->family = pano_event_family(name);
+    const pano_schema *schema = name ? pano_schema_for_event(o->schemas, name)
+                                     : pano_schema_envelope(o->schemas);
+    if (!pano_schema_validate(schema, doc, out->reason, sizeof out->reason))
+        goto done;
+    if (!check_key_fields(doc, &name, out))
+        goto done;
+    out->changed = changed;
     if (changed) {
         out->owned = pano_json_serialize(doc, &out->len);
         out->body = out->owned;
+        if (!out->body) {
+            reject(out, "cannot serialize the normalized event");
+            goto done;
+        }
     } else {
         out->body = body;
         out->len = len;
     }
-    ok = out->body != NULL;
-    if (!ok)
-        reject(out, "cannot serialize the normalized event");
+    ok = true;
 done:
+    free(inner_key);
     pano_json_free(doc);
     return ok;
 }

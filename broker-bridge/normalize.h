@@ -1,27 +1,49 @@
 /*
  * normalize.h - check an incoming AMQP message and bring it to pano's form.
  *
- * Accepted: a JSON object (valid UTF-8, within the size and nesting limits)
- * with a valid dotted `event` name, a `wf_uuid` string and a numeric `ts`;
- * envelope fields that are present must have their types (seq an integer,
- * event_id and hostname strings). Events from Pegasus's own tools are
- * accepted as they are and normalized:
- *   - stampede events carry xwf_id: wf_uuid is set from it;
+ * A message is accepted when it is a JSON object (valid UTF-8, at most
+ * max_size bytes, nested at most 64 levels) that, once normalized, passes
+ * its schema: schemas/events/<event>.schema.json when there is one, else
+ * schemas/envelope.schema.json (event, ts, event_id and wf_uuid required,
+ * field types, the event name pattern, lengths). wf_uuid must not be empty.
+ *
+ * Events from Pegasus's own tools are accepted as they are and normalized:
  *   - kickstart messages in RabbitMQ management-API form
- *     ({"routing_key":..., "payload": base64, "payload_encoding":"base64"})
- *     are unwrapped;
+ *     ({"routing_key":..., "payload": <base64 or text>,
+ *       "payload_encoding": "base64"|"string"}) are unwrapped;
  *   - an event without a name takes the routing key as its name;
+ *   - stampede events (monitord) carry xwf_id: wf_uuid is set from it (from
+ *     root_xwf_id when there is no xwf_id); their pre-4.9 key spelling with
+ *     "__" (xwf__id, job_inst__id) becomes monitord's current "_" spelling;
  *   - a missing event_id gets a deterministic one (SHA-256 of routing key and
  *     body), so a redelivered message keeps its id.
- * Anything else is rejected with a reason, for the dead-letter topic.
+ * When nothing had to change, the original bytes are produced untouched.
+ * Anything else is rejected with a reason, for the dead-letter topic:
+ *   "invalid JSON: ...", "invalid UTF-8 at byte N", "message too large (...)",
+ *   "missing required field 'wf_uuid'", "'seq' must be an integer", ...
  */
 #ifndef PANO_NORMALIZE_H
 #define PANO_NORMALIZE_H
 
 #include "json.h"
+#include "schema.h"
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#define PANO_NORMALIZE_MAX_DEPTH 64
+#define PANO_WF_UUID_MAX 255
+
+typedef struct {
+    const pano_schema_set *schemas;
+    size_t max_size;
+} pano_normalize_options;
+
+/* Holds the options and the scratch memory of the fast path: most messages
+ * are checked on an arena-parsed tree and produced as they came. */
+typedef struct pano_normalizer pano_normalizer;
+pano_normalizer *pano_normalizer_new(const pano_normalize_options *options);
+void pano_normalizer_free(pano_normalizer *nz);
 
 typedef struct {
     /* On success: the bytes to produce (the original ones when nothing had
@@ -29,7 +51,9 @@ typedef struct {
     const char *body;
     size_t len;
     const char *family;
-    char wf_uuid[128];
+    char wf_uuid[PANO_WF_UUID_MAX + 1];
+    size_t wf_uuid_len;
+    bool changed;
     /* On failure: why. */
     char reason[256];
     /* private */
@@ -38,8 +62,11 @@ typedef struct {
 
 /* Returns true if the message is accepted. Release with pano_normalized_free()
  * in both cases. */
-bool pano_normalize(const char *routing_key, const char *body, size_t len, size_t max_size,
+bool pano_normalize(pano_normalizer *nz, const char *routing_key, const char *body, size_t len,
                     pano_normalized *out);
 void pano_normalized_free(pano_normalized *n);
+
+/* Offset of the first invalid UTF-8 byte in data, or len if it is valid. */
+size_t pano_utf8_invalid_at(const char *data, size_t len);
 
 #endif

@@ -6,6 +6,8 @@
 set -euo pipefail
 
 packages=(
+    # tests of deploy/ (compose file, dashboards, man pages, broker password hash)
+    docker-compose yq openssl groff-base
     # build
     gcc meson ninja-build pkg-config
     librabbitmq-dev librdkafka-dev libcurl4-openssl-dev libyajl-dev libssl-dev

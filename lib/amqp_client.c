@@ -147,8 +147,21 @@ pano_amqp *pano_amqp_connect(const pano_amqp_options *o, char *err, size_t errle
     amqp_set_handshake_timeout(a->conn, &tv);
     amqp_set_rpc_timeout(a->conn, &tv);
 
-    amqp_rpc_reply_t r = amqp_login(a->conn, a->url.vhost, 0, 131072, o->heartbeat,
-                                    AMQP_SASL_METHOD_PLAIN, a->url.user, a->url.password);
+    /* rabbitmq-c merges these with its own client properties. */
+    amqp_table_entry_t capability = {
+        amqp_cstring_bytes("consumer_cancel_notify"),
+        {.kind = AMQP_FIELD_KIND_BOOLEAN, .value = {.boolean = 1}}};
+    amqp_table_entry_t properties[2] = {
+        {amqp_cstring_bytes("capabilities"),
+         {.kind = AMQP_FIELD_KIND_TABLE, .value = {.table = {1, &capability}}}},
+        {amqp_cstring_bytes("connection_name"),
+         {.kind = AMQP_FIELD_KIND_UTF8,
+          .value = {.bytes = amqp_cstring_bytes(o->connection_name ? o->connection_name : "")}}},
+    };
+    amqp_table_t client_properties = {o->connection_name ? 2 : 1, properties};
+    amqp_rpc_reply_t r = amqp_login_with_properties(
+        a->conn, a->url.vhost, 0, 131072, o->heartbeat, &client_properties,
+        AMQP_SASL_METHOD_PLAIN, a->url.user, a->url.password);
     if (r.reply_type != AMQP_RESPONSE_NORMAL) {
         char why[256];
         pano_amqp_reply_text(r, why, sizeof why);
@@ -369,6 +382,12 @@ int pano_amqp_publish(pano_amqp *a, const char *routing_key, const void *body, s
         return 1;
     }
     return 0;
+}
+
+void pano_amqp_mark_broken(pano_amqp *a)
+{
+    if (a)
+        a->broken = true;
 }
 
 void pano_amqp_close(pano_amqp *a)

@@ -11,6 +11,10 @@
  * returns its sequence number; pano_amqp_wait() reads confirms until every
  * message up to a sequence number is settled and reports each one's outcome.
  * pano_amqp_publish() does both for a single message.
+ *
+ * Every connection tells the broker it understands consumer cancel
+ * notifications (capability consumer_cancel_notify), so a consumer learns
+ * when its queue is deleted instead of waiting forever.
  */
 #ifndef PANO_AMQP_CLIENT_H
 #define PANO_AMQP_CLIENT_H
@@ -31,6 +35,7 @@ typedef struct {
     const char *cacert;     /* CA bundle for TLS, NULL = system default */
     bool publisher;         /* confirm mode + declare the exchange */
     size_t max_in_flight;   /* unconfirmed messages before send waits (publisher) */
+    const char *connection_name; /* shown by the broker (management UI), may be NULL */
 } pano_amqp_options;
 
 typedef enum {
@@ -78,5 +83,10 @@ const pano_amqp_url *pano_amqp_get_url(const pano_amqp *amqp);
 void pano_amqp_reply_text(amqp_rpc_reply_t reply, char *out, size_t size);
 
 void pano_amqp_close(pano_amqp *amqp);
+
+/* Mark the connection as failed (a consumer saw a socket error or a close
+ * from the broker): pano_amqp_close() then frees it without the closing
+ * handshake, which could otherwise wait for a broker that is gone. */
+void pano_amqp_mark_broken(pano_amqp *amqp);
 
 #endif

@@ -59,6 +59,27 @@ const pano_config_key pano_config_keys[] = {
     {"pano.output", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
      "Without a broker URL: file to append events to as JSON lines (- for stdout)."},
 
+    /* ---- what publishers send (lib/filter.h) ---- */
+    {"pano.events", PANO_CFG_STR, "*", NOLIMIT, false, {0},
+     {"pegasus.catalog.workflow.amqp.events"},
+     "Events to send: comma-separated patterns, * alone = all. Each is a regular "
+     "expression searched in the event name (POSIX extended; Pegasus's re.search), e.g. "
+     "stampede.*,^kickstart\\.inv\\.end$; one that is not a valid regex or starts "
+     "with * or ? is a glob over the whole name (*.inv.*)."},
+    {"pano.monitor.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-monitor sends events (false: it still runs the task, and sends nothing)."},
+    {"pano.darshan.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-darshan sends events (false: nothing is sent)."},
+    {"pano.transfer.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-transfer sends events (false: it still transfers, and sends nothing; "
+     "PEGASUS_TRANSFER_PUBLISH chooses broker or JSON lines)."},
+    {"pano.emit.enabled", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-emit sends events (false: it sends nothing and exits 0)."},
+    {"pano.encoding", PANO_CFG_STR, "json", NOLIMIT, false, {0},
+     {"pegasus.monitord.encoding"},
+     "Always json: accepted so Pegasus properties work unchanged; bp or bson is warned "
+     "about with a broker (monitord forces json for AMQP too) and ignored."},
+
     /* ---- Kafka (pano-bridge, pano-indexer) ---- */
     {"pano.kafka.brokers", PANO_CFG_STR, "127.0.0.1:9092", NOLIMIT, false, {0}, {0},
      "Kafka bootstrap servers, host:port[,host:port...]."},
@@ -82,10 +103,35 @@ const pano_config_key pano_config_keys[] = {
      "dead-lettered to Kafka end up there)."},
     {"pano.bridge.declare", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
      "Declare the queue, exchanges and bindings; false: use what the broker has (passive)."},
-    {"pano.bridge.prefetch", PANO_CFG_INT, "1000", 1, 65535, false, {0}, {0},
-     "Unacknowledged AMQP messages in flight (bounds the bridge's memory)."},
-    {"pano.bridge.max_message_size", PANO_CFG_SIZE, "1M", 1024, 1e9, false, {0}, {0},
-     "Larger messages are dead-lettered."},
+    {"pano.bridge.prefetch", PANO_CFG_INT, "4000", 1, 65535, false, {0}, {0},
+     "Unacknowledged AMQP messages in flight (bounds the bridge's memory; while Kafka "
+     "is down the bridge takes no more than this)."},
+    {"pano.bridge.max_message_size", PANO_CFG_SIZE, "1000k", 1024, 1e9, false, {0}, {0},
+     "Larger messages are dead-lettered (their first bytes up to this size). Keep it "
+     "below the Kafka broker's message.max.bytes (1 MB by default)."},
+    {"pano.bridge.schema_dir", PANO_CFG_STR, PANO_SCHEMA_DIR, NOLIMIT, false, {0}, {0},
+     "Directory of the event JSON Schemas (envelope.schema.json, events/NAME.schema.json) "
+     "that messages are checked against."},
+    {"pano.bridge.linger", PANO_CFG_DOUBLE, "0.02", 0, 10, false, {0}, {0},
+     "Seconds the Kafka producer waits to fill a batch (librdkafka linger.ms)."},
+    {"pano.bridge.delivery_timeout", PANO_CFG_DOUBLE, "0", 0, 86400, false, {0}, {0},
+     "Seconds librdkafka keeps trying to deliver a message before reporting a failure, "
+     "after which the bridge produces it again (0: librdkafka retries until Kafka takes "
+     "it)."},
+    {"pano.bridge.hold_timeout", PANO_CFG_DOUBLE, "300", 1, 86400, false, {0}, {0},
+     "Seconds the bridge keeps unacknowledged messages while Kafka confirms nothing; "
+     "then it hands them back to RabbitMQ and consumes again once Kafka answers. Keep it "
+     "well below RabbitMQ's consumer_timeout (30 minutes by default)."},
+    {"pano.bridge.drain_timeout", PANO_CFG_DOUBLE, "30", 0, 3600, false, {0}, {0},
+     "On SIGTERM, seconds to wait for Kafka to confirm what is in flight; the rest is "
+     "left to RabbitMQ to deliver again."},
+    {"pano.bridge.stats_interval", PANO_CFG_DOUBLE, "30", 0.1, 86400, false, {0}, {0},
+     "Seconds between statistics lines in the log (and rewrites of the status file)."},
+    {"pano.bridge.status_file", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "File the bridge rewrites with its metrics in Prometheus text format (for "
+     "node_exporter's textfile collector, e.g. /var/lib/node_exporter/pano-bridge.prom)."},
+    {"pano.bridge.status_port", PANO_CFG_INT, "0", 0, 65535, false, {0}, {0},
+     "Port on 127.0.0.1 that serves the metrics at /metrics (0: no endpoint)."},
 
     /* ---- Elasticsearch (pano-indexer) ---- */
     {"pano.es.url", PANO_CFG_STR, "http://127.0.0.1:9200", NOLIMIT, true, {0}, {0},

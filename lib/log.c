@@ -19,6 +19,8 @@ void pano_log_init(const char *program)
     }
 }
 
+const char *pano_log_program(void) { return log_program; }
+
 void pano_log_set_level(pano_log_level level) { log_level = level; }
 
 pano_log_level pano_log_get_level(void) { return log_level; }

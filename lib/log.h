@@ -21,6 +21,9 @@ typedef enum {
 /* Set the program name printed with every message (default "pano"). */
 void pano_log_init(const char *program);
 
+/* That name, without its directory ("pano" before pano_log_init). */
+const char *pano_log_program(void);
+
 /* Messages above this level are discarded (default PANO_LOG_INFO). */
 void pano_log_set_level(pano_log_level level);
 pano_log_level pano_log_get_level(void);

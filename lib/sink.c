@@ -3,6 +3,7 @@
 #include "amqp_client.h"
 #include "event.h"
 #include "log.h"
+#include "filter.h"
 #include "mem.h"
 #include "spool.h"
 #include "url.h"
@@ -14,6 +15,7 @@
 
 struct pano_sink {
     char description[512];
+    pano_filter *filter; /* pano.events, pano.<publisher>.enabled */
     /* AMQP */
     pano_amqp_url url;
     pano_amqp_options options;
@@ -78,6 +80,8 @@ pano_sink *pano_sink_open(const pano_config *cfg, const char *default_output, ch
                           size_t errlen)
 {
     pano_sink *s = pano_calloc(1, sizeof *s);
+    if (!(s->filter = pano_filter_new(cfg, pano_log_program(), err, errlen)))
+        goto fail;
     const char *url = pano_config_str(cfg, "pano.amqp.url");
     if (url && *url) {
         if (pano_amqp_url_parse(url, &s->url, err, errlen) < 0)
@@ -221,6 +225,10 @@ static int spool_event(pano_sink *s, const char *key, const char *id, const char
 int pano_sink_send_raw(pano_sink *s, const char *routing_key, const char *event_id,
                        const char *json, size_t len, char *err, size_t errlen)
 {
+    if (!pano_filter_pass(s->filter, routing_key)) { /* not an error, not spooled */
+        pano_debug("event %s not sent (pano.events, pano.<publisher>.enabled)", routing_key);
+        return 0;
+    }
     if (!s->has_url) {
         int rc = write_line(s, json, len, err, errlen);
         if (rc == 0)
@@ -301,6 +309,7 @@ void pano_sink_close(pano_sink *s)
 {
     if (!s)
         return;
+    pano_filter_free(s->filter);
     if (s->spool && s->spooled) {
         /* A last chance for what this process left in the spool; what stays
          * there goes with the next publisher on this node, or with

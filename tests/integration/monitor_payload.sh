@@ -18,9 +18,9 @@ cmp "$TEST_DIR/direct.err" "$TEST_DIR/mon.err" || fail "stderr changed"
 drain "$TEST_DIR/split.events"
 ev=$TEST_DIR/split.events
 check_schema "$ev"
-expect "$ev" '[.[] | select(.event=="transfer.inv.local")] | length == 2' "two payload items, once each"
-expect "$ev" '[.[] | select(.event=="transfer.inv.local")] | map(.bytes) == [1024, 2048]' "item fields"
-expect "$ev" '[.[] | select(.event=="transfer.inv.local")] | all(.monitoring_event == "transfer.inv.local"
+expect "$ev" '[.[] | select(.event=="custom.payload_test")] | length == 2' "two payload items, once each"
+expect "$ev" '[.[] | select(.event=="custom.payload_test")] | map(.bytes) == [1024, 2048]' "item fields"
+expect "$ev" '[.[] | select(.event=="custom.payload_test")] | all(.monitoring_event == "custom.payload_test"
               and .ts == 1700000000 and (.event_id | length) > 0 and .wf_uuid == env.PEGASUS_WF_UUID)' \
     "payload envelope"
 expect "$ev" '[.[] | select(.event=="kickstart.payload.error")] | length == 1 and .[0].stream == "stderr"
@@ -34,14 +34,14 @@ log "payload blocks split across writes: captured once, output unchanged"
 "$MONITOR" --log-level error -- "$WORKLOAD" payload >"$TEST_DIR/mon.both" 2>&1 || fail "monitor failed"
 cmp "$TEST_DIR/direct.both" "$TEST_DIR/mon.both" || fail "2>&1 output changed"
 drain "$TEST_DIR/merged.events"
-expect "$TEST_DIR/merged.events" '[.[] | select(.event=="transfer.inv.local")] | length == 2' "merged: items"
+expect "$TEST_DIR/merged.events" '[.[] | select(.event=="custom.payload_test")] | length == 2' "merged: items"
 
 # Into a pipe, with the workflow context: the events carry it.
 PEGASUS_WF_UUID=wf-payload PEGASUS_DAG_JOB_ID=job_ID1 "$MONITOR" -- "$WORKLOAD" payload 2>/dev/null |
     cat >"$TEST_DIR/piped.out"
 cmp "$TEST_DIR/direct.out" "$TEST_DIR/piped.out" || fail "stdout through a pipe changed"
 drain "$TEST_DIR/piped.events"
-expect "$TEST_DIR/piped.events" '[.[] | select(.event=="transfer.inv.local")] |
+expect "$TEST_DIR/piped.events" '[.[] | select(.event=="custom.payload_test")] |
     length == 2 and all(.wf_uuid == "wf-payload" and .dag_job_id == "job_ID1")' "context"
 
 # An oversized block: an error event, bounded memory, output unchanged.

@@ -173,7 +173,7 @@ static int payload(void)
      * across lines, with a logger prefix before it. */
     const char *pieces[] = {
         "line before\n2024-01-01 INFO pegasus-transfer: @@@MONITORING_PAY",
-        "LOAD - START@@@{\"ts\": 1700000000, \"monitoring_event\": \"transfer.inv.local\",\n",
+        "LOAD - START@@@{\"ts\": 1700000000, \"monitoring_event\": \"custom.payload_test\",\n",
         " \"payload\": [{\"src\": \"file:///a\", \"bytes\"",
         ": 1024}, {\"src\": \"file:///b\", \"bytes\": 2048}]}@@",
         "@MONITORING_PAYLOAD - E",

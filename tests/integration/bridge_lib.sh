@@ -1,0 +1,159 @@
+# Helpers for pano-bridge's integration tests. Source it after lib.sh.
+#
+# Adds: starting bridges and waiting for them, reading Kafka topics with
+# kcat, RabbitMQ queue counts from the management API, a private RabbitMQ +
+# Kafka (pano-stack --only) for tests that restart them, and cleanup of the
+# test's Kafka topics and private stack.
+
+: "${PANO_SOURCE:?PANO_SOURCE must point at the source tree}"
+BRIDGE=$PANO_BUILD/broker-bridge/pano-bridge
+AMQP_LOAD=$PANO_BUILD/tests/tools/amqp_load
+STACK=$PANO_SOURCE/deploy/local/pano-stack
+SHARED_STACK_DIR=${PANO_STACK_DIR:-/var/tmp/pano-stack}
+export PANO_BRIDGE_SCHEMA_DIR=${PANO_BRIDGE_SCHEMA_DIR:-$PANO_SOURCE/schemas}
+export PANO_BRIDGE_STATS_INTERVAL=${PANO_BRIDGE_STATS_INTERVAL:-1}
+PRIVATE_STACK=""
+
+require_brokers() {
+    (exec 3<>"/dev/tcp/127.0.0.1/$AMQP_PORT") 2>/dev/null ||
+        fail "RabbitMQ is not reachable on port $AMQP_PORT (run deploy/local/pano-stack up)"
+    kcat -b "$KAFKA" -L -m 5 >/dev/null 2>&1 ||
+        fail "Kafka is not reachable at $KAFKA (run deploy/local/pano-stack up)"
+    command -v kcat >/dev/null || fail "kcat is not installed"
+}
+
+# start_bridge NAME [ARGS...]: start a pano-bridge and wait until it consumes.
+start_bridge() {
+    local name=$1
+    shift
+    start "$name" "$BRIDGE" "$@"
+    wait_until 60 grep -q "consuming '" "$TEST_DIR/$name.log" ||
+        fail "bridge $name did not start consuming within 60 s"
+}
+
+# The pid of the last program started.
+last_pid() { echo "${PIDS[-1]}"; }
+
+# kill_hard PID: SIGKILL a program the test started and forget it.
+kill_hard() {
+    local pid=$1 i
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    for i in "${!PIDS[@]}"; do
+        [[ ${PIDS[$i]} == "$pid" ]] && unset 'PIDS[i]'
+    done
+    PIDS=("${PIDS[@]}")
+}
+
+# stop_one PID: SIGTERM one program and check it exited 0.
+stop_one() {
+    local pid=$1 rc=0 i
+    kill -TERM "$pid"
+    wait "$pid" || rc=$?
+    for i in "${!PIDS[@]}"; do
+        [[ ${PIDS[$i]} == "$pid" ]] && unset 'PIDS[i]'
+    done
+    PIDS=("${PIDS[@]}")
+    ((rc == 0)) || fail "process $pid exited $rc after SIGTERM"
+}
+
+mgmt() { curl -fsS -m 10 -u guest:guest "http://127.0.0.1:$MGMT_PORT/api/$1"; }
+
+# queue_ready QUEUE: messages waiting in the queue, exactly (a passive
+# declare; the management API's statistics lag by seconds).
+queue_ready() { "$PANO_BUILD/tests/tools/amqp_drain" -c -q "$1" 2>/dev/null; }
+
+# topic_records TOPIC FORMAT: every record of a topic, in kcat's format.
+topic_records() {
+    kcat -C -b "$KAFKA" -t "$1" -o beginning -e -q -f "$2" 2>/dev/null || true
+}
+
+# The event_ids in the family topics, one per line (with repeats).
+family_event_ids() {
+    local f
+    for f in kickstart darshan transfer stampede custom other; do
+        topic_records "$PANO_KAFKA_TOPIC_PREFIX$f" '%s\n'
+    done | grep -o '"event_id":"[^"]*"' | cut -d'"' -f4
+}
+
+# all_delivered PREFIX N: true once N distinct events PREFIX-* are in Kafka.
+all_delivered() {
+    [[ $(family_event_ids | grep "^$1-" | sort -u | grep -c . || true) -ge $2 ]]
+}
+
+# wait_delivered SECONDS PREFIX N: wait (checking every 2 s, Kafka reads are
+# not free) until every event is in Kafka, and nothing waits in the queue.
+wait_delivered() {
+    local deadline=$((SECONDS + $1))
+    until all_delivered "$2" "$3" && [[ $(queue_ready "$PANO_BRIDGE_QUEUE") == 0 ]]; do
+        ((SECONDS < deadline)) || return 1
+        sleep 2
+    done
+}
+
+# check_all_delivered PREFIX N: every event PREFIX-0 .. PREFIX-(N-1) is in
+# Kafka at least once. Prints "distinct D total T".
+check_all_delivered() {
+    local prefix=$1 n=$2 ids distinct total missing
+    ids=$(family_event_ids | grep "^$prefix-" || true)
+    total=$(grep -c . <<<"$ids" || true)
+    distinct=$(sort -u <<<"$ids" | grep -c . || true)
+    if ((distinct != n)); then
+        missing=$(comm -23 <(seq 0 $((n - 1)) | sed "s/^/$prefix-/" | sort) <(sort -u <<<"$ids") | head -5 | tr '\n' ' ')
+        fail "$distinct of $n events in Kafka ($total records); missing e.g. $missing"
+    fi
+    echo "distinct $distinct total $total"
+}
+
+# metric NAME: a value from a bridge's status file (the first argument).
+metric() { awk -v m="$2" '$1 == m {print $2}' "$1"; }
+
+# ---- a private RabbitMQ and Kafka, for tests that restart them -----------
+
+# private_stack_up: start them on ports of their own; exports PRIV_* and
+# points the test's programs at them.
+private_stack_up() {
+    local base=$((20000 + RANDOM % 20000))
+    PRIVATE_STACK=$(mktemp -d "/var/tmp/pano-bridge-$TEST_ID.XXXXXX")
+    chmod 755 "$PRIVATE_STACK"
+    PRIV_AMQP=$base PRIV_MGMT=$((base + 1)) PRIV_KAFKA=$((base + 2)) PRIV_KCTL=$((base + 3))
+    # The Kafka jars come from the shared stack when it has them (else
+    # pano-stack fetches them from the local Maven cache).
+    local jars
+    for jars in "$SHARED_STACK_DIR"/dist/kafka-*; do
+        if [[ -f $jars/.complete ]]; then
+            mkdir -p "$PRIVATE_STACK/dist"
+            cp -a "$jars" "$PRIVATE_STACK/dist/"
+        fi
+    done
+    log "starting a private RabbitMQ ($PRIV_AMQP) and Kafka ($PRIV_KAFKA) in $PRIVATE_STACK"
+    PANO_STACK_DIR=$PRIVATE_STACK PANO_KAFKA_HEAP=512m PANO_KAFKA_PARTITIONS=4 \
+        "$STACK" --only rabbitmq,kafka --offline --timeout 240 \
+        --amqp-port "$PRIV_AMQP" --rabbitmq-mgmt-port "$PRIV_MGMT" \
+        --kafka-port "$PRIV_KAFKA" --kafka-controller-port "$PRIV_KCTL" up \
+        >"$TEST_DIR/private-stack.log" 2>&1 ||
+        { tail -20 "$TEST_DIR/private-stack.log" >&2; fail "private stack did not start"; }
+    AMQP_PORT=$PRIV_AMQP MGMT_PORT=$PRIV_MGMT KAFKA=127.0.0.1:$PRIV_KAFKA
+    export PANO_AMQP_URL="amqp://guest:guest@127.0.0.1:$AMQP_PORT/%2F/$TEST_ID"
+    export PANO_KAFKA_BROKERS=$KAFKA
+}
+
+# private_stack SERVICE down|up
+private_stack() {
+    PANO_STACK_DIR=$PRIVATE_STACK "$STACK" --only "$1" --offline --timeout 240 "$2" \
+        >>"$TEST_DIR/private-stack.log" 2>&1 ||
+        { tail -20 "$TEST_DIR/private-stack.log" >&2; fail "private stack: $1 $2 failed"; }
+}
+
+bridge_cleanup() {
+    if [[ -n $PRIVATE_STACK ]]; then
+        PANO_STACK_DIR=$PRIVATE_STACK "$STACK" --only rabbitmq,kafka down >/dev/null 2>&1 || true
+        rm -rf "$PRIVATE_STACK"
+    else
+        # The shared Kafka: remove the test's topics.
+        PANO_STACK_DIR=$SHARED_STACK_DIR timeout 60 "$STACK" kafka-class \
+            org.apache.kafka.tools.TopicCommand --bootstrap-server "$KAFKA" \
+            --delete --topic "$TEST_ID\\..*" >/dev/null 2>&1 || true
+    fi
+}
+trap 'rc=$?; bridge_cleanup; (exit $rc); cleanup' EXIT

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# pano-bridge under valgrind (memcheck, full leak check) through a short
+# session: valid events (fast path), Pegasus samples (normalized, slow path),
+# malformed messages including a 10 MB one, a metrics request, a fatal
+# producer error (the producer is replaced), then SIGTERM. It must exit 0
+# with no memory error and no leak. Skipped in sanitizer builds.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/bridge_lib.sh"
+require_brokers
+command -v valgrind >/dev/null || fail "valgrind is not installed"
+if ldd "$BRIDGE" | grep -q -E 'libasan|libubsan'; then
+    log "SKIP: sanitizer build (valgrind cannot run it)"
+    exit 77
+fi
+
+port=$((30000 + RANDOM % 20000))
+export PANO_BRIDGE_TEST_FATAL_AFTER=400
+start vg valgrind --leak-check=full --show-leak-kinds=definite,indirect,possible \
+    --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99 \
+    --num-callers=30 "$BRIDGE" --status-port "$port" --set pano.bridge.prefetch=200
+vg=$(last_pid)
+wait_until 180 grep -q "consuming '" "$TEST_DIR/vg.log" || fail "the bridge did not start under valgrind"
+
+"$AMQP_LOAD" -n 1000 -m 60 --huge 1 -p "$TEST_ID" -r 300 >"$TEST_DIR/load.out" 2>&1 ||
+    fail "amqp_load: $(cat "$TEST_DIR/load.out")"
+URL="amqp://guest:guest@127.0.0.1:$AMQP_PORT/%2f"
+for f in "$PANO_FIXTURES"/events/stampede.xwf.*.json "$PANO_FIXTURES"/events/stampede.static.start.json \
+    "$PANO_FIXTURES"/events/kickstart.inv.online.rabbitmq-http-publish-body.synthetic.json; do
+    amqp-publish -u "$URL" -e "$TEST_ID" -r "$(jq -r '.event // .routing_key' "$f")" -p -b "$(cat "$f")"
+done
+curl -fsS -m 30 "http://127.0.0.1:$port/metrics" | grep -q pano_bridge_messages_received_total ||
+    fail "no metrics under valgrind"
+wait_delivered 240 "$TEST_ID" 1000 || fail "not delivered under valgrind"
+grep -q "replacing the Kafka producer" "$TEST_DIR/vg.log" || fail "no producer restart"
+log "delivered: $(check_all_delivered "$TEST_ID" 1000)"
+
+kill -TERM "$vg"
+rc=0
+timeout 120 tail --pid="$vg" -f /dev/null || true
+wait "$vg" || rc=$?
+PIDS=()
+grep -E "ERROR SUMMARY|definitely lost|indirectly lost|possibly lost" "$TEST_DIR/vg.log" | sed 's/^==[0-9]*== //' >&2 || true
+((rc == 0)) || fail "pano-bridge under valgrind exited $rc"
+log "PASS"

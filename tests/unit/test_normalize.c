@@ -1,0 +1,450 @@
+/* pano-bridge's check and normalization of incoming messages
+ * (broker-bridge/normalize.h), over pano's schemas and the Pegasus samples
+ * in ../shared/fixtures/events. */
+#include "json.h"
+#include "fastjson.h"
+#include "mem.h"
+#include "normalize.h"
+#include "schema.h"
+#include "testutil.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pano_schema_set *schemas;
+static pano_normalize_options opts;
+static pano_normalizer *nz;
+
+static void setup(void)
+{
+    char err[512] = "";
+    const char *dir = getenv("PANO_SCHEMAS");
+    ck_assert_msg(dir != NULL, "PANO_SCHEMAS is not set");
+    schemas = pano_schema_set_load(dir, err, sizeof err);
+    ck_assert_msg(schemas != NULL, "%s", err);
+    opts = (pano_normalize_options){.schemas = schemas, .max_size = 1024 * 1024};
+    nz = pano_normalizer_new(&opts);
+}
+
+static void teardown(void)
+{
+    pano_normalizer_free(nz);
+    pano_schema_set_free(schemas);
+}
+
+static char *read_fixture(const char *name, size_t *len)
+{
+    const char *dir = getenv("PANO_FIXTURES");
+    ck_assert_msg(dir != NULL, "PANO_FIXTURES is not set");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/events/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    char *buf = pano_malloc(1 << 20);
+    *len = fread(buf, 1, 1 << 20, f);
+    fclose(f);
+    return buf;
+}
+
+/* Normalize text; on success returns the parsed output (free it), on
+ * failure NULL with the reason in reason. */
+static pano_json *run(const char *key, const char *body, size_t len, char *reason, size_t size,
+                      pano_normalized *keep)
+{
+    pano_normalized n;
+    bool ok = pano_normalize(nz, key, body, len, &n);
+    snprintf(reason, size, "%s", ok ? "" : n.reason);
+    pano_json *out = NULL;
+    if (ok) {
+        char err[200];
+        ck_assert_ptr_nonnull(n.family);
+        out = pano_json_parse(n.body, n.len, 64, err, sizeof err);
+        ck_assert_msg(out != NULL, "output is not JSON: %s", err);
+        ck_assert_str_eq(pano_json_get_str(out, "wf_uuid"), n.wf_uuid);
+    }
+    if (keep)
+        *keep = n;
+    else
+        pano_normalized_free(&n);
+    return out;
+}
+
+static const char *reason_of(const char *key, const char *text)
+{
+    static char reason[256];
+    pano_json *out = run(key, text, strlen(text), reason, sizeof reason, NULL);
+    pano_json_free(out);
+    return reason;
+}
+
+START_TEST(pano_events_pass_untouched)
+{
+    const char *text = "{\"event\":\"kickstart.test\",\"ts\":1.5,\"event_id\":\"e1\","
+                       "\"seq\":1,\"wf_uuid\":\"wf-1\",\"hostname\":\"h\",\"utime\":1.25}";
+    pano_normalized n;
+    ck_assert(pano_normalize(nz, "kickstart.test", text, strlen(text), &n));
+    ck_assert_ptr_eq(n.body, text); /* no copy, no re-serialization */
+    ck_assert_uint_eq(n.len, strlen(text));
+    ck_assert(!n.changed);
+    ck_assert_str_eq(n.family, "kickstart");
+    ck_assert_str_eq(n.wf_uuid, "wf-1");
+    pano_normalized_free(&n);
+}
+END_TEST
+
+START_TEST(families)
+{
+    static const char *const names[][2] = {
+        /* names without a schema of their own: only the envelope applies */
+        {"kickstart.test", "kickstart"}, {"darshan.test", "darshan"},
+        {"transfer.test", "transfer"},   {"stampede.xwf.start", "stampede"},
+        {"custom.test", "custom"},       {"my.thing", "other"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "{\"event\":\"%s\",\"ts\":1,\"event_id\":\"x\",\"wf_uuid\":\"w\"}", names[i][0]);
+        pano_normalized n;
+        bool ok = pano_normalize(nz, names[i][0], text, strlen(text), &n);
+        ck_assert_msg(ok, "%s: %s", names[i][0], n.reason);
+        ck_assert_str_eq(n.family, names[i][1]);
+        pano_normalized_free(&n);
+    }
+}
+END_TEST
+
+START_TEST(stampede_fixtures)
+{
+    const char *dir = getenv("PANO_FIXTURES");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/events", dir);
+    DIR *d = opendir(path);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *e;
+    int passed = 0, rejected = 0;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "stampede.", 9) != 0)
+            continue;
+        size_t len;
+        char *body = read_fixture(e->d_name, &len);
+        char reason[256];
+        /* monitord publishes with the event name as routing key */
+        char err[200];
+        pano_json *in = pano_json_parse(body, len, 64, err, sizeof err);
+        ck_assert_ptr_nonnull(in);
+        const char *key = pano_json_get_str(in, "event");
+        pano_json *out = run(key, body, len, reason, sizeof reason, NULL);
+        bool has_id = pano_json_get(in, "xwf_id") || pano_json_get(in, "xwf__id") ||
+                      pano_json_get(in, "root_xwf_id");
+        if (!has_id) {
+            /* static.start/end of the 2012 sample carry no workflow id
+             * (monitord >= 4.9.2 adds xwf_id to every event) */
+            ck_assert_msg(out == NULL, "%s passed without a workflow id", e->d_name);
+            ck_assert_str_eq(reason, "missing required field 'wf_uuid'");
+            rejected++;
+        } else {
+            ck_assert_msg(out != NULL, "%s: %s", e->d_name, reason);
+            const char *xwf = pano_json_get_str(out, "xwf_id");
+            if (!xwf)
+                xwf = pano_json_get_str(out, "root_xwf_id");
+            ck_assert_str_eq(pano_json_get_str(out, "wf_uuid"), xwf);
+            ck_assert_uint_eq(strlen(pano_json_get_str(out, "event_id")), 32);
+            /* every original field is still there, with its value */
+            for (size_t i = 0; i < in->u.items.len; i++) {
+                const char *k = in->u.items.keys[i];
+                if (!strstr(k, "__"))
+                    ck_assert_msg(pano_json_get(out, k) != NULL, "%s lost %s", e->d_name, k);
+            }
+            ck_assert_int_eq(pano_json_get(out, "ts")->type, PANO_JSON_INT);
+            passed++;
+        }
+        pano_json_free(in);
+        pano_json_free(out);
+        free(body);
+    }
+    closedir(d);
+    ck_assert_int_eq(passed, 24);
+    ck_assert_int_eq(rejected, 2);
+}
+END_TEST
+
+START_TEST(stampede_old_key_spelling)
+{
+    size_t len;
+    char *body = read_fixture("stampede.job_inst.composite.4.9.0dev.json", &len);
+    char reason[256];
+    pano_json *out = run("stampede.job_inst.composite", body, len, reason, sizeof reason, NULL);
+    ck_assert_msg(out != NULL, "%s", reason);
+    ck_assert_str_eq(pano_json_get_str(out, "xwf_id"), "d8939648-74cd-4809-a6ee-f640b69ba155");
+    ck_assert_str_eq(pano_json_get_str(out, "wf_uuid"), "d8939648-74cd-4809-a6ee-f640b69ba155");
+    ck_assert_ptr_nonnull(pano_json_get(out, "job_inst_id"));
+    ck_assert_ptr_null(pano_json_get(out, "job_inst__id"));
+    ck_assert_ptr_nonnull(pano_json_get(out, "root_xwf_id"));
+    pano_json_free(out);
+    free(body);
+}
+END_TEST
+
+START_TEST(management_api_form)
+{
+    size_t len;
+    char *body = read_fixture("kickstart.inv.online.rabbitmq-http-publish-body.synthetic.json", &len);
+    char reason[256];
+    /* the routing key the management API used is inside the body too */
+    pano_json *out = run("kickstart.inv.online", body, len, reason, sizeof reason, NULL);
+    ck_assert_msg(out != NULL, "%s", reason);
+    ck_assert_str_eq(pano_json_get_str(out, "event"), "kickstart.inv.online");
+    ck_assert_str_eq(pano_json_get_str(out, "wf_uuid"), "f7fbd521-1567-43c9-b3d7-41ff2c308650");
+    ck_assert_ptr_null(pano_json_get(out, "payload"));
+    int64_t pid;
+    ck_assert(pano_json_get_int(out, "pid", &pid));
+    ck_assert_int_eq(pid, 4242);
+    pano_json_free(out);
+    free(body);
+
+    ck_assert_str_eq(reason_of("k", "{\"routing_key\":\"kickstart.test\",\"payload\":"
+                                    "\"{\\\"ts\\\":1,\\\"wf_uuid\\\":\\\"w\\\"}\","
+                                    "\"payload_encoding\":\"string\"}"),
+                     "");
+    ck_assert_str_eq(reason_of("k", "{\"payload\":\"@@@\",\"payload_encoding\":\"base64\"}"),
+                     "management-API message whose payload is not base64");
+    ck_assert_str_eq(reason_of("k", "{\"payload\":\"x\",\"payload_encoding\":\"gzip\"}"),
+                     "management-API message with unknown payload_encoding 'gzip'");
+    /* base64 of "{bad" */
+    ck_assert_str_eq(reason_of("k", "{\"payload\":\"e2JhZA==\",\"payload_encoding\":\"base64\"}"),
+                     "in the payload of a management-API message: invalid JSON: lexical error: "
+                     "invalid char in json text.");
+}
+END_TEST
+
+START_TEST(other_fixtures)
+{
+    static const char *const files[] = {"kickstart.inv.online.synthetic.json",
+                                        "transfer.inv.local.synthetic.json",
+                                        "transfer.inv.local.single.synthetic.json"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        size_t len;
+        char *body = read_fixture(files[i], &len);
+        char reason[256];
+        pano_json *out = run("x", body, len, reason, sizeof reason, NULL);
+        ck_assert_msg(out != NULL, "%s: %s", files[i], reason);
+        pano_json_free(out);
+        free(body);
+    }
+}
+END_TEST
+
+START_TEST(event_name_from_routing_key)
+{
+    char reason[256];
+    const char *text = "{\"ts\":1,\"wf_uuid\":\"w\",\"event_id\":\"i\"}";
+    pano_json *out = run("custom.thing", text, strlen(text), reason, sizeof reason, NULL);
+    ck_assert_msg(out != NULL, "%s", reason);
+    ck_assert_str_eq(pano_json_get_str(out, "event"), "custom.thing");
+    pano_json_free(out);
+    ck_assert_str_eq(reason_of("bad key!", text), "missing required field 'event'");
+}
+END_TEST
+
+START_TEST(deterministic_event_id)
+{
+    const char *text = "{\"event\":\"a.b\",\"ts\":1,\"wf_uuid\":\"w\"}";
+    char reason[256];
+    pano_json *a = run("a.b", text, strlen(text), reason, sizeof reason, NULL);
+    pano_json *b = run("a.b", text, strlen(text), reason, sizeof reason, NULL);
+    pano_json *c = run("a.c", text, strlen(text), reason, sizeof reason, NULL);
+    ck_assert_str_eq(pano_json_get_str(a, "event_id"), pano_json_get_str(b, "event_id"));
+    ck_assert_str_ne(pano_json_get_str(a, "event_id"), pano_json_get_str(c, "event_id"));
+    pano_json_free(a);
+    pano_json_free(b);
+    pano_json_free(c);
+}
+END_TEST
+
+START_TEST(reasons)
+{
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1,"),
+                     "invalid JSON: parse error: premature EOF");
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"x\":\"caf\xC3\x28\"}"),
+                     "invalid UTF-8 at byte 23");
+    ck_assert_str_eq(reason_of("k", "[1]"), "the event must be an object");
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1.5,\"seq\":3}"),
+                     "missing required field 'wf_uuid'");
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1.5,\"wf_uuid\":\"w\",\"seq\":\"seven\"}"),
+                     "'seq' must be an integer");
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":\"now\",\"wf_uuid\":\"w\"}"),
+                     "'ts' must be a number");
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1,\"wf_uuid\":7}"),
+                     "'wf_uuid' must be a string");
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1,\"wf_uuid\":\"\"}"),
+                     "'wf_uuid' must not be empty");
+    ck_assert_str_eq(reason_of("k", "{\"event\":5,\"ts\":1,\"wf_uuid\":\"w\"}"),
+                     "'event' must be a string");
+
+    /* nested 10,000 deep: refused by the parser, not by the stack */
+    size_t depth = 10000;
+    char *deep = pano_malloc(2 * depth + 1);
+    memset(deep, '[', depth);
+    memset(deep + depth, ']', depth);
+    deep[2 * depth] = '\0';
+    ck_assert_str_eq(reason_of("k", deep), "invalid JSON: nested deeper than 64 levels");
+    free(deep);
+
+    /* over the size limit: not even parsed */
+    size_t big = opts.max_size + 1;
+    char *huge = pano_malloc(big + 1);
+    memset(huge, ' ', big);
+    huge[0] = '{';
+    huge[big - 1] = '}';
+    huge[big] = '\0';
+    char expected[128];
+    snprintf(expected, sizeof expected, "message too large (%zu bytes, limit %zu)", big,
+             opts.max_size);
+    ck_assert_str_eq(reason_of("k", huge), expected);
+    free(huge);
+}
+END_TEST
+
+START_TEST(duplicate_fields)
+{
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1,\"event_id\":\"i\","
+                                    "\"wf_uuid\":\"w1\",\"wf_uuid\":\"w2\"}"),
+                     "invalid JSON: duplicate field 'wf_uuid'");
+    /* the same key in different objects is fine */
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1,\"event_id\":\"i\","
+                                    "\"wf_uuid\":\"w\",\"a\":{\"x\":1},\"b\":{\"x\":2}}"),
+                     "");
+}
+END_TEST
+
+/* The arena parser builds the same tree as json.h's parser. */
+START_TEST(arena_parser_matches)
+{
+    static const char *const docs[] = {
+        "{\"a\":1,\"b\":[true,false,null],\"c\":{\"d\":\"\\u00e9\\n\"},\"e\":1.250,\"f\":-3e5}",
+        "[]", "{}", "\"x\"", "12345678901234567890", "[[[[1]]]]",
+        "{\"k0\":0,\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,"
+        "\"k9\":9,\"k10\":10,\"k11\":11,\"k12\":12,\"k13\":13,\"k14\":14,\"k15\":15,"
+        "\"k16\":16,\"k17\":17,\"k18\":18}",
+    };
+    pano_arena a;
+    pano_arena_init(&a, 1024); /* small chunks: growth is exercised */
+    char err[200];
+    for (int round = 0; round < 3; round++)
+        for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+            pano_arena_reset(&a);
+            pano_json *fast = pano_json_parse_arena(&a, docs[i], strlen(docs[i]), 64, err, sizeof err);
+            ck_assert_msg(fast != NULL, "%s: %s", docs[i], err);
+            pano_json *slow = pano_json_parse(docs[i], strlen(docs[i]), 64, err, sizeof err);
+            ck_assert_ptr_nonnull(slow);
+            char *x = pano_json_serialize(fast, NULL), *y = pano_json_serialize(slow, NULL);
+            ck_assert_str_eq(x, y);
+            free(x);
+            free(y);
+            pano_json_free(slow);
+        }
+    /* a big document takes several chunks */
+    char *big = pano_malloc(200000);
+    size_t n = 0;
+    big[n++] = '[';
+    for (int i = 0; i < 20000; i++)
+        n += (size_t)snprintf(big + n, 200000 - n, "%s\"s%d\"", i ? "," : "", i);
+    big[n++] = ']';
+    pano_arena_reset(&a);
+    pano_json *doc = pano_json_parse_arena(&a, big, n, 64, err, sizeof err);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert_uint_eq(doc->u.items.len, 20000);
+    ck_assert_str_eq(doc->u.items.values[19999]->u.string.text, "s19999");
+    free(big);
+    ck_assert_ptr_null(pano_json_parse_arena(&a, "[1,", 3, 64, err, sizeof err));
+    ck_assert_ptr_null(pano_json_parse_arena(&a, "[[1]]", 5, 1, err, sizeof err));
+    ck_assert_str_eq(err, "nesting too deep");
+    ck_assert_ptr_null(pano_json_parse_arena(&a, "{\"a\\u0000\":1}", 13, 64, err, sizeof err));
+    pano_arena_free(&a);
+}
+END_TEST
+
+/* Numbers read by the arena parser's fast paths are bit for bit the ones
+ * json.h's parser (strtod, strtoll) reads. */
+START_TEST(arena_numbers_exact)
+{
+    pano_arena a;
+    pano_arena_init(&a, 0);
+    srand(4242);
+    char text[64], err[200];
+    static const char *const fixed[] = {"0.1", "-0.0", "0.000000000000000000001", "1e5",
+                                        "123456789012345.6", "1234567890123456.7", "9007199254740993.0",
+                                        "-9223372036854775808", "9223372036854775807",
+                                        "9223372036854775808", "-9223372036854775809",
+                                        "00.5", "1700000000.123456", "3.0", "-12.25"};
+    for (int i = 0; i < 200000; i++) {
+        if (i < (int)(sizeof fixed / sizeof fixed[0]))
+            snprintf(text, sizeof text, "%s", fixed[i]);
+        else {
+            int digits = 1 + rand() % 18, point = rand() % (digits + 1);
+            int n = 0;
+            if (rand() % 2)
+                text[n++] = '-';
+            for (int d = 0; d < digits; d++) {
+                if (d == point && d > 0)
+                    text[n++] = '.';
+                text[n++] = (char)('0' + (d == 0 && digits > 1 ? 1 + rand() % 9 : rand() % 10));
+            }
+            text[n] = '\0';
+        }
+        pano_arena_reset(&a);
+        pano_json *fast = pano_json_parse_arena(&a, text, strlen(text), 4, err, sizeof err);
+        if (!fast) /* "-0" style leading zeros are not JSON: both refuse */
+            continue;
+        pano_json *slow = pano_json_parse(text, strlen(text), 4, err, sizeof err);
+        ck_assert_ptr_nonnull(slow);
+        ck_assert_int_eq(fast->type, slow->type);
+        if (fast->type == PANO_JSON_INT)
+            ck_assert_msg(fast->u.integer == slow->u.integer, "%s", text);
+        else {
+            ck_assert_msg(memcmp(&fast->u.real.value, &slow->u.real.value, sizeof(double)) == 0,
+                          "%s: %.17g != %.17g", text, fast->u.real.value, slow->u.real.value);
+            ck_assert_int_eq(fast->u.real.decimals, slow->u.real.decimals);
+        }
+        pano_json_free(slow);
+    }
+    pano_arena_free(&a);
+}
+END_TEST
+
+START_TEST(utf8_validator)
+{
+    ck_assert_uint_eq(pano_utf8_invalid_at("abc", 3), 3);
+    ck_assert_uint_eq(pano_utf8_invalid_at("a\xC3\xA9", 3), 3);
+    ck_assert_uint_eq(pano_utf8_invalid_at("a\xC3", 2), 1);            /* truncated */
+    ck_assert_uint_eq(pano_utf8_invalid_at("a\xC0\xAF", 3), 1);        /* overlong */
+    ck_assert_uint_eq(pano_utf8_invalid_at("\xED\xA0\x80", 3), 0);     /* surrogate */
+    ck_assert_uint_eq(pano_utf8_invalid_at("\xF4\x90\x80\x80", 4), 0); /* > U+10FFFF */
+    ck_assert_uint_eq(pano_utf8_invalid_at("\xF0\x9F\x98\x80!", 5), 5);
+    ck_assert_uint_eq(pano_utf8_invalid_at("ab\xFF", 3), 2);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("normalize");
+    TCase *tc = tcase_create("normalize");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, pano_events_pass_untouched);
+    tcase_add_test(tc, families);
+    tcase_add_test(tc, stampede_fixtures);
+    tcase_add_test(tc, stampede_old_key_spelling);
+    tcase_add_test(tc, management_api_form);
+    tcase_add_test(tc, other_fixtures);
+    tcase_add_test(tc, event_name_from_routing_key);
+    tcase_add_test(tc, deterministic_event_id);
+    tcase_add_test(tc, reasons);
+    tcase_add_test(tc, utf8_validator);
+    tcase_add_test(tc, duplicate_fields);
+    tcase_add_test(tc, arena_parser_matches);
+    tcase_add_test(tc, arena_numbers_exact);
+    suite_add_tcase(s, tc);
+    return pano_test_run(s);
+}

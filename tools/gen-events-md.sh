@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The event catalog (docs/events.md) from the JSON Schemas in schemas/:
+# every field of every event with its type, unit, source and meaning.
+#
+#   tools/gen-events-md.sh [SCHEMA_DIR] > docs/events.md
+#
+# tests/deploy/deploy_docs.sh fails when docs/events.md is not this
+# script's output (regenerate with tools/regen.sh).
+set -euo pipefail
+dir=${1:-$(dirname "$0")/../schemas}
+
+cat <<'HEAD'
+# Event catalog
+
+Every event pano publishes, field by field. **Generated** from the JSON Schemas
+in [`schemas/`](../schemas/) by `tools/gen-events-md.sh` (run `tools/regen.sh`
+after changing a schema); a test fails when this file and the schemas differ.
+
+Columns: *type* is the JSON type (`a|b` when several are allowed, `[]` an
+array of it, `{}` an object); *req* marks required fields; *unit* is the
+schema's `x-unit`; *source* its `x-source`: where the value comes from.
+Nested fields are written with dots (`final.utime`); `<name>` stands for any
+key (`additionalProperties`) and `<pattern>` for keys matching a pattern.
+
+Counters marked *cumulative* only grow during a task: chart them as rates
+(the derivative of the per-job maximum), never as sums of samples.
+Elasticsearch maps each field from this type (string → keyword, integer →
+long, number → double, boolean → boolean); `@timestamp` is the event's `ts`.
+
+HEAD
+
+jq -rs '
+  def esc: tostring | gsub("\\|"; "\\|") | gsub("\n"; " ");
+  def typ:
+    if .type == null then
+      (if .enum then (.enum[0] | type | if . == "number" then "number" else . end)
+       elif .const != null then (.const | type)
+       elif .properties or .additionalProperties or .patternProperties then "object"
+       else "any" end)
+    elif (.type | type) == "array" then (.type | map(select(. != "null")) | join("|"))
+    else .type end
+    | if . == "array" then "[]" else . end;
+  def arrtyp: if .type == "array" then ((.items // {}) | typ) + "[]" else typ end;
+  def extra:
+    [ (if .enum then "one of " + (.enum | map(tostring) | join(", ")) else empty end),
+      (if .const != null then "always " + (.const | tostring) else empty end),
+      (if .format then "format " + .format else empty end),
+      (if .minimum != null then "≥ " + (.minimum | tostring) else empty end),
+      (if .maximum != null then "≤ " + (.maximum | tostring) else empty end),
+      (if .maxLength then "at most " + (.maxLength | tostring) + " characters" else empty end)
+    ] | join("; ");
+  def rows(prefix; $req):
+    ( (.properties // {}) | to_entries[] as $e
+      | ($e.value) as $v
+      | [prefix + $e.key, ($v | arrtyp), (if ($req | index([$e.key])) != null then "yes" else "" end),
+         ($v["x-unit"] // ""), ($v["x-source"] // ""),
+         ([($v.description // ""), ($v | extra)] | map(select(. != "")) | join(" — "))],
+        ( $v | if .type == "array" then (.items // {}) else . end
+          | rows(prefix + $e.key + (if $v.type == "array" then "[]." else "." end); (.required // [])) )
+    ),
+    ( (.patternProperties // {}) | to_entries[] as $e
+      | ($e.value) as $v
+      | [prefix + "<" + $e.key + ">", ($v | arrtyp), "", ($v["x-unit"] // ""), ($v["x-source"] // ""),
+         ($v.description // "")],
+        ($v | rows(prefix + "<" + $e.key + ">."; (.required // [])))
+    ),
+    ( if (.additionalProperties | type) == "object" then
+        (.additionalProperties) as $v
+        | if ($v.properties // null) != null then
+            [prefix + "<name>", "object", "", "", "", ($v.description // "")],
+            ($v | rows(prefix + "<name>."; (.required // [])))
+          else empty end
+      else empty end );
+  def table:
+    "| field | type | req | unit | source | description |",
+    "|---|---|---|---|---|---|",
+    (rows(""; (.required // [])) | map(esc) | "| `\(.[0])` | \(.[1]) | \(.[2]) | \(.[3]) | \(.[4]) | \(.[5]) |");
+
+  (map(select(.title == "pano event envelope")) | .[0]) as $env
+  | (map(select(.title != "pano event envelope")) | sort_by(.title)) as $events
+  | "## Contents\n",
+    "- [Envelope](#envelope): the fields every event starts with",
+    ($events[] | "- [`\(.title)`](#\(.title | gsub("\\."; "")))"),
+    "",
+    "## Envelope\n",
+    ($env.description // ""),
+    "",
+    ($env | table),
+    "",
+    ($events[] |
+      "## \(.title)\n",
+      (.description // ""),
+      "",
+      (.title | split(".")[0] | if IN("kickstart","darshan","transfer","stampede","custom") then . else "other" end) as $f
+      | "Family `\($f)`: Kafka topic `pano.\($f)`, index `pano-\($f)`. Besides the envelope:",
+      "",
+      table,
+      "")
+' "$dir"/envelope.schema.json "$dir"/events/*.schema.json
