@@ -46,7 +46,7 @@
 
 /* A batch is split into concurrent bulk requests of at least this many
  * documents. */
-#define MIN_SLICE 250
+#define MIN_SLICE 1000
 
 /* Only what the outcome needs comes back: much less to read. */
 #define BULK_PATH "/_bulk?filter_path=errors,items.*.status,items.*.error.type,items.*.error.reason"

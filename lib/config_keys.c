@@ -156,7 +156,7 @@ const pano_config_key pano_config_keys[] = {
     {"pano.indexer.batch_bytes", PANO_CFG_SIZE, "16M", 1024, 1e9, false, {0}, {0},
      "Most bytes in one batch."},
     {"pano.indexer.concurrency", PANO_CFG_INT, "4", 1, 64, false, {0}, {0},
-     "Bulk requests in flight at once for one batch (each at least 250 documents)."},
+     "Bulk requests in flight at once for one batch (each at least 1000 documents)."},
     {"pano.indexer.linger", PANO_CFG_DOUBLE, "0.2", 0, 60, false, {0}, {0},
      "Seconds to wait for a batch to fill before sending it."},
     {"pano.indexer.layout", PANO_CFG_STR, "shared", NOLIMIT, false, {0}, {0},
