@@ -922,7 +922,42 @@ static void check_stall(bridge *b, double now)
         b->waiting_for_kafka = true;
         b->stalled = false;
         b->next_probe = now + 5;
+        return;
     }
+    /* Messages stuck while the others flow (their partition or topic is
+     * unavailable): hand them alone back before RabbitMQ's consumer timeout
+     * closes the channel. A copy waiting for a retry is dropped. */
+    uint64_t expired[256];
+    size_t n = b->amqp && !b->reconnect_needed
+                   ? pano_tags_take_expired(&b->tags, now - b->hold_timeout, expired, 256)
+                   : 0;
+    if (n == 0)
+        return;
+    pano_warn("%zu message(s) unconfirmed by Kafka for %.0f s while others were: handing "
+              "them back to RabbitMQ",
+              n, b->hold_timeout);
+    b->m.hold_timeouts++;
+    for (size_t i = 0; i < n; i++)
+        if (amqp_basic_nack(conn(b), CHANNEL, expired[i], 0, 1) != AMQP_STATUS_OK) {
+            b->reconnect_needed = true;
+            return;
+        }
+    b->retry_tail = NULL;
+    for (retry_item **p = &b->retry_head; *p;) {
+        retry_item *r = *p;
+        bool gone = false;
+        for (size_t i = 0; i < n && !gone; i++)
+            gone = r->tag == expired[i];
+        if (!gone) {
+            b->retry_tail = r;
+            p = &r->next;
+            continue;
+        }
+        *p = r->next;
+        b->n_retry--;
+        retry_free(r);
+    }
+    send_acks(b, now, true); /* moves the head on */
 }
 
 /* After handing messages back: does Kafka answer again? */
