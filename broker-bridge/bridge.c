@@ -290,7 +290,8 @@ static void defer(bridge *b, int topic, const void *key, size_t key_len, const v
 
 static void dead_letter(bridge *b, const char *routing_key, const char *exchange,
                         const char *body, size_t len, const char *reason, uint64_t tag);
-static void permanent_failure(bridge *b, int topic, const char *value, size_t len,
+static void permanent_failure(bridge *b, int topic, const void *key, size_t key_len,
+                              const char *value, size_t len, rd_kafka_headers_t *headers,
                               const char *why, uint64_t tag);
 
 /* Hand a message to librdkafka. Never blocks: when librdkafka cannot take
@@ -310,9 +311,7 @@ static void produce(bridge *b, int topic, const void *key, size_t key_len, const
         defer(b, topic, key, key_len, value, len, headers, tag, 0.05);
         return;
     case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
-        if (headers)
-            rd_kafka_headers_destroy(headers);
-        permanent_failure(b, topic, value, len, rd_kafka_err2str(err), tag);
+        permanent_failure(b, topic, key, key_len, value, len, headers, rd_kafka_err2str(err), tag);
         return;
     case RD_KAFKA_RESP_ERR__FATAL:
         if (headers)
@@ -327,10 +326,16 @@ static void produce(bridge *b, int topic, const void *key, size_t key_len, const
     }
 }
 
-/* Kafka refused a message for good. */
-static void permanent_failure(bridge *b, int topic, const char *value, size_t len,
+/* Kafka refused a message for good. Takes ownership of headers (those of a
+ * dead-letter record are kept when it has to be tried again). */
+static void permanent_failure(bridge *b, int topic, const void *key, size_t key_len,
+                              const char *value, size_t len, rd_kafka_headers_t *headers,
                               const char *why, uint64_t tag)
 {
+    if (topic != DEAD_TOPIC && headers) {
+        rd_kafka_headers_destroy(headers);
+        headers = NULL;
+    }
     if (topic != DEAD_TOPIC) {
         /* Its routing key is not kept; the event name stands in for it. */
         char reason[300], name[256] = "";
@@ -346,6 +351,8 @@ static void permanent_failure(bridge *b, int topic, const char *value, size_t le
     /* Even its dead-letter record. */
     if (b->dlx_known && b->amqp &&
         amqp_basic_nack(conn(b), CHANNEL, tag, 0, 0) == AMQP_STATUS_OK) {
+        if (headers)
+            rd_kafka_headers_destroy(headers);
         pano_tags_settled(&b->tags, tag);
         b->m.rejected_to_dlx++;
         pano_error("Kafka refused a dead-letter record (%s): rejected the message to the "
@@ -358,9 +365,7 @@ static void permanent_failure(bridge *b, int topic, const char *value, size_t le
                    "exchange of the bridge's: the message stays unacknowledged and is tried "
                    "again in 30 s; check the topic %s",
                    why, b->topic_names[DEAD_TOPIC]);
-    rd_kafka_headers_t *h = rd_kafka_headers_new(1);
-    rd_kafka_header_add(h, "reason", -1, why, -1);
-    defer(b, DEAD_TOPIC, NULL, 0, value, len, h, tag, 30);
+    defer(b, DEAD_TOPIC, key, key_len, value, len, headers, tag, 30);
 }
 
 static bool is_permanent(rd_kafka_resp_err_t err)
@@ -410,7 +415,13 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     if (!current || !pano_tags_is_pending(&b->tags, tag))
         return;
     if (is_permanent(m->err)) {
-        permanent_failure(b, topic, m->payload, m->len, rd_kafka_err2str(m->err), tag);
+        rd_kafka_headers_t *h = NULL;
+        permanent_failure(b, topic, m->key, m->key_len, m->payload, m->len,
+                          topic == DEAD_TOPIC &&
+                                  rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR
+                              ? rd_kafka_headers_copy(h)
+                              : NULL,
+                          rd_kafka_err2str(m->err), tag);
         return;
     }
     if (may_log(&b->errors_logged))
@@ -922,7 +933,42 @@ static void check_stall(bridge *b, double now)
         b->waiting_for_kafka = true;
         b->stalled = false;
         b->next_probe = now + 5;
+        return;
     }
+    /* Messages stuck while the others flow (their partition or topic is
+     * unavailable): hand them alone back before RabbitMQ's consumer timeout
+     * closes the channel. A copy waiting for a retry is dropped. */
+    uint64_t expired[256];
+    size_t n = b->amqp && !b->reconnect_needed
+                   ? pano_tags_take_expired(&b->tags, now - b->hold_timeout, expired, 256)
+                   : 0;
+    if (n == 0)
+        return;
+    pano_warn("%zu message(s) unconfirmed by Kafka for %.0f s while others were: handing "
+              "them back to RabbitMQ",
+              n, b->hold_timeout);
+    b->m.hold_timeouts++;
+    for (size_t i = 0; i < n; i++)
+        if (amqp_basic_nack(conn(b), CHANNEL, expired[i], 0, 1) != AMQP_STATUS_OK) {
+            b->reconnect_needed = true;
+            return;
+        }
+    b->retry_tail = NULL;
+    for (retry_item **p = &b->retry_head; *p;) {
+        retry_item *r = *p;
+        bool gone = false;
+        for (size_t i = 0; i < n && !gone; i++)
+            gone = r->tag == expired[i];
+        if (!gone) {
+            b->retry_tail = r;
+            p = &r->next;
+            continue;
+        }
+        *p = r->next;
+        b->n_retry--;
+        retry_free(r);
+    }
+    send_acks(b, now, true); /* moves the head on */
 }
 
 /* After handing messages back: does Kafka answer again? */

@@ -14,12 +14,15 @@ void pano_tags_init(pano_tags *t, size_t size)
     memset(t, 0, sizeof *t);
     t->size = size ? size : 1;
     t->state = pano_calloc(t->size, 1);
+    t->received_at = pano_calloc(t->size, sizeof *t->received_at);
 }
 
 void pano_tags_free(pano_tags *t)
 {
     free(t->state);
+    free(t->received_at);
     t->state = NULL;
+    t->received_at = NULL;
 }
 
 void pano_tags_reset(pano_tags *t, double now)
@@ -38,12 +41,33 @@ bool pano_tags_receive(pano_tags *t, uint64_t tag, double now)
         t->head_since = now; /* it is the new head */
     t->received = tag;
     *at(t, tag) = PENDING;
+    t->received_at[tag % t->size] = now;
     return true;
 }
 
 bool pano_tags_is_pending(const pano_tags *t, uint64_t tag)
 {
     return tag > t->base && tag <= t->received && *at(t, tag) == PENDING;
+}
+
+size_t pano_tags_take_expired(pano_tags *t, double before, uint64_t *out, size_t max)
+{
+    size_t n = 0;
+    for (uint64_t tag = t->base + 1; tag <= t->received && n < max; tag++) {
+        if (t->received_at[tag % t->size] >= before)
+            break; /* received in order: the rest is younger */
+        if (*at(t, tag) == PENDING) {
+            *at(t, tag) = SETTLED;
+            t->settled++;
+            out[n++] = tag;
+        }
+    }
+    return n;
+}
+
+uint64_t pano_tags_head(const pano_tags *t)
+{
+    return pano_tags_is_pending(t, t->base + 1) ? t->base + 1 : 0;
 }
 
 bool pano_tags_done(pano_tags *t, uint64_t tag)

@@ -26,6 +26,7 @@
 
 typedef struct {
     unsigned char *state; /* ring, indexed by tag % size */
+    double *received_at;  /* ring: when each tag was received */
     size_t size;
     uint64_t base;     /* every tag <= base is finished and forgotten */
     uint64_t received; /* the highest tag received */
@@ -47,6 +48,12 @@ bool pano_tags_done(pano_tags *t, uint64_t tag);
 /* The broker forgot it (it was nacked). False when not pending. */
 bool pano_tags_settled(pano_tags *t, uint64_t tag);
 bool pano_tags_is_pending(const pano_tags *t, uint64_t tag);
+/* The oldest tag not finished when it is pending (else 0). */
+uint64_t pano_tags_head(const pano_tags *t);
+
+/* Up to max pending tags received before `before`, oldest first, marked
+ * SETTLED: the caller hands them back to the broker (nack, requeue). */
+size_t pano_tags_take_expired(pano_tags *t, double before, uint64_t *out, size_t max);
 
 /* The tag to ack with multiple=true, or 0 when there is nothing to ack at
  * the head. *count gets the number of messages that ack covers. Forgets

@@ -156,4 +156,4 @@ bridge_cleanup() {
             --delete --topic "$TEST_ID\\..*" >/dev/null 2>&1 || true
     fi
 }
-trap 'rc=$?; bridge_cleanup; (exit $rc); cleanup' EXIT
+trap 'rc=$?; bridge_cleanup; set +e; (exit $rc); cleanup' EXIT

@@ -46,4 +46,23 @@ grep -q "rejected the message to the queue's dead-letter exchange" "$TEST_DIR/br
     fail "no log line about the rejection"
 log "20 events refused even as dead letters are in RabbitMQ's $PANO_BRIDGE_QUEUE.dead"
 stop_all
+
+# Round 3: a queue prepared without a dead-letter exchange: such messages
+# stay unacknowledged and are tried again (with their headers), never lost.
+Q=$(jq -rn --arg q "$PANO_BRIDGE_QUEUE" '$q|@uri')
+curl -fsS -u guest:guest -X DELETE "http://127.0.0.1:$MGMT_PORT/api/queues/%2F/$Q" >/dev/null
+curl -fsS -u guest:guest -H 'content-type: application/json' -X PUT \
+    "http://127.0.0.1:$MGMT_PORT/api/queues/%2F/$Q" -d '{"durable":true,"arguments":{}}' >/dev/null
+curl -fsS -u guest:guest -H 'content-type: application/json' -X POST \
+    "http://127.0.0.1:$MGMT_PORT/api/bindings/%2F/e/$TEST_ID/q/$Q" -d '{"routing_key":"#"}' >/dev/null
+start_bridge bridge3 --set pano.bridge.drain_timeout=1 --set pano.bridge.status_file="$TEST_DIR/b3.prom" \
+    --set pano.bridge.stats_interval=0.5
+"$AMQP_LOAD" -n 5 -p "$TEST_ID-big3" -e custom.big.sample -P 8000 >/dev/null || fail "publishing big events"
+wait_until 60 grep -q "the message stays unacknowledged and is tried again" "$TEST_DIR/bridge3.log" ||
+    fail "no log line about keeping the message"
+wait_until 10 bash -c "[[ \$(awk '\$1 == \"pano_bridge_messages_in_flight\" {print \$2}' '$TEST_DIR/b3.prom') == 5 ]]" ||
+    fail "the 5 messages are not held"
+stop_all
+[[ $(queue_ready "$PANO_BRIDGE_QUEUE") == 5 ]] || fail "the 5 messages are not back in the queue"
+log "without a dead-letter exchange the 5 messages were kept and are back in the queue"
 log "PASS"

@@ -91,6 +91,7 @@ START_TEST(stuck_head)
         ck_assert(pano_tags_done(&t, tag));
     uint64_t n, out[3];
     ck_assert_uint_eq(pano_tags_take_ack(&t, 0, &n), 0);
+    ck_assert_uint_eq(pano_tags_head(&t), 1);
     ck_assert_uint_eq(pano_tags_take_single(&t, out, 3), 3);
     ck_assert_uint_eq(out[0], 2);
     ck_assert_uint_eq(out[2], 4);
@@ -102,6 +103,31 @@ START_TEST(stuck_head)
     ck_assert_uint_eq(pano_tags_take_ack(&t, 0, &n), 1);
     ck_assert_uint_eq(n, 1);
     ck_assert_uint_eq(pano_tags_outstanding(&t), 0);
+    ck_assert_uint_eq(pano_tags_head(&t), 0);
+    pano_tags_free(&t);
+}
+END_TEST
+
+START_TEST(expired)
+{
+    pano_tags t;
+    pano_tags_init(&t, 16);
+    pano_tags_reset(&t, 0);
+    for (uint64_t tag = 1; tag <= 6; tag++)
+        ck_assert(pano_tags_receive(&t, tag, (double)tag)); /* received at 1 s, 2 s, ... */
+    ck_assert(pano_tags_done(&t, 2));
+    uint64_t out[8], n;
+    /* older than 4.5 s and still pending: 1, 3, 4 (2 is done) */
+    ck_assert_uint_eq(pano_tags_take_expired(&t, 4.5, out, 8), 3);
+    ck_assert_uint_eq(out[0], 1);
+    ck_assert_uint_eq(out[1], 3);
+    ck_assert_uint_eq(out[2], 4);
+    ck_assert_uint_eq(pano_tags_take_expired(&t, 4.5, out, 8), 0);
+    /* the ack names 2; 1, 3, 4 were nacked */
+    ck_assert_uint_eq(pano_tags_take_ack(&t, 10, &n), 2);
+    ck_assert_uint_eq(n, 1);
+    ck_assert_uint_eq(pano_tags_outstanding(&t), 2);
+    ck_assert_uint_eq(pano_tags_head(&t), 5);
     pano_tags_free(&t);
 }
 END_TEST
@@ -179,6 +205,7 @@ int main(void)
     tcase_add_test(tc, settled_tags_are_never_named);
     tcase_add_test(tc, reset_and_bounds);
     tcase_add_test(tc, stuck_head);
+    tcase_add_test(tc, expired);
     tcase_add_test(tc, random_orders);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
