@@ -1,5 +1,6 @@
 #include "json.h"
 
+#include "buf.h"
 #include "mem.h"
 
 #include <errno.h>
@@ -81,10 +82,26 @@ static size_t utf8_sequence(const unsigned char *s, size_t len)
 pano_json *pano_json_string_len(const char *text, size_t len)
 {
     const unsigned char *s = (const unsigned char *)text;
-    /* Worst case every byte becomes U+FFFD (3 bytes). */
-    char *out = pano_malloc(len * 3 + 1);
-    size_t o = 0;
-    for (size_t i = 0; i < len;) {
+    pano_json *v = new_value(PANO_JSON_STRING);
+    size_t valid = 0;
+    while (valid < len) {
+        size_t n = utf8_sequence(s + valid, len - valid);
+        if (!n)
+            break;
+        valid += n;
+    }
+    if (valid == len) { /* the usual case: copy as is */
+        v->u.string.text = pano_malloc(len + 1);
+        memcpy(v->u.string.text, text, len);
+        v->u.string.text[len] = '\0';
+        v->u.string.len = len;
+        return v;
+    }
+    /* Repair: worst case every remaining byte becomes U+FFFD (3 bytes). */
+    char *out = pano_malloc(valid + (len - valid) * 3 + 1);
+    memcpy(out, text, valid);
+    size_t o = valid;
+    for (size_t i = valid; i < len;) {
         size_t n = utf8_sequence(s + i, len - i);
         if (n) {
             memcpy(out + o, s + i, n);
@@ -97,7 +114,6 @@ pano_json *pano_json_string_len(const char *text, size_t len)
         }
     }
     out[o] = '\0';
-    pano_json *v = new_value(PANO_JSON_STRING);
     v->u.string.text = pano_realloc(out, o + 1);
     v->u.string.len = o;
     return v;
@@ -288,11 +304,72 @@ void pano_json_append(pano_json *array, pano_json *value)
 
 /* ---- serialization ----------------------------------------------------- */
 
-/* Shortest "%.Ng" that reads back as the same double. */
+/* Decimal digits of u, right-aligned to end at `end`; returns the start. */
+static char *format_uint_backwards(char *end, uint64_t u)
+{
+    do {
+        *--end = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    return end;
+}
+
+/* What snprintf("%" PRId64) writes, without its format parsing: events are
+ * mostly integers, and this is the serializer's hottest path. */
+static int format_int(char *buf, int64_t i)
+{
+    char tmp[24];
+    char *end = tmp + sizeof tmp;
+    uint64_t magnitude = i < 0 ? (uint64_t)0 - (uint64_t)i : (uint64_t)i;
+    char *p = format_uint_backwards(end, magnitude);
+    if (i < 0)
+        *--p = '-';
+    memcpy(buf, p, (size_t)(end - p));
+    return (int)(end - p);
+}
+
+/* snprintf("%.*f", decimals, d) exactly, through integer arithmetic when
+ * that is provably the same: d * 10^decimals is computed with one rounding
+ * (relative error <= 2^-53), so its nearest integer is the correctly rounded
+ * one unless the product lies within that error of a .5 boundary. Those
+ * (rare) cases, and large values, return -1 for snprintf to handle. */
+static int format_fixed(char *buf, double d, int decimals)
+{
+    static const double scale[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+    if (decimals > 9)
+        return -1;
+    double p = fabs(d) * scale[decimals];
+    if (!(p < 0x1p50))
+        return -1;
+    double whole = floor(p), frac = p - whole;
+    if (fabs(frac - 0.5) <= p * 0x1p-50 + 0x1p-60)
+        return -1;
+    uint64_t digits = (uint64_t)whole + (frac > 0.5);
+
+    char tmp[32];
+    char *end = tmp + sizeof tmp, *q = end;
+    for (int i = 0; i < decimals; i++) {
+        *--q = (char)('0' + digits % 10);
+        digits /= 10;
+    }
+    if (decimals > 0)
+        *--q = '.';
+    q = format_uint_backwards(q, digits);
+    if (signbit(d)) /* printf keeps the sign of -0.0 and of values rounding to 0 */
+        *--q = '-';
+    memcpy(buf, q, (size_t)(end - q));
+    return (int)(end - q);
+}
+
+/* Fixed decimals when asked for, else the shortest "%.Ng" that reads back as
+ * the same double. */
 static int format_double(char *buf, size_t size, double d, int decimals)
 {
     if (decimals >= 0) {
-        int n = snprintf(buf, size, "%.*f", decimals, d);
+        int n = format_fixed(buf, d, decimals);
+        if (n >= 0)
+            return n;
+        n = snprintf(buf, size, "%.*f", decimals, d);
         if (n >= 0 && (size_t)n < size)
             return n;
         /* Too long for fixed decimals (|d| near 1e50 and above): the
@@ -324,7 +401,7 @@ static void generate(yajl_gen g, const pano_json *v)
         yajl_gen_bool(g, v->u.boolean);
         break;
     case PANO_JSON_INT:
-        n = snprintf(num, sizeof num, "%" PRId64, v->u.integer);
+        n = format_int(num, v->u.integer);
         yajl_gen_number(g, num, (size_t)n);
         break;
     case PANO_JSON_DOUBLE:
@@ -356,27 +433,48 @@ static void generate(yajl_gen g, const pano_json *v)
     }
 }
 
-char *pano_json_serialize(const pano_json *v, size_t *len)
+/* yajl allocates through mem.h too, so it cannot fail half-way. */
+static void *yajl_malloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    return pano_malloc(size);
+}
+static void *yajl_realloc(void *ctx, void *ptr, size_t size)
+{
+    (void)ctx;
+    return pano_realloc(ptr, size);
+}
+static void yajl_free_memory(void *ctx, void *ptr)
+{
+    (void)ctx;
+    free(ptr);
+}
+/* Not const: yajl_alloc() takes a mutable pointer (yajl copies it). */
+static yajl_alloc_funcs yajl_memory = {yajl_malloc, yajl_realloc, yajl_free_memory, NULL};
+
+static void append_to_buf(void *buf, const char *text, size_t len)
+{
+    pano_buf_append(buf, text, len);
+}
+
+void pano_json_serialize_to(pano_buf *out, const pano_json *v)
 {
     /* Status codes are not checked call by call: the only failures possible
      * here are misuse (keys and values always alternate in an object built
-     * by this module) and allocation failure, which yajl reports as NULL. */
-    yajl_gen g = yajl_gen_alloc(NULL);
-    if (!g)
-        return NULL;
+     * by this module) and allocation failure, which aborts (mem.h). */
+    yajl_gen g = yajl_gen_alloc(&yajl_memory);
+    yajl_gen_config(g, yajl_gen_print_callback, append_to_buf, out);
     generate(g, v);
-    const unsigned char *buf;
-    size_t n;
-    char *out = NULL;
-    if (yajl_gen_get_buf(g, &buf, &n) == yajl_gen_status_ok) {
-        out = pano_malloc(n + 1);
-        memcpy(out, buf, n);
-        out[n] = '\0';
-        if (len)
-            *len = n;
-    }
     yajl_gen_free(g);
-    return out;
+}
+
+char *pano_json_serialize(const pano_json *v, size_t *len)
+{
+    pano_buf out = {0};
+    pano_json_serialize_to(&out, v);
+    if (len)
+        *len = out.len;
+    return out.data;
 }
 
 /* ---- parsing ----------------------------------------------------------- */
@@ -496,12 +594,7 @@ pano_json *pano_json_parse(const char *buf, size_t len, int max_depth, char *err
     st.max_depth = max_depth > 0 ? (size_t)max_depth : PANO_JSON_DEFAULT_DEPTH;
     st.stack = pano_calloc(st.max_depth, sizeof(pano_json *));
 
-    yajl_handle h = yajl_alloc(&parse_callbacks, NULL, &st);
-    if (!h) {
-        free(st.stack);
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
+    yajl_handle h = yajl_alloc(&parse_callbacks, &yajl_memory, &st);
     yajl_status s = yajl_parse(h, (const unsigned char *)buf, len);
     if (s == yajl_status_ok)
         s = yajl_complete_parse(h);

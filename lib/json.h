@@ -20,6 +20,8 @@
 #ifndef PANO_JSON_H
 #define PANO_JSON_H
 
+#include "buf.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -101,6 +103,8 @@ void pano_json_append(pano_json *array, pano_json *value);
 /* Compact JSON, NUL-terminated, length in *len (may be NULL). Free with free().
  * Non-finite doubles are written as null. */
 char *pano_json_serialize(const pano_json *value, size_t *len);
+/* The same, appended to a buffer (a bulk body, a payload block). */
+void pano_json_serialize_to(pano_buf *out, const pano_json *value);
 
 /* Parse exactly one JSON value from buf[0..len). Fails, with a message in err,
  * on syntax errors, invalid UTF-8, trailing data, or nesting deeper than

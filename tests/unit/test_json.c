@@ -3,6 +3,10 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,6 +156,61 @@ START_TEST(add_appends_in_order)
 }
 END_TEST
 
+/* The serializer formats numbers itself; it must write what printf writes. */
+static void assert_number_text(pano_json *number, const char *expected)
+{
+    char *text = pano_json_serialize(number, NULL);
+    ck_assert_msg(strcmp(text, expected) == 0, "wrote %s, printf writes %s", text, expected);
+    free(text);
+    pano_json_free(number);
+}
+
+static uint64_t next_random(uint64_t *state) /* xorshift64: reproducible */
+{
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+START_TEST(numbers_are_written_as_printf_writes_them)
+{
+    char expected[512];
+    const int64_t ints[] = {0, 1, -1, 9, 10, INT64_MAX, INT64_MIN, 1234567890123LL};
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++) {
+        snprintf(expected, sizeof expected, "%" PRId64, ints[i]);
+        assert_number_text(pano_json_int(ints[i]), expected);
+    }
+    /* Ties, values just beside them, signs, zeros and large magnitudes. */
+    const double edges[] = {0.0, -0.0, 0.5, 1.5, 2.5, -2.5, 0.0000005, 0.0000015, 1e-7,
+                            -1e-9, 0.9999995, 0.9999996, 123456.1234565, 1125899906842623.5,
+                            1125899906842624.0, 1e20, -1e30, 4503599627370497.0, 2.675};
+    for (size_t i = 0; i < sizeof edges / sizeof *edges; i++)
+        for (int decimals = 0; decimals <= 12; decimals++) {
+            snprintf(expected, sizeof expected, "%.*f", decimals, edges[i]);
+            assert_number_text(pano_json_double(edges[i], decimals), expected);
+        }
+    uint64_t state = 0x9E3779B97F4A7C15u;
+    for (int i = 0; i < 200000; i++) {
+        uint64_t r = next_random(&state);
+        int decimals = (int)(r % 10);
+        double d;
+        if (i % 3 == 0) /* decimal-looking values with many digits: near ties */
+            d = (double)(int64_t)(r >> 20) / 1e7 + 5e-7;
+        else if (i % 3 == 1) /* any magnitude */
+            d = ldexp((double)(r >> 11), (int)((r >> 3) % 120) - 90);
+        else
+            d = (double)(int64_t)r / 1e9;
+        if (r & 1)
+            d = -d;
+        snprintf(expected, sizeof expected, "%.*f", decimals, d);
+        assert_number_text(pano_json_double(d, decimals), expected);
+        snprintf(expected, sizeof expected, "%" PRId64, (int64_t)r);
+        assert_number_text(pano_json_int((int64_t)r), expected);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("json");
@@ -165,6 +224,7 @@ int main(void)
     tcase_add_test(tc, remove_and_clone);
     tcase_add_test(tc, non_finite_doubles_become_null);
     tcase_add_test(tc, add_appends_in_order);
+    tcase_add_test(tc, numbers_are_written_as_printf_writes_them);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }
