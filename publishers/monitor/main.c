@@ -734,6 +734,9 @@ int main(int argc, char **argv)
 
     pano_tree_totals final;
     sample(&m, "end", &final);
+    pano_debug("%llu samples taken, %llu of them without reading the children files",
+               (unsigned long long)m.samples_taken,
+               (unsigned long long)pano_proctree_stable_walks(m.tree));
     emit_end(&m, status, (end_mono > 0 ? end_mono : mono_now()) - m.start_mono, &final,
              error[0] ? error : NULL);
 
