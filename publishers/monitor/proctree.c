@@ -68,12 +68,7 @@ bool pano_proc_stat_parse(const char *buf, size_t len, pano_proc_stat *out)
 {
     memset(out, 0, sizeof *out);
     const char *open = memchr(buf, '(', len);
-    const char *close = NULL;
-    for (const char *p = buf + len; p > buf; p--)
-        if (p[-1] == ')') {
-            close = p - 1;
-            break;
-        }
+    const char *close = memrchr(buf, ')', len);
     if (!open || !close || close < open)
         return false;
     char *end;
@@ -138,17 +133,12 @@ bool pano_proc_stat_parse(const char *buf, size_t len, pano_proc_stat *out)
 bool pano_proc_io_parse(const char *buf, size_t len, pano_proc_io *out)
 {
     memset(out, 0, sizeof *out);
+#define KEY(name) {#name, sizeof #name - 1, offsetof(pano_proc_io, name)}
     static const struct {
         const char *name;
-        size_t offset;
-    } keys[] = {
-        {"rchar", offsetof(pano_proc_io, rchar)},
-        {"wchar", offsetof(pano_proc_io, wchar)},
-        {"syscr", offsetof(pano_proc_io, syscr)},
-        {"syscw", offsetof(pano_proc_io, syscw)},
-        {"read_bytes", offsetof(pano_proc_io, read_bytes)},
-        {"write_bytes", offsetof(pano_proc_io, write_bytes)},
-    };
+        size_t len, offset;
+    } keys[] = {KEY(rchar), KEY(wchar), KEY(syscr), KEY(syscw), KEY(read_bytes), KEY(write_bytes)};
+#undef KEY
     int found = 0;
     const char *p = buf, *stop = buf + len;
     while (p < stop) {
@@ -156,15 +146,19 @@ bool pano_proc_io_parse(const char *buf, size_t len, pano_proc_io *out)
         if (!eol)
             eol = stop;
         const char *colon = memchr(p, ':', (size_t)(eol - p));
-        if (colon) {
-            for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-                size_t kl = strlen(keys[k].name);
-                if ((size_t)(colon - p) == kl && memcmp(p, keys[k].name, kl) == 0) {
-                    *(uint64_t *)((char *)out + keys[k].offset) =
-                        strtoull(colon + 1, NULL, 10);
-                    found++;
-                }
-            }
+        for (size_t k = 0; colon && k < sizeof keys / sizeof keys[0]; k++) {
+            if ((size_t)(colon - p) != keys[k].len || memcmp(p, keys[k].name, keys[k].len) != 0)
+                continue;
+            /* The decimal value, parsed in place (every process, every sample). */
+            const char *d = colon + 1;
+            while (d < eol && *d == ' ')
+                d++;
+            uint64_t v = 0;
+            for (; d < eol && *d >= '0' && *d <= '9'; d++)
+                v = v * 10 + (uint64_t)(*d - '0');
+            *(uint64_t *)((char *)out + keys[k].offset) = v;
+            found++;
+            break;
         }
         p = eol + 1;
     }

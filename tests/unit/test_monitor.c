@@ -103,6 +103,14 @@ START_TEST(io_parse)
     ck_assert_uint_eq(io.syscw, 4);
     ck_assert_uint_eq(io.read_bytes, 4096);
     ck_assert_uint_eq(io.write_bytes, 8192);
+    /* Any order; unknown, partial and missing lines; no final newline. */
+    const char other[] = "wchar: 18446744073709551615\nrchar_x: 9\nread_bytes\nsyscw:7";
+    ck_assert(pano_proc_io_parse(other, strlen(other), &io));
+    ck_assert_uint_eq(io.wchar, UINT64_MAX);
+    ck_assert_uint_eq(io.syscw, 7);
+    ck_assert_uint_eq(io.rchar, 0);
+    ck_assert_uint_eq(io.read_bytes, 0);
+    ck_assert(!pano_proc_io_parse("no io here\n", 11, &io));
 }
 END_TEST
 
