@@ -51,7 +51,8 @@ struct pano_proctree {
      * whether the walk under way saw no process or thread go, and whether
      * the tree is settled: the previous walk was clean and no pid was
      * allocated since the one before it started. */
-    int loadavg_fd;
+    int last_pid_fd;
+    bool no_last_pid; /* the kernel does not say (no CONFIG_CHECKPOINT_RESTORE) */
     long walk_last_pid;
     bool clean, settled;
     uint64_t stable_walks;
@@ -316,7 +317,7 @@ pano_proctree *pano_proctree_new(pid_t root)
     pano_proctree *t = pano_calloc(1, sizeof *t);
     t->root = root;
     t->root_children_fd = -1;
-    t->loadavg_fd = -1;
+    t->last_pid_fd = -1;
     t->walk_last_pid = -1;
     t->ticks = sysconf(_SC_CLK_TCK);
     if (t->ticks <= 0)
@@ -341,7 +342,7 @@ void pano_proctree_free(pano_proctree *t)
         close_fd(t, &t->procs[i].children_fd);
     }
     close_fd(t, &t->root_children_fd);
-    close_fd(t, &t->loadavg_fd);
+    close_fd(t, &t->last_pid_fd);
     free(t->procs);
     free(t->index);
     free(t->queue);
@@ -463,19 +464,23 @@ static bool read_process(pano_proctree *t, proc *p)
     return true;
 }
 
-/* The last pid the kernel allocated in our pid namespace (the last field
- * of /proc/loadavg), or -1. */
+/* The last pid the kernel allocated in our pid namespace, or -1. This is
+ * also the last field of /proc/loadavg, but container file systems (LXCFS)
+ * replace that file with one whose last field is the highest pid of the
+ * container, refreshed every few seconds; nothing replaces the sysctl. */
 static long last_pid(pano_proctree *t)
 {
-    ssize_t len = read_proc(t, &t->loadavg_fd, 0, "loadavg", 0);
-    if (len <= 0)
+    if (t->no_last_pid)
         return -1;
-    char *p = t->buf + len;
-    while (p > t->buf && (p[-1] == '\n' || p[-1] == ' '))
-        *--p = '\0';
-    while (p > t->buf && p[-1] >= '0' && p[-1] <= '9')
-        p--;
-    return *p ? strtol(p, NULL, 10) : -1;
+    ssize_t len = read_proc(t, &t->last_pid_fd, 0, "sys/kernel/ns_last_pid", 0);
+    if (len < 0 && t->last_pid_fd < 0) {
+        t->no_last_pid = true;
+        pano_debug("no /proc/sys/kernel/ns_last_pid: every sample reads the children files");
+        return -1;
+    }
+    char *end = t->buf;
+    long pid = len > 0 ? strtol(t->buf, &end, 10) : -1;
+    return pid > 0 && (*end == '\n' || *end == '\0') ? pid : -1;
 }
 
 typedef struct {
