@@ -55,11 +55,11 @@ static int convert(const darshan_file *f, pano_source *src)
     char err[512];
     if (darshan_summarize_log(f->data, f->size, &s, err, sizeof err) < 0)
         return -1;
-    pano_json *ev = pano_event_new(src, "darshan.perf");
-    darshan_event_fill(ev, &s, "log");
-    char *json = pano_json_serialize(ev, NULL);
-    free(json);
-    pano_json_free(ev);
+    pano_json *envelope = pano_event_new(src, "darshan.perf");
+    pano_buf json = {0};
+    darshan_event_write(&json, envelope, &s, "log");
+    pano_buf_free(&json);
+    pano_json_free(envelope);
     darshan_summary_free(&s);
     return 0;
 }

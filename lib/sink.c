@@ -241,6 +241,17 @@ static int spool_event(pano_sink *s, const char *key, const char *id, const char
     return 0;
 }
 
+static int write_payload(pano_sink *s, const pano_json *event, char *err, size_t errlen)
+{
+    pano_buf block = {0};
+    pano_event_payload_block(&block, event);
+    int rc = write_line(s, block.data, block.len, err, errlen);
+    pano_buf_free(&block);
+    s->stats.sent += rc == 0;
+    s->stats.failed += rc != 0;
+    return rc;
+}
+
 static bool filtered_out(const pano_sink *s, const char *name)
 {
     if (pano_filter_pass(s->filter, name))
@@ -256,9 +267,16 @@ int pano_sink_send_raw(pano_sink *s, const char *routing_key, const char *event_
     if (filtered_out(s, routing_key))
         return 0;
     if (s->format == PANO_SINK_PAYLOAD) {
-        snprintf(err, errlen, "%s: a payload sink needs the event, not its text", routing_key);
-        s->stats.failed++;
-        return -1;
+        char why[256];
+        pano_json *event = pano_json_parse(json, len, 0, why, sizeof why);
+        if (!event) {
+            snprintf(err, errlen, "%s is not valid JSON: %s", routing_key, why);
+            s->stats.failed++;
+            return -1;
+        }
+        int rc = write_payload(s, event, err, errlen);
+        pano_json_free(event);
+        return rc;
     }
     if (!s->has_url) {
         int rc = write_line(s, json, len, err, errlen);
@@ -324,17 +342,8 @@ int pano_sink_send(pano_sink *s, const pano_json *event, char *err, size_t errle
         snprintf(err, errlen, "event has no name");
         return -1;
     }
-    if (s->format == PANO_SINK_PAYLOAD) {
-        if (filtered_out(s, name))
-            return 0;
-        pano_buf block = {0};
-        pano_event_payload_block(&block, event);
-        int rc = write_line(s, block.data, block.len, err, errlen);
-        pano_buf_free(&block);
-        s->stats.sent += rc == 0;
-        s->stats.failed += rc != 0;
-        return rc;
-    }
+    if (s->format == PANO_SINK_PAYLOAD)
+        return filtered_out(s, name) ? 0 : write_payload(s, event, err, errlen);
     size_t len;
     char *json = pano_json_serialize(event, &len);
     if (!json) {

@@ -54,8 +54,8 @@ pano_sink *pano_sink_open_file(const pano_config *cfg, const char *path,
  * by the broker, or neither deliverable nor spoolable). */
 int pano_sink_send(pano_sink *sink, const pano_json *event, char *err, size_t errlen);
 
-/* Same for an event that is already serialized (not for PANO_SINK_PAYLOAD
- * sinks, which need the event's fields). */
+/* Same for an event that is already serialized (a PANO_SINK_PAYLOAD sink
+ * parses it back: the block needs its fields). */
 int pano_sink_send_raw(pano_sink *sink, const char *routing_key, const char *event_id,
                        const char *json, size_t len, char *err, size_t errlen);
 

@@ -237,15 +237,16 @@ static void log_notes(const char *what, const darshan_summary *s)
 /* Build and send the event. Returns 0, or -1 when it could not be sent. */
 static int emit(app *a, const darshan_summary *s, const char *log_file)
 {
-    pano_json *ev = pano_event_new(a->source, "darshan.perf");
-    darshan_event_fill(ev, s, log_file);
-    int rc = 0;
+    pano_json *envelope = pano_event_new(a->source, "darshan.perf");
+    pano_buf json = {0};
+    darshan_event_write(&json, envelope, s, log_file);
     char err[512];
-    if (pano_sink_send(a->sink, ev, err, sizeof err) < 0) {
+    int rc = pano_sink_send_raw(a->sink, "darshan.perf", pano_json_get_str(envelope, "event_id"),
+                                json.data, json.len, err, sizeof err);
+    if (rc < 0)
         pano_error("%s: event not delivered: %s", log_file ? log_file : "stdin", err);
-        rc = -1;
-    }
-    pano_json_free(ev);
+    pano_buf_free(&json);
+    pano_json_free(envelope);
     return rc;
 }
 
