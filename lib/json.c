@@ -425,9 +425,18 @@ static void yajl_free_memory(void *ctx, void *ptr)
 /* Not const: yajl_alloc() takes a mutable pointer (yajl copies it). */
 static yajl_alloc_funcs yajl_memory = {yajl_malloc, yajl_realloc, yajl_free_memory, NULL};
 
+/* yajl prints in small pieces (a quote, a comma, a number): most fit. */
 static void append_to_buf(void *buf, const char *text, size_t len)
 {
-    pano_buf_append(buf, text, len);
+    pano_buf *b = buf;
+    if (b->len + len < b->cap) {
+        for (size_t i = 0; i < len; i++) /* shorter than a memcpy call */
+            b->data[b->len + i] = text[i];
+        b->len += len;
+        b->data[b->len] = '\0';
+        return;
+    }
+    pano_buf_append(b, text, len);
 }
 
 /* A writer is a yajl generator printing into the caller's buffer. Status
