@@ -78,8 +78,6 @@
 /* ... or an ack per tenth of the prefetch window confirmed, as RabbitMQ's
  * guidance has it: every ack costs the broker work. */
 #define READ_BATCH 256        /* deliveries handled between two Kafka polls */
-#define BUSY_BATCH 32         /* a read this large: the broker is streaming */
-#define BUSY_TICK 0.002       /* then work in ticks of this length */
 
 /* The opaque of a Kafka message: generation (13 bits), topic (3), tag (48). */
 #define TAG_BITS 48
@@ -106,8 +104,6 @@ typedef struct {
     pano_amqp *amqp;
     const char *queue;
     bool consuming;
-    bool busy;             /* the last read was large: work in ticks */
-    unsigned last_read;    /* deliveries in the last read */
     bool reconnect_needed; /* the connection is in a state we cannot continue from */
     bool dlx_known;        /* the queue has the dead-letter exchange we declared */
     char consumer_tag[256];
@@ -777,8 +773,6 @@ static void disconnect(bridge *b, bool clean)
     pano_amqp_close(b->amqp);
     b->amqp = NULL;
     b->consuming = false;
-    b->busy = false;
-    b->last_read = 0;
     b->reconnect_needed = false;
     b->generation++;
     pano_tags_reset(&b->tags, monotonic());
@@ -867,7 +861,6 @@ static int handle_frame(bridge *b)
 static int service_amqp(bridge *b, double now)
 {
     amqp_connection_state_t c = conn(b);
-    b->last_read = 0;
     for (int i = 0; i < READ_BATCH && !b->reconnect_needed; i++) {
         amqp_envelope_t env;
         struct timeval zero = {0, 0};
@@ -876,7 +869,6 @@ static int service_amqp(bridge *b, double now)
         if (r.reply_type == AMQP_RESPONSE_NORMAL) {
             handle_delivery(b, &env, now);
             amqp_destroy_envelope(&env);
-            b->last_read++;
             continue;
         }
         if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
@@ -1090,20 +1082,13 @@ static void drain_pipe(bridge *b)
  * it. */
 static void step(bridge *b, double max_wait)
 {
-    /* While the broker streams deliveries, work in ticks: sleep, then take
-     * everything that arrived (deliveries, delivery reports, acks to send)
-     * at once. Waking up for every TCP segment and every delivery report
-     * costs more than the messages on a small machine. Back to waiting for
-     * events as soon as a read comes back small. */
-    b->busy = b->amqp && b->last_read >= BUSY_BATCH && !amqp_buffered(b);
+    /* (Sleeping between reads to batch wake-ups was tried: it throttles the
+     * broker's deliveries to half the rate on a quiet machine.) */
     struct pollfd fds[24];
     size_t n = 0;
-    if (b->amqp && !b->busy)
+    if (b->amqp)
         fds[n++] = (struct pollfd){.fd = amqp_get_sockfd(conn(b)), .events = POLLIN};
-    if (!b->busy)
-        fds[n++] = (struct pollfd){.fd = b->kafka_pipe[0], .events = POLLIN};
-    if (b->busy)
-        max_wait = BUSY_TICK;
+    fds[n++] = (struct pollfd){.fd = b->kafka_pipe[0], .events = POLLIN};
     size_t status_first = n;
     if (b->status)
         n += pano_status_pollfds(b->status, fds + n, sizeof fds / sizeof fds[0] - n);
@@ -1113,7 +1098,7 @@ static void step(bridge *b, double max_wait)
         wait = 0;
     if (b->retry_head && b->retry_head->due - now < wait)
         wait = b->retry_head->due - now;
-    if (b->tags.done > 0 && wait > ACK_INTERVAL && !b->busy)
+    if (b->tags.done > 0 && wait > ACK_INTERVAL)
         wait = ACK_INTERVAL;
     if (wait < 0)
         wait = 0;
