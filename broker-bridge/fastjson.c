@@ -106,6 +106,7 @@ typedef struct {
     pano_json *root;
     pano_json **stack;
     uint64_t **hashes; /* per open object: the hashes of its keys */
+    uint64_t (*seen)[4]; /* per open object: a 256-bit filter of those hashes */
     size_t depth, max_depth;
     char *pending_key;
     uint64_t pending_hash;
@@ -275,6 +276,7 @@ static int open_container(parse_state *st, pano_json_type type)
     pano_json *c = new_value(st, type);
     attach(st, c);
     st->hashes[st->depth] = NULL;
+    memset(st->seen[st->depth], 0, sizeof st->seen[st->depth]);
     st->stack[st->depth++] = c;
     return 1;
 }
@@ -292,7 +294,12 @@ static int on_map_key(void *ctx, const unsigned char *s, size_t len)
     uint64_t h = hash_bytes(s, len);
     pano_json *top = st->stack[st->depth - 1];
     const uint64_t *hashes = st->hashes[st->depth - 1];
-    for (size_t i = 0; i < top->u.items.len; i++)
+    /* Look for an earlier equal key only when the filter says it may be. */
+    uint64_t *seen = st->seen[st->depth - 1];
+    unsigned bit = (unsigned)(h >> 56);
+    bool maybe = seen[bit / 64] & (1ULL << (bit % 64));
+    seen[bit / 64] |= 1ULL << (bit % 64);
+    for (size_t i = 0; maybe && i < top->u.items.len; i++)
         if (hashes[i] == h && strlen(top->u.items.keys[i]) == len &&
             memcmp(top->u.items.keys[i], s, len) == 0) {
             snprintf(st->error_buf, sizeof st->error_buf, "duplicate field '%.*s'",
@@ -333,6 +340,7 @@ pano_json *pano_json_parse_arena(pano_arena *a, const char *buf, size_t len, int
     st.max_depth = max_depth > 0 ? (size_t)max_depth : PANO_JSON_DEFAULT_DEPTH;
     st.stack = pano_arena_alloc(a, st.max_depth * sizeof *st.stack);
     st.hashes = pano_arena_alloc(a, st.max_depth * sizeof *st.hashes);
+    st.seen = pano_arena_alloc(a, st.max_depth * sizeof *st.seen);
     yajl_alloc_funcs funcs = {arena_malloc, arena_realloc, arena_nofree, a};
     yajl_handle h = yajl_alloc(&callbacks, &funcs, &st);
     if (!h) {

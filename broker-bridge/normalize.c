@@ -194,13 +194,12 @@ static bool respell_stampede_keys(pano_json *doc)
 
 /* The envelope fields the bridge itself needs; checked after the schema,
  * since an event's own schema might not include the envelope. */
-static bool check_key_fields(const pano_json *doc, const char **name, pano_normalized *out)
+static bool check_fields(const pano_json *event, const pano_json *wf, pano_normalized *out)
 {
-    *name = pano_json_get_str(doc, "event");
-    if (!*name || !pano_event_name_valid(*name))
-        return *name ? reject(out, "invalid event name '%.100s'", *name)
-                     : reject(out, "missing required field 'event'");
-    const pano_json *wf = pano_json_get(doc, "wf_uuid");
+    const char *name = event && event->type == PANO_JSON_STRING ? event->u.string.text : NULL;
+    if (!name || !pano_event_name_valid(name))
+        return name ? reject(out, "invalid event name '%.100s'", name)
+                    : reject(out, "missing required field 'event'");
     if (!wf || wf->type != PANO_JSON_STRING)
         return reject(out, wf ? "'wf_uuid' must be a string" : "missing required field 'wf_uuid'");
     if (wf->u.string.len == 0)
@@ -209,12 +208,20 @@ static bool check_key_fields(const pano_json *doc, const char **name, pano_norma
         return reject(out, "'wf_uuid' is longer than %d bytes", PANO_WF_UUID_MAX);
     memcpy(out->wf_uuid, wf->u.string.text, wf->u.string.len + 1);
     out->wf_uuid_len = wf->u.string.len;
-    out->family = pano_event_family(*name);
+    out->family = pano_event_family(name);
     return true;
 }
 
-/* Does this event need no change? One pass over its top-level keys. */
-static bool needs_no_change(const pano_json *doc)
+static bool check_key_fields(const pano_json *doc, const char **name, pano_normalized *out)
+{
+    *name = pano_json_get_str(doc, "event");
+    return check_fields(pano_json_get(doc, "event"), pano_json_get(doc, "wf_uuid"), out);
+}
+
+/* Does this event need no change? One pass over its top-level keys, which
+ * also finds its event name and wf_uuid. */
+static bool needs_no_change(const pano_json *doc, const pano_json **event_value,
+                            const pano_json **wf_value)
 {
     bool event = false, wf_uuid = false, event_id = false, stampede = false, old_keys = false;
     bool wrapped = false;
@@ -225,12 +232,16 @@ static bool needs_no_change(const pano_json *doc)
         case 'e':
             if (strcmp(k, "event") == 0) {
                 event = true;
+                *event_value = v;
                 stampede = v->type == PANO_JSON_STRING && strncmp(v->u.string.text, "stampede.", 9) == 0;
             } else if (strcmp(k, "event_id") == 0)
                 event_id = true;
             break;
         case 'w':
-            wf_uuid |= strcmp(k, "wf_uuid") == 0;
+            if (strcmp(k, "wf_uuid") == 0) {
+                wf_uuid = true;
+                *wf_value = v;
+            }
             break;
         case 'p':
             wrapped |= strcmp(k, "payload_encoding") == 0;
@@ -262,14 +273,15 @@ bool pano_normalize(pano_normalizer *nz, const char *routing_key, const char *bo
     }
     if (doc->type != PANO_JSON_OBJECT)
         return reject(out, "the event must be an object");
-    if (!needs_no_change(doc))
+    const pano_json *event = NULL, *wf = NULL;
+    if (!needs_no_change(doc, &event, &wf))
         return slow_path(nz, routing_key, body, len, out);
     /* The fast path: check it as it is, produce the original bytes. */
-    const char *name = pano_json_get_str(doc, "event");
+    const char *name = event->type == PANO_JSON_STRING ? event->u.string.text : NULL;
     const pano_schema *schema = name ? pano_schema_for_event(nz->o.schemas, name)
                                      : pano_schema_envelope(nz->o.schemas);
     if (!pano_schema_validate(schema, doc, out->reason, sizeof out->reason) ||
-        !check_key_fields(doc, &name, out))
+        !check_fields(event, wf, out))
         return false;
     out->body = body;
     out->len = len;
