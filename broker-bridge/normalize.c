@@ -1,7 +1,7 @@
 #include "normalize.h"
 
+#include "arena.h"
 #include "event.h"
-#include "fastjson.h"
 #include "mem.h"
 
 #include <openssl/evp.h>
@@ -265,8 +265,12 @@ bool pano_normalize(pano_normalizer *nz, const char *routing_key, const char *bo
         return reject(out, "message too large (%zu bytes, limit %zu)", len, nz->o.max_size);
     char err[200];
     pano_arena_reset(&nz->arena);
-    pano_json *doc =
-        pano_json_parse_arena(&nz->arena, body, len, PANO_NORMALIZE_MAX_DEPTH, err, sizeof err);
+    /* Strings need no repair: only the original bytes are produced. */
+    pano_json_parse_options fast = {.max_depth = PANO_NORMALIZE_MAX_DEPTH,
+                                    .arena = &nz->arena,
+                                    .reject_duplicates = true,
+                                    .raw_strings = true};
+    pano_json *doc = pano_json_parse_with(body, len, &fast, err, sizeof err);
     if (!doc) {
         parse_failed(body, len, err, out);
         return false;
