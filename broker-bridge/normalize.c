@@ -10,40 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t pano_utf8_invalid_at(const char *data, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)data;
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t n;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF)
-            n = 2;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            n = 3;
-            lo = c == 0xE0 ? 0xA0 : 0x80;
-            hi = c == 0xED ? 0x9F : 0xBF;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 4;
-            lo = c == 0xF0 ? 0x90 : 0x80;
-            hi = c == 0xF4 ? 0x8F : 0xBF;
-        } else
-            return i;
-        if (len - i < n || s[i + 1] < lo || s[i + 1] > hi)
-            return i;
-        for (size_t k = 2; k < n; k++)
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-        i += n;
-    }
-    return len;
-}
-
 /* Decode base64 text; NULL if it is not base64. */
 static char *base64_decode(const char *text, size_t len, size_t *outlen)
 {
@@ -97,7 +63,7 @@ void pano_normalizer_free(pano_normalizer *nz)
 /* Say precisely why a message did not parse. */
 static void parse_failed(const char *body, size_t len, char *err, pano_normalized *out)
 {
-    size_t bad = pano_utf8_invalid_at(body, len);
+    size_t bad = pano_utf8_valid_prefix(body, len);
     if (bad < len) {
         reject(out, "invalid UTF-8 at byte %zu", bad);
         return;

@@ -69,7 +69,4 @@ bool pano_normalize(pano_normalizer *nz, const char *routing_key, const char *bo
                     pano_normalized *out);
 void pano_normalized_free(pano_normalized *n);
 
-/* Offset of the first invalid UTF-8 byte in data, or len if it is valid. */
-size_t pano_utf8_invalid_at(const char *data, size_t len);
-
 #endif

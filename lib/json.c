@@ -78,9 +78,9 @@ static size_t utf8_sequence(const unsigned char *s, size_t len)
     return n;
 }
 
-/* Bytes at the start of s[0..len) that are valid UTF-8. */
-static size_t utf8_valid_prefix(const unsigned char *s, size_t len)
+size_t pano_utf8_valid_prefix(const char *text, size_t len)
 {
+    const unsigned char *s = (const unsigned char *)text;
     size_t valid = 0;
     while (valid < len) {
         size_t n = utf8_sequence(s + valid, len - valid);
@@ -122,7 +122,7 @@ pano_json *pano_json_string_len(const char *text, size_t len)
 {
     const unsigned char *s = (const unsigned char *)text;
     pano_json *v = new_value(PANO_JSON_STRING);
-    size_t valid = utf8_valid_prefix(s, len);
+    size_t valid = pano_utf8_valid_prefix(text, len);
     if (valid == len) { /* the usual case: copy as is */
         v->u.string.text = pano_malloc(len + 1);
         memcpy(v->u.string.text, text, len);
@@ -702,7 +702,7 @@ static int on_string(void *ctx, const unsigned char *s, size_t len)
 {
     parse_state *st = ctx;
     pano_json *v = st_value(st, PANO_JSON_STRING);
-    size_t valid = st->o.raw_strings ? len : utf8_valid_prefix(s, len);
+    size_t valid = st->o.raw_strings ? len : pano_utf8_valid_prefix((const char *)s, len);
     char *text = st_alloc(st, utf8_repair_size(valid, len));
     v->u.string.text = text;
     if (valid == len) { /* the usual case */

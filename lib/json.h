@@ -66,6 +66,9 @@ pano_json *pano_json_int(int64_t value);
 pano_json *pano_json_double(double value, int decimals);
 pano_json *pano_json_string(const char *text);
 pano_json *pano_json_string_len(const char *text, size_t len);
+/* How many bytes at the start of text[0..len) are valid UTF-8 (no overlong
+ * forms, surrogates or code points above U+10FFFF): len when all are. */
+size_t pano_utf8_valid_prefix(const char *text, size_t len);
 pano_json *pano_json_array(void);
 pano_json *pano_json_object(void);
 /* Deep copy. */

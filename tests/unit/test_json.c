@@ -75,6 +75,19 @@ START_TEST(invalid_utf8_is_repaired_on_construction)
 }
 END_TEST
 
+START_TEST(utf8_valid_prefix)
+{
+    ck_assert_uint_eq(pano_utf8_valid_prefix("abc", 3), 3);
+    ck_assert_uint_eq(pano_utf8_valid_prefix("a\xC3\xA9", 3), 3);
+    ck_assert_uint_eq(pano_utf8_valid_prefix("a\xC3", 2), 1);            /* truncated */
+    ck_assert_uint_eq(pano_utf8_valid_prefix("a\xC0\xAF", 3), 1);        /* overlong */
+    ck_assert_uint_eq(pano_utf8_valid_prefix("\xED\xA0\x80", 3), 0);     /* surrogate */
+    ck_assert_uint_eq(pano_utf8_valid_prefix("\xF4\x90\x80\x80", 4), 0); /* > U+10FFFF */
+    ck_assert_uint_eq(pano_utf8_valid_prefix("\xF0\x9F\x98\x80!", 5), 5);
+    ck_assert_uint_eq(pano_utf8_valid_prefix("ab\xFF", 3), 2);
+}
+END_TEST
+
 START_TEST(parse_rejects_bad_input_with_reason)
 {
     char err[256];
@@ -444,6 +457,7 @@ int main(void)
     tcase_add_test(tc, build_and_serialize_keeps_order_and_formats);
     tcase_add_test(tc, round_trip_preserves_values);
     tcase_add_test(tc, invalid_utf8_is_repaired_on_construction);
+    tcase_add_test(tc, utf8_valid_prefix);
     tcase_add_test(tc, parse_rejects_bad_input_with_reason);
     tcase_add_test(tc, parse_limits_nesting_depth);
     tcase_add_test(tc, parse_uses_length_not_nul);

@@ -359,19 +359,6 @@ START_TEST(duplicate_fields)
 }
 END_TEST
 
-START_TEST(utf8_validator)
-{
-    ck_assert_uint_eq(pano_utf8_invalid_at("abc", 3), 3);
-    ck_assert_uint_eq(pano_utf8_invalid_at("a\xC3\xA9", 3), 3);
-    ck_assert_uint_eq(pano_utf8_invalid_at("a\xC3", 2), 1);            /* truncated */
-    ck_assert_uint_eq(pano_utf8_invalid_at("a\xC0\xAF", 3), 1);        /* overlong */
-    ck_assert_uint_eq(pano_utf8_invalid_at("\xED\xA0\x80", 3), 0);     /* surrogate */
-    ck_assert_uint_eq(pano_utf8_invalid_at("\xF4\x90\x80\x80", 4), 0); /* > U+10FFFF */
-    ck_assert_uint_eq(pano_utf8_invalid_at("\xF0\x9F\x98\x80!", 5), 5);
-    ck_assert_uint_eq(pano_utf8_invalid_at("ab\xFF", 3), 2);
-}
-END_TEST
-
 int main(void)
 {
     Suite *s = suite_create("normalize");
@@ -386,7 +373,6 @@ int main(void)
     tcase_add_test(tc, event_name_from_routing_key);
     tcase_add_test(tc, deterministic_event_id);
     tcase_add_test(tc, reasons);
-    tcase_add_test(tc, utf8_validator);
     tcase_add_test(tc, duplicate_fields);
     tcase_add_test(tc, own_and_foreign_events);
     suite_add_tcase(s, tc);
