@@ -185,9 +185,9 @@ static bool check_key_fields(const pano_json *doc, const char **name, pano_norma
 }
 
 /* Does this event need no change? One pass over its top-level keys, which
- * also finds its event name and wf_uuid. */
+ * also finds its event name, wf_uuid and event_id. */
 static bool needs_no_change(const pano_json *doc, const pano_json **event_value,
-                            const pano_json **wf_value)
+                            const pano_json **wf_value, const pano_json **id_value)
 {
     bool event = false, wf_uuid = false, event_id = false, stampede = false, old_keys = false;
     bool wrapped = false;
@@ -200,8 +200,10 @@ static bool needs_no_change(const pano_json *doc, const pano_json **event_value,
                 event = true;
                 *event_value = v;
                 stampede = v->type == PANO_JSON_STRING && strncmp(v->u.string.text, "stampede.", 9) == 0;
-            } else if (strcmp(k, "event_id") == 0)
+            } else if (strcmp(k, "event_id") == 0) {
                 event_id = true;
+                *id_value = v;
+            }
             break;
         case 'w':
             if (strcmp(k, "wf_uuid") == 0) {
@@ -243,8 +245,8 @@ bool pano_normalize(pano_normalizer *nz, const char *routing_key, const char *bo
     }
     if (doc->type != PANO_JSON_OBJECT)
         return reject(out, "the event must be an object");
-    const pano_json *event = NULL, *wf = NULL;
-    if (!needs_no_change(doc, &event, &wf))
+    const pano_json *event = NULL, *wf = NULL, *id = NULL;
+    if (!needs_no_change(doc, &event, &wf, &id))
         return slow_path(nz, routing_key, body, len, out);
     /* The fast path: check it as it is, produce the original bytes. */
     const char *name = event->type == PANO_JSON_STRING ? event->u.string.text : NULL;
@@ -255,6 +257,10 @@ bool pano_normalize(pano_normalizer *nz, const char *routing_key, const char *bo
         return false;
     out->body = body;
     out->len = len;
+    if (id->type == PANO_JSON_STRING) { /* in the arena, until the next call */
+        out->event_id = id->u.string.text;
+        out->event_id_len = id->u.string.len;
+    }
     return true;
 }
 
@@ -334,6 +340,13 @@ static bool slow_path(pano_normalizer *nz, const char *routing_key, const char *
         goto done;
     if (!check_key_fields(doc, &name, out))
         goto done;
+    const pano_json *id = pano_json_get(doc, "event_id");
+    if (id && id->type == PANO_JSON_STRING) {
+        out->owned_id = pano_malloc(id->u.string.len + 1); /* it may contain NULs */
+        memcpy(out->owned_id, id->u.string.text, id->u.string.len + 1);
+        out->event_id = out->owned_id;
+        out->event_id_len = id->u.string.len;
+    }
     out->changed = changed;
     if (changed) {
         out->owned = pano_json_serialize(doc, &out->len);
@@ -356,5 +369,6 @@ done:
 void pano_normalized_free(pano_normalized *n)
 {
     free(n->owned);
-    n->owned = NULL;
+    free(n->owned_id);
+    n->owned = n->owned_id = NULL;
 }
