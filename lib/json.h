@@ -20,6 +20,7 @@
 #ifndef PANO_JSON_H
 #define PANO_JSON_H
 
+#include "arena.h"
 #include "buf.h"
 
 #include <stdbool.h>
@@ -65,6 +66,9 @@ pano_json *pano_json_int(int64_t value);
 pano_json *pano_json_double(double value, int decimals);
 pano_json *pano_json_string(const char *text);
 pano_json *pano_json_string_len(const char *text, size_t len);
+/* How many bytes at the start of text[0..len) are valid UTF-8 (no overlong
+ * forms, surrogates or code points above U+10FFFF): len when all are. */
+size_t pano_utf8_valid_prefix(const char *text, size_t len);
 pano_json *pano_json_array(void);
 pano_json *pano_json_object(void);
 /* Deep copy. */
@@ -132,10 +136,32 @@ void pano_json_write_members(pano_json_writer *w, const pano_json *object);
 
 /* Parse exactly one JSON value from buf[0..len). Fails, with a message in err,
  * on syntax errors, invalid UTF-8, trailing data, or nesting deeper than
- * max_depth (arrays and objects). */
+ * max_depth (arrays and objects; 0: PANO_JSON_DEFAULT_DEPTH). A key that
+ * occurs twice in an object keeps its last value. */
 pano_json *pano_json_parse(const char *buf, size_t len, int max_depth,
                            char *err, size_t errlen);
 
 #define PANO_JSON_DEFAULT_DEPTH 64
+
+/* How pano_json_parse_with() reads: pano_json_parse() is {.max_depth =
+ * max_depth}, everything else zero. */
+typedef struct {
+    int max_depth; /* 0: PANO_JSON_DEFAULT_DEPTH */
+    /* NULL: the tree is on the heap (pano_json_free). Else every value,
+     * and yajl's own buffers, come from the arena: no malloc once its
+     * chunk is warm. Such a tree is read-only (no pano_json_set, _free,
+     * ...) and lives until the arena is reset. */
+    pano_arena *arena;
+    /* A key twice in one object fails with "duplicate field 'k'"
+     * (Elasticsearch refuses such documents); else the last one wins. */
+    bool reject_duplicates;
+    /* Strings exactly as yajl decodes them; else repaired to valid UTF-8
+     * with U+FFFD (yajl lets a lone low-surrogate escape such as \udc00
+     * through as invalid bytes). */
+    bool raw_strings;
+} pano_json_parse_options;
+
+pano_json *pano_json_parse_with(const char *buf, size_t len, const pano_json_parse_options *o,
+                                char *err, size_t errlen);
 
 #endif

@@ -26,9 +26,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         pano_json *envelope = pano_event_new(src, "darshan.perf");
         pano_buf json = {0};
         darshan_event_write(&json, envelope, &s, NULL);
-        /* Whatever the log holds, the event is valid JSON. */
+        /* Whatever the log holds, the event is valid JSON without
+         * duplicate keys (the bridge would dead-letter it otherwise). */
+        const pano_json_parse_options strict = {.reject_duplicates = true};
         char why[256];
-        pano_json *back = pano_json_parse(json.data, json.len, 0, why, sizeof why);
+        pano_json *back = pano_json_parse_with(json.data, json.len, &strict, why, sizeof why);
         if (!back)
             abort();
         pano_json_free(back);
