@@ -79,25 +79,28 @@ static size_t utf8_sequence(const unsigned char *s, size_t len)
     return n;
 }
 
-pano_json *pano_json_string_len(const char *text, size_t len)
+/* Length of the longest valid UTF-8 prefix of s[0..len). */
+static size_t utf8_valid_prefix(const unsigned char *s, size_t len)
 {
-    const unsigned char *s = (const unsigned char *)text;
-    pano_json *v = new_value(PANO_JSON_STRING);
     size_t valid = 0;
     while (valid < len) {
+        if (s[valid] < 0x80) { /* the usual case */
+            valid++;
+            continue;
+        }
         size_t n = utf8_sequence(s + valid, len - valid);
         if (!n)
             break;
         valid += n;
     }
-    if (valid == len) { /* the usual case: copy as is */
-        v->u.string.text = pano_malloc(len + 1);
-        memcpy(v->u.string.text, text, len);
-        v->u.string.text[len] = '\0';
-        v->u.string.len = len;
-        return v;
-    }
-    /* Repair: worst case every remaining byte becomes U+FFFD (3 bytes). */
+    return valid;
+}
+
+/* text with each invalid byte replaced by U+FFFD, NUL-terminated. */
+static char *utf8_repair(const char *text, size_t len, size_t valid, size_t *out_len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    /* Worst case every remaining byte becomes U+FFFD (3 bytes). */
     char *out = pano_malloc(valid + (len - valid) * 3 + 1);
     memcpy(out, text, valid);
     size_t o = valid;
@@ -114,8 +117,22 @@ pano_json *pano_json_string_len(const char *text, size_t len)
         }
     }
     out[o] = '\0';
-    v->u.string.text = pano_realloc(out, o + 1);
-    v->u.string.len = o;
+    *out_len = o;
+    return out;
+}
+
+pano_json *pano_json_string_len(const char *text, size_t len)
+{
+    pano_json *v = new_value(PANO_JSON_STRING);
+    size_t valid = utf8_valid_prefix((const unsigned char *)text, len);
+    if (valid == len) {
+        v->u.string.text = pano_malloc(len + 1);
+        memcpy(v->u.string.text, text, len);
+        v->u.string.text[len] = '\0';
+        v->u.string.len = len;
+    } else {
+        v->u.string.text = utf8_repair(text, len, valid, &v->u.string.len);
+    }
     return v;
 }
 
@@ -399,50 +416,6 @@ static int format_double(char *buf, size_t size, double d, int decimals)
     return 0;
 }
 
-static void generate(yajl_gen g, const pano_json *v)
-{
-    char num[64];
-    int n;
-    switch (v->type) {
-    case PANO_JSON_NULL:
-        yajl_gen_null(g);
-        break;
-    case PANO_JSON_BOOL:
-        yajl_gen_bool(g, v->u.boolean);
-        break;
-    case PANO_JSON_INT:
-        n = format_int(num, v->u.integer);
-        yajl_gen_number(g, num, (size_t)n);
-        break;
-    case PANO_JSON_DOUBLE:
-        if (!isfinite(v->u.real.value)) {
-            yajl_gen_null(g);
-            break;
-        }
-        n = format_double(num, sizeof num, v->u.real.value, v->u.real.decimals);
-        yajl_gen_number(g, num, (size_t)n);
-        break;
-    case PANO_JSON_STRING:
-        yajl_gen_string(g, (const unsigned char *)v->u.string.text, v->u.string.len);
-        break;
-    case PANO_JSON_ARRAY:
-        yajl_gen_array_open(g);
-        for (size_t i = 0; i < v->u.items.len; i++)
-            generate(g, v->u.items.values[i]);
-        yajl_gen_array_close(g);
-        break;
-    case PANO_JSON_OBJECT:
-        yajl_gen_map_open(g);
-        for (size_t i = 0; i < v->u.items.len; i++) {
-            const char *k = v->u.items.keys[i];
-            yajl_gen_string(g, (const unsigned char *)k, strlen(k));
-            generate(g, v->u.items.values[i]);
-        }
-        yajl_gen_map_close(g);
-        break;
-    }
-}
-
 /* yajl allocates through mem.h too, so it cannot fail half-way. */
 static void *yajl_malloc(void *ctx, size_t size)
 {
@@ -462,20 +435,138 @@ static void yajl_free_memory(void *ctx, void *ptr)
 /* Not const: yajl_alloc() takes a mutable pointer (yajl copies it). */
 static yajl_alloc_funcs yajl_memory = {yajl_malloc, yajl_realloc, yajl_free_memory, NULL};
 
+/* yajl prints in small pieces (a quote, a comma, a number): most fit. */
 static void append_to_buf(void *buf, const char *text, size_t len)
 {
-    pano_buf_append(buf, text, len);
+    pano_buf *b = buf;
+    if (b->len + len < b->cap) {
+        for (size_t i = 0; i < len; i++) /* shorter than a memcpy call */
+            b->data[b->len + i] = text[i];
+        b->len += len;
+        b->data[b->len] = '\0';
+        return;
+    }
+    pano_buf_append(b, text, len);
+}
+
+/* A writer is a yajl generator printing into the caller's buffer. Status
+ * codes are not checked call by call: the only failures possible are misuse
+ * (a value where a key is due), which the callers' structure rules out, and
+ * allocation failure, which aborts (mem.h). */
+struct pano_json_writer {
+    yajl_gen gen;
+};
+
+pano_json_writer *pano_json_writer_new(pano_buf *out)
+{
+    pano_json_writer *w = pano_malloc(sizeof *w);
+    w->gen = yajl_gen_alloc(&yajl_memory);
+    yajl_gen_config(w->gen, yajl_gen_print_callback, append_to_buf, out);
+    return w;
+}
+
+void pano_json_writer_free(pano_json_writer *w)
+{
+    if (!w)
+        return;
+    yajl_gen_free(w->gen);
+    free(w);
+}
+
+void pano_json_write_object_open(pano_json_writer *w) { yajl_gen_map_open(w->gen); }
+void pano_json_write_object_close(pano_json_writer *w) { yajl_gen_map_close(w->gen); }
+void pano_json_write_array_open(pano_json_writer *w) { yajl_gen_array_open(w->gen); }
+void pano_json_write_array_close(pano_json_writer *w) { yajl_gen_array_close(w->gen); }
+void pano_json_write_null(pano_json_writer *w) { yajl_gen_null(w->gen); }
+void pano_json_write_bool(pano_json_writer *w, bool value) { yajl_gen_bool(w->gen, value); }
+
+/* yajl_gen writes bytes as given: invalid UTF-8 is repaired first. */
+void pano_json_write_str_len(pano_json_writer *w, const char *text, size_t len)
+{
+    size_t valid = utf8_valid_prefix((const unsigned char *)text, len);
+    if (valid == len) {
+        yajl_gen_string(w->gen, (const unsigned char *)text, len);
+        return;
+    }
+    size_t repaired_len;
+    char *repaired = utf8_repair(text, len, valid, &repaired_len);
+    yajl_gen_string(w->gen, (const unsigned char *)repaired, repaired_len);
+    free(repaired);
+}
+
+void pano_json_write_key(pano_json_writer *w, const char *key)
+{
+    pano_json_write_str_len(w, key, strlen(key));
+}
+
+void pano_json_write_str(pano_json_writer *w, const char *text)
+{
+    pano_json_write_str_len(w, text, strlen(text));
+}
+
+void pano_json_write_int(pano_json_writer *w, int64_t value)
+{
+    char num[24];
+    int n = format_int(num, value);
+    yajl_gen_number(w->gen, num, (size_t)n);
+}
+
+void pano_json_write_double(pano_json_writer *w, double value, int decimals)
+{
+    if (!isfinite(value)) {
+        yajl_gen_null(w->gen);
+        return;
+    }
+    char num[64];
+    int n = format_double(num, sizeof num, value, decimals);
+    yajl_gen_number(w->gen, num, (size_t)n);
+}
+
+void pano_json_write_members(pano_json_writer *w, const pano_json *object)
+{
+    for (size_t i = 0; i < object->u.items.len; i++) {
+        pano_json_write_key(w, object->u.items.keys[i]);
+        pano_json_write_value(w, object->u.items.values[i]);
+    }
+}
+
+void pano_json_write_value(pano_json_writer *w, const pano_json *v)
+{
+    switch (v->type) {
+    case PANO_JSON_NULL:
+        pano_json_write_null(w);
+        break;
+    case PANO_JSON_BOOL:
+        pano_json_write_bool(w, v->u.boolean);
+        break;
+    case PANO_JSON_INT:
+        pano_json_write_int(w, v->u.integer);
+        break;
+    case PANO_JSON_DOUBLE:
+        pano_json_write_double(w, v->u.real.value, v->u.real.decimals);
+        break;
+    case PANO_JSON_STRING:
+        pano_json_write_str_len(w, v->u.string.text, v->u.string.len);
+        break;
+    case PANO_JSON_ARRAY:
+        pano_json_write_array_open(w);
+        for (size_t i = 0; i < v->u.items.len; i++)
+            pano_json_write_value(w, v->u.items.values[i]);
+        pano_json_write_array_close(w);
+        break;
+    case PANO_JSON_OBJECT:
+        pano_json_write_object_open(w);
+        pano_json_write_members(w, v);
+        pano_json_write_object_close(w);
+        break;
+    }
 }
 
 void pano_json_serialize_to(pano_buf *out, const pano_json *v)
 {
-    /* Status codes are not checked call by call: the only failures possible
-     * here are misuse (keys and values always alternate in an object built
-     * by this module) and allocation failure, which aborts (mem.h). */
-    yajl_gen g = yajl_gen_alloc(&yajl_memory);
-    yajl_gen_config(g, yajl_gen_print_callback, append_to_buf, out);
-    generate(g, v);
-    yajl_gen_free(g);
+    pano_json_writer *w = pano_json_writer_new(out);
+    pano_json_write_value(w, v);
+    pano_json_writer_free(w);
 }
 
 char *pano_json_serialize(const pano_json *v, size_t *len)

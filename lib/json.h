@@ -9,7 +9,7 @@
  *     order they were built (kickstart's field order, readable logs);
  *   - setting an existing key replaces its value in place;
  *   - strings are always valid UTF-8: text from the system (process names,
- *     paths, argv) is repaired with U+FFFD on the way in;
+ *     paths, argv) is repaired with U+FFFD on the way in, and keys on the way out;
  *   - doubles carry the number of decimals to print (ts with 6, CPU seconds
  *     with 3, as kickstart prints them), or -1 for the shortest exact form.
  *
@@ -105,6 +105,30 @@ void pano_json_append(pano_json *array, pano_json *value);
 char *pano_json_serialize(const pano_json *value, size_t *len);
 /* The same, appended to a buffer (a bulk body, a payload block). */
 void pano_json_serialize_to(pano_buf *out, const pano_json *value);
+
+/* Streaming output, for big events written straight from a program's data
+ * without building a tree (pano-darshan's hundreds of counter totals). It
+ * appends to out and formats values as the tree serializer does (which is
+ * built on it). Inside an object, a key precedes every value. */
+typedef struct pano_json_writer pano_json_writer;
+pano_json_writer *pano_json_writer_new(pano_buf *out);
+void pano_json_writer_free(pano_json_writer *w);
+void pano_json_write_object_open(pano_json_writer *w);
+void pano_json_write_object_close(pano_json_writer *w);
+void pano_json_write_array_open(pano_json_writer *w);
+void pano_json_write_array_close(pano_json_writer *w);
+/* Invalid UTF-8 in keys and strings is repaired with U+FFFD. */
+void pano_json_write_key(pano_json_writer *w, const char *key);
+void pano_json_write_str(pano_json_writer *w, const char *text);
+void pano_json_write_str_len(pano_json_writer *w, const char *text, size_t len);
+void pano_json_write_int(pano_json_writer *w, int64_t value);
+void pano_json_write_double(pano_json_writer *w, double value, int decimals);
+void pano_json_write_bool(pano_json_writer *w, bool value);
+void pano_json_write_null(pano_json_writer *w);
+/* A tree value; or only the members of an object tree, to extend it with
+ * more written members before closing it. */
+void pano_json_write_value(pano_json_writer *w, const pano_json *value);
+void pano_json_write_members(pano_json_writer *w, const pano_json *object);
 
 /* Parse exactly one JSON value from buf[0..len). Fails, with a message in err,
  * on syntax errors, invalid UTF-8, trailing data, or nesting deeper than

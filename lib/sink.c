@@ -30,9 +30,10 @@ struct pano_sink {
     bool spooled;    /* this sink put something in the spool */
     double seen_empty_at; /* when the spool was last found empty (pano_now()) */
     pano_sink_stats stats;
-    /* JSON lines */
+    /* file */
     FILE *out;
     bool close_out;
+    pano_sink_format format;
     pano_buf lines; /* not written yet: one line, or more while held */
     size_t nlines;
     bool hold;
@@ -83,6 +84,25 @@ static void open_spool(pano_sink *s, const pano_config *cfg)
     free(def);
 }
 
+static int open_output(pano_sink *s, const char *path, char *err, size_t errlen)
+{
+    if (strcmp(path, "-") == 0)
+        s->out = stdout;
+    else if (strcmp(path, "/dev/stderr") == 0)
+        s->out = stderr;
+    else {
+        s->out = fopen(path, "ae");
+        if (!s->out) {
+            snprintf(err, errlen, "cannot open output file %s: %s", path, strerror(errno));
+            return -1;
+        }
+        s->close_out = true;
+    }
+    snprintf(s->description, sizeof s->description, "%s",
+             strcmp(path, "-") == 0 ? "standard output" : path);
+    return 0;
+}
+
 pano_sink *pano_sink_open(const pano_config *cfg, const char *default_output, char *err,
                           size_t errlen)
 {
@@ -115,27 +135,26 @@ pano_sink *pano_sink_open(const pano_config *cfg, const char *default_output, ch
         return s;
     }
     const char *path = pano_config_str(cfg, "pano.output");
-    if (!path || !*path)
-        path = default_output;
-    if (strcmp(path, "-") == 0)
-        s->out = stdout;
-    else if (strcmp(path, "/dev/stderr") == 0)
-        s->out = stderr;
-    else {
-        s->out = fopen(path, "a");
-        if (!s->out) {
-            snprintf(err, errlen, "cannot open output file %s: %s", path, strerror(errno));
-            goto fail;
-        }
-        s->close_out = true;
-    }
-    snprintf(s->description, sizeof s->description, "%s",
-             strcmp(path, "-") == 0 ? "standard output" : path);
+    if (open_output(s, path && *path ? path : default_output, err, errlen) < 0)
+        goto fail;
     return s;
 
 fail:
     pano_sink_close(s);
     return NULL;
+}
+
+pano_sink *pano_sink_open_file(const pano_config *cfg, const char *path,
+                               pano_sink_format format, char *err, size_t errlen)
+{
+    pano_sink *s = pano_calloc(1, sizeof *s);
+    s->format = format;
+    if (!(s->filter = pano_filter_new(cfg, pano_log_program(), err, errlen)) ||
+        open_output(s, path, err, errlen) < 0) {
+        pano_sink_close(s);
+        return NULL;
+    }
+    return s;
 }
 
 const char *pano_sink_describe(const pano_sink *s) { return s->description; }
@@ -288,12 +307,37 @@ static int spool_event(pano_sink *s, const char *key, const char *id, const char
     return 0;
 }
 
+static int write_payload(pano_sink *s, const pano_json *event, char *err, size_t errlen)
+{
+    pano_event_payload_block(&s->lines, event);
+    return line_added(s, err, errlen);
+}
+
+static bool filtered_out(const pano_sink *s, const char *name)
+{
+    if (pano_filter_pass(s->filter, name))
+        return false;
+    /* not an error, not spooled */
+    pano_debug("event %s not sent (pano.events, pano.<publisher>.enabled)", name);
+    return true;
+}
+
 int pano_sink_send_raw(pano_sink *s, const char *routing_key, const char *event_id,
                        const char *json, size_t len, char *err, size_t errlen)
 {
-    if (!pano_filter_pass(s->filter, routing_key)) { /* not an error, not spooled */
-        pano_debug("event %s not sent (pano.events, pano.<publisher>.enabled)", routing_key);
+    if (filtered_out(s, routing_key))
         return 0;
+    if (s->format == PANO_SINK_PAYLOAD) {
+        char why[256];
+        pano_json *event = pano_json_parse(json, len, 0, why, sizeof why);
+        if (!event) {
+            snprintf(err, errlen, "%s is not valid JSON: %s", routing_key, why);
+            s->stats.failed++;
+            return -1;
+        }
+        int rc = write_payload(s, event, err, errlen);
+        pano_json_free(event);
+        return rc;
     }
     if (!s->has_url) {
         pano_buf_append(&s->lines, json, len);
@@ -355,11 +399,11 @@ int pano_sink_send(pano_sink *s, const pano_json *event, char *err, size_t errle
         snprintf(err, errlen, "event has no name");
         return -1;
     }
+    if (s->format == PANO_SINK_PAYLOAD)
+        return filtered_out(s, name) ? 0 : write_payload(s, event, err, errlen);
     if (!s->has_url) { /* straight into the line buffer */
-        if (!pano_filter_pass(s->filter, name)) {
-            pano_debug("event %s not sent (pano.events, pano.<publisher>.enabled)", name);
+        if (filtered_out(s, name))
             return 0;
-        }
         pano_json_serialize_to(&s->lines, event);
         return line_added(s, err, errlen);
     }

@@ -79,46 +79,37 @@ static void usage(FILE *out)
 /* ---- output ------------------------------------------------------------- */
 
 typedef struct {
-    pano_config *cfg;
     pano_source *source;
-    pano_sink *sink;     /* NULL in payload mode */
-    FILE *payload_out;   /* payload mode */
-    bool payload_close;
+    pano_sink *sink;
     long undelivered;
 } output;
 
+/* Where events go: the broker, unless publishing is off or --payload asks
+ * for MONITORING_PAYLOAD blocks; otherwise JSON lines to -o or stdout. */
 static int output_open(output *o, pano_config *cfg, bool payload)
 {
     char err[512];
-    o->cfg = cfg;
     o->source = pano_source_new(cfg);
     const char *mode = pano_config_str(cfg, "pano.transfer.publish");
     int publish = strcasecmp(mode, "auto") == 0 ? -1 : pano_config_parse_bool(mode);
     const char *url = pano_config_str(cfg, "pano.amqp.url");
     bool has_url = url && *url;
+    const char *path = pano_config_str(cfg, "pano.output");
+    if (!path || !*path)
+        path = "-";
     if (payload) {
         if (has_url && publish == 1)
             pano_warn("--payload: events are printed, not published");
-        const char *path = pano_config_str(cfg, "pano.output");
-        if (!path || !*path || strcmp(path, "-") == 0)
-            o->payload_out = stdout;
-        else if (!(o->payload_out = fopen(path, "ae"))) {
-            pano_error("cannot open %s: %s", path, strerror(errno));
-            return -1;
-        }
-        o->payload_close = o->payload_out != stdout;
-        return 0;
-    }
-    if (publish == 0 && has_url) {
+        o->sink = pano_sink_open_file(cfg, path, PANO_SINK_PAYLOAD, err, sizeof err);
+    } else if (publish == 0 && has_url) {
         pano_debug("publishing is off: events are written as JSON lines");
-        if (pano_config_set(cfg, "pano.amqp.url", "", PANO_CFG_CLI, err, sizeof err) < 0) {
-            pano_error("%s", err);
-            return -1;
-        }
-    } else if (publish == 1 && !has_url)
-        pano_warn("publishing was asked for but no broker URL is set (pano.amqp.url, "
-                  "PEGASUS_AMQP_URL); events are written as JSON lines");
-    o->sink = pano_sink_open(cfg, "-", err, sizeof err);
+        o->sink = pano_sink_open_file(cfg, path, PANO_SINK_JSON_LINES, err, sizeof err);
+    } else {
+        if (publish == 1 && !has_url)
+            pano_warn("publishing was asked for but no broker URL is set (pano.amqp.url, "
+                      "PEGASUS_AMQP_URL); events are written as JSON lines");
+        o->sink = pano_sink_open(cfg, "-", err, sizeof err);
+    }
     if (!o->sink) {
         pano_error("%s", err);
         return -1;
@@ -130,48 +121,25 @@ static int output_open(output *o, pano_config *cfg, bool payload)
 static void emit(output *o, pano_json *ev)
 {
     char err[512];
-    if (o->payload_out) {
-        pano_json *block = pano_json_object();
-        double ts = 0;
-        pano_json_get_number(ev, "ts", &ts);
-        pano_json_set_int(block, "ts", (int64_t)ts);
-        pano_json_set_str(block, "monitoring_event", pano_json_get_str(ev, "event"));
-        pano_json_append(pano_json_set_array(block, "payload"), ev);
-        char *json = pano_json_serialize(block, NULL);
-        int rc = fprintf(o->payload_out,
-                         "@@@MONITORING_PAYLOAD - START@@@%s@@@MONITORING_PAYLOAD - END@@@\n",
-                         json);
-        if (rc < 0 || fflush(o->payload_out) != 0) {
-            pano_error("event not written (%s): %s", strerror(errno), json);
-            o->undelivered++;
-        }
+    if (pano_sink_send(o->sink, ev, err, sizeof err) < 0) {
+        char *json = pano_json_serialize(ev, NULL);
+        pano_error("event not delivered (%s): %s", err, json);
         free(json);
-        pano_json_free(block);
-        return;
+        o->undelivered++;
     }
-    if (pano_sink_send(o->sink, ev, err, sizeof err) == 0) {
-        pano_json_free(ev);
-        return;
-    }
-    char *json = pano_json_serialize(ev, NULL);
-    pano_error("event not delivered (%s): %s", err, json ? json : "?");
-    free(json);
     pano_json_free(ev);
-    o->undelivered++;
 }
 
-/* Write what the sink holds (copy holds JSON lines between flushes). */
+/* Write what the sink holds (copy holds events for a file between flushes). */
 static void output_flush(output *o)
 {
     char err[512];
-    if (o->sink && pano_sink_flush(o->sink, err, sizeof err) < 0)
+    if (pano_sink_flush(o->sink, err, sizeof err) < 0)
         o->undelivered++; /* the events were logged */
 }
 
 static void output_close(output *o)
 {
-    if (o->payload_close)
-        fclose(o->payload_out);
     pano_sink_close(o->sink);
     pano_source_free(o->source);
 }
@@ -405,9 +373,8 @@ static int do_copy(pano_config *cfg, const cmd_options *co, int argc, char **arg
     copy_run run = {.out = &out,
                     .progress = pano_progress_new(stderr, co->progress < 0 ? tty : co->progress)};
     pano_copy_callbacks cb = {.done = on_done, .tick = on_tick, .flush = on_flush, .ctx = &run};
-    /* JSON lines are written once per round of the engine, not one by one */
-    if (out.sink)
-        pano_sink_hold(out.sink, true);
+    /* written to a file once per round of the engine, not one by one */
+    pano_sink_hold(out.sink, true);
     catch_stop_signals();
     double start = pano_now();
     long failed = pano_copy_run(&o, &list, &cb, err, sizeof err);

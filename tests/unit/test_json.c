@@ -215,6 +215,45 @@ START_TEST(numbers_are_written_as_printf_writes_them)
 }
 END_TEST
 
+START_TEST(writer_extends_a_tree_and_repairs_text)
+{
+    pano_json *envelope = pano_json_object();
+    pano_json_set_str(envelope, "event", "darshan.perf");
+    pano_json_set_int(envelope, "seq", 3);
+    pano_buf out = {0};
+    pano_json_writer *w = pano_json_writer_new(&out);
+    pano_json_write_object_open(w);
+    pano_json_write_members(w, envelope);
+    pano_json_write_key(w, "bad\xff key");
+    pano_json_write_str(w, "caf\xc3"); /* truncated sequence */
+    pano_json_write_key(w, "list");
+    pano_json_write_array_open(w);
+    pano_json_write_double(w, 0.1, 3);
+    pano_json_write_double(w, 1.0 / 0.0, 3);
+    pano_json_write_bool(w, false);
+    pano_json_write_null(w);
+    pano_json_write_value(w, envelope);
+    pano_json_write_array_close(w);
+    pano_json_write_object_close(w);
+    pano_json_writer_free(w);
+    ck_assert_str_eq(out.data, "{\"event\":\"darshan.perf\",\"seq\":3,"
+                               "\"bad\xef\xbf\xbd key\":\"caf\xef\xbf\xbd\","
+                               "\"list\":[0.100,null,false,null,"
+                               "{\"event\":\"darshan.perf\",\"seq\":3}]}");
+    pano_json *back = parse(out.data); /* and it is valid JSON */
+    ck_assert_ptr_nonnull(back);
+    pano_json_free(back);
+    pano_buf_free(&out);
+
+    /* A tree key from the outside (a log's metadata) is repaired on output. */
+    pano_json_set_int(envelope, "k\x80", 1);
+    char *text = pano_json_serialize(envelope, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "\"k\xef\xbf\xbd\":1"));
+    free(text);
+    pano_json_free(envelope);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("json");
@@ -229,6 +268,7 @@ int main(void)
     tcase_add_test(tc, non_finite_doubles_become_null);
     tcase_add_test(tc, add_appends_in_order);
     tcase_add_test(tc, numbers_are_written_as_printf_writes_them);
+    tcase_add_test(tc, writer_extends_a_tree_and_repairs_text);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }

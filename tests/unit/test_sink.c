@@ -123,6 +123,34 @@ START_TEST(held_lines_are_written_when_many)
 }
 END_TEST
 
+START_TEST(held_payload_blocks)
+{
+    pano_config *cfg = pano_config_new();
+    char err[256];
+    pano_sink *s = pano_sink_open_file(cfg, out, PANO_SINK_PAYLOAD, err, sizeof err);
+    ck_assert_msg(s != NULL, "%s", err);
+    pano_config_free(cfg);
+    pano_sink_hold(s, true);
+    send_event(s, 1, 0);
+    send_event(s, 2, 0);
+    ck_assert_int_eq(size_of(out), 0);
+    ck_assert_int_eq(pano_sink_flush(s, err, sizeof err), 0);
+    FILE *f = fopen(out, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        ck_assert_msg(strncmp(line, PANO_PAYLOAD_START, strlen(PANO_PAYLOAD_START)) == 0, "%s",
+                      line);
+        ck_assert_msg(strstr(line, PANO_PAYLOAD_END "\n"), "%s", line);
+        n++;
+    }
+    ck_assert_int_eq(fclose(f), 0);
+    ck_assert_int_eq(n, 2);
+    pano_sink_close(s);
+}
+END_TEST
+
 START_TEST(write_failures)
 {
     /* one by one: the caller hears of it */
@@ -156,6 +184,7 @@ int main(void)
     tcase_add_test(tc, lines_are_written_one_by_one);
     tcase_add_test(tc, held_lines_wait_for_flush);
     tcase_add_test(tc, held_lines_are_written_when_many);
+    tcase_add_test(tc, held_payload_blocks);
     tcase_add_test(tc, write_failures);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
