@@ -317,7 +317,6 @@ static void *worker(void *arg)
     job *finished = NULL;
     for (;;) {
         pthread_mutex_lock(&e->lock);
-        bool wake = false;
         if (finished) {
             finished->next = NULL;
             if (e->done_tail)
@@ -327,8 +326,14 @@ static void *worker(void *arg)
             e->done_tail = finished;
             e->ndone++;
             if (!e->wake_pending &&
-                (e->ndone >= DONE_BATCH || e->queued <= (size_t)e->nthreads))
-                wake = e->wake_pending = true;
+                (e->ndone >= DONE_BATCH || e->queued <= (size_t)e->nthreads)) {
+                e->wake_pending = true;
+                pthread_mutex_unlock(&e->lock);
+                /* (if this fails, the main thread still collects within COLLECT_MS) */
+                if (curl_multi_wakeup(e->multi) != CURLM_OK)
+                    pano_debug("could not wake the main thread");
+                pthread_mutex_lock(&e->lock);
+            }
         }
         /* After an interrupt the queue is the main thread's to report. */
         while ((!e->work_head || atomic_load(&interrupted)) && !e->stopping)
@@ -341,9 +346,6 @@ static void *worker(void *arg)
             e->queued--;
         }
         pthread_mutex_unlock(&e->lock);
-        /* (if this fails, the main thread still collects within COLLECT_MS) */
-        if (wake && curl_multi_wakeup(e->multi) != CURLM_OK)
-            pano_debug("could not wake the main thread");
         if (!j)
             return NULL;
         begin_attempt(j);
