@@ -26,6 +26,9 @@
 
 typedef enum { KIND_LOCAL, KIND_DOWNLOAD, KIND_UPLOAD, KIND_THIRD_PARTY } job_kind;
 typedef enum { J_PENDING, J_RUNNING, J_WAITING, J_DONE } job_state;
+/* An upload asks the server what it has of DST before it resumes, and
+ * after a resumed send, to be sure the file is whole. */
+typedef enum { PROBE_NONE, PROBE_BEFORE, PROBE_AFTER } probe_kind;
 
 typedef struct job job;
 struct job {
@@ -50,6 +53,14 @@ struct job {
     char *tmp;  /* download: the temporary file's name (NULL: unnamed, or in place) */
     bool in_place;    /* download: writing DST itself (resume) */
     int phase;        /* relay (third party): 0 receiving into fd, 1 sending it */
+    bool fresh;       /* the next request opens a new connection (a retry's first) */
+    probe_kind probe;   /* upload: the running request asks what DST holds */
+    bool dst_ours;      /* upload: a send wrote to DST, which holds a prefix of the data */
+    bool read_some;     /* upload: the running send took data (so DST was opened) */
+    bool no_resume;     /* upload: a resumed send went wrong, send it all from now on */
+    int64_t resumed_at; /* upload: where the running send started (0: at the beginning) */
+    int64_t sent_end;   /* upload: where the last send that wrote stopped, by libcurl's
+                           count (-1: none yet) */
     uint64_t received; /* relay: bytes received from the source */
     uint64_t written; /* download: bytes in the file */
     EVP_MD_CTX *md;
@@ -139,6 +150,14 @@ static bool has_ranges(const char *url)
 {
     static const char *const ranged[] = {"http", "https", "ftp", "ftps", "sftp", "file", NULL};
     return scheme_is(url, ranged);
+}
+
+/* Uploads that can continue a partial file on the server: FTP appends
+ * (APPE), sftp writes at an offset. HTTP PUT and scp always send it all. */
+static bool appends(const char *url)
+{
+    static const char *const appendable[] = {"ftp", "ftps", "sftp", NULL};
+    return scheme_is(url, appendable);
 }
 
 /* Lock-free, so a signal handler may set it; read by every thread. */
@@ -255,8 +274,9 @@ static void attempt_ended(engine *e, job *j, bool ok)
     int retries_done = j->attempts - 1;
     if (j->retryable && retries_done < e->o->retries && !atomic_load(&interrupted)) {
         double d = backoff(e, retries_done + 1);
-        pano_info("%s: %s; retry %d of %d in %.1f s", j->spec->dst_shown, j->error,
-                  retries_done + 1, e->o->retries, d);
+        pano_info("%s: %s; %llu bytes moved in this attempt; retry %d of %d in %.1f s",
+                  j->spec->dst_shown, j->error, (unsigned long long)live, retries_done + 1,
+                  e->o->retries, d);
         j->state = J_WAITING;
         j->due = pano_now() + d;
         e->waiting[e->nwaiting++] = j;
@@ -446,6 +466,8 @@ static size_t on_read(char *data, size_t size, size_t n, void *ud)
     job *j = ud;
     for (;;) {
         ssize_t r = read(j->fd, data, size * n);
+        if (r > 0)
+            j->read_some = true;
         if (r >= 0) {
             atomic_fetch_add_explicit(&j->live, (uint64_t)r, memory_order_relaxed);
             return (size_t)r;
@@ -690,36 +712,22 @@ static CURL *new_easy(const engine *e, job *j, const char *url)
     if (o->ssh_known_hosts)
         curl_easy_setopt(c, CURLOPT_SSH_KNOWNHOSTS, o->ssh_known_hosts);
     curl_easy_setopt(c, CURLOPT_FTP_CREATE_MISSING_DIRS, (long)CURLFTP_CREATE_DIR_RETRY);
+    if (j->fresh) {
+        /* The failed attempt's connection may be in any state (an FTP
+         * control connection after an aborted upload answers out of step). */
+        curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
+        j->fresh = false;
+    }
     return c;
 }
 
 /* Start one libcurl attempt. -1 with j->error set when it cannot start. */
-static int start_curl(engine *e, job *j)
+/* Run c for j on the multi handle (c == NULL: libcurl could not make it). */
+static int add_easy(engine *e, job *j, CURL *c)
 {
-    CURL *c;
-    if (receiving(j)) {
-        int64_t offset = prepare_download(e, j);
-        if (offset < 0)
-            return -1;
-        if (!(c = new_easy(e, j, j->spec->src_url)))
-            goto nomem;
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, j);
-        if (offset > 0)
-            curl_easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)offset);
-    } else {
-        curl_off_t size;
-        if (prepare_upload(e, j, &size) < 0)
-            return -1;
-        if (!(c = new_easy(e, j, j->spec->dst_url)))
-            goto nomem;
-        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, size);
-        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-        curl_easy_setopt(c, CURLOPT_READDATA, j);
-        curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
-        curl_easy_setopt(c, CURLOPT_SEEKDATA, j);
-        j->size = size;
+    if (!c) {
+        snprintf(j->error, sizeof j->error, "libcurl could not create a transfer");
+        return -1;
     }
     j->write_errno = 0;
     CURLMcode mc = curl_multi_add_handle(e->multi, c);
@@ -730,9 +738,130 @@ static int start_curl(engine *e, job *j)
     }
     j->easy = c;
     return 0;
-nomem:
-    snprintf(j->error, sizeof j->error, "libcurl could not create a transfer");
-    return -1;
+}
+
+/* Send the upload's data (prepare_upload done, j->size set), from byte
+ * `from` on: what the server has before it is kept (appended to). */
+static int start_send(engine *e, job *j, curl_off_t from)
+{
+    j->resumed_at = from;
+    j->read_some = false;
+    CURL *c = new_easy(e, j, j->spec->dst_url);
+    if (c) {
+        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)j->size);
+        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(c, CURLOPT_READDATA, j);
+        curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
+        curl_easy_setopt(c, CURLOPT_SEEKDATA, j);
+        if (from > 0)
+            curl_easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, from);
+    }
+    return add_easy(e, j, c);
+}
+
+static size_t discard(char *data, size_t size, size_t n, void *ud)
+{
+    (void)data;
+    (void)ud;
+    return size * n;
+}
+
+/* Ask the server how much of DST it has (FTP SIZE, sftp stat): see
+ * upload_probed and upload_checked. */
+static int start_probe(engine *e, job *j, probe_kind kind)
+{
+    CURL *c = new_easy(e, j, j->spec->dst_url);
+    if (c) {
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard); /* FTP's header lines */
+    }
+    j->probe = kind;
+    return add_easy(e, j, c);
+}
+
+/* An upload attempt succeeded: the data is on the server. */
+static void upload_done(engine *e, job *j)
+{
+    if (j->fd >= 0 && j->kind != KIND_THIRD_PARTY) {
+        close(j->fd); /* a relay file is kept until the job is final */
+        j->fd = -1;
+    }
+    attempt_ended(e, j, true);
+}
+
+/* After a resumed send the server's file must be exactly the data: what
+ * the first probe saw may have grown since (the failed attempt's server
+ * side still writing what it had received), and appending to that would
+ * leave a wrong file. Then the next attempt sends it all. */
+static void upload_checked(engine *e, job *j, curl_off_t have)
+{
+    if (have == j->size) {
+        upload_done(e, j);
+        return;
+    }
+    snprintf(j->error, sizeof j->error,
+             "resumed at byte %lld, but the server's file then had %lld bytes instead of %lld",
+             (long long)j->resumed_at, (long long)have, (long long)j->size);
+    j->retryable = true;
+    j->no_resume = true;
+    attempt_ended(e, j, false);
+}
+
+/* The server has `have` bytes of DST (-1: no such file). It is asked only
+ * when DST holds a prefix of the data: an earlier send of this run wrote
+ * it (libcurl read data only once it had opened DST, truncating it), or
+ * --continue says it is what an earlier run left. A file larger than the
+ * data is no such prefix, and is replaced. */
+static void upload_probed(engine *e, job *j, curl_off_t have)
+{
+    if (j->sent_end >= 0 && have > j->sent_end && have <= j->size) {
+        /* libcurl counts what the server acknowledged (sftp): when the
+         * connection broke, the server had received more */
+        uint64_t unseen = (uint64_t)(have - j->sent_end);
+        j->bytes += unseen;
+        e->bytes_done += unseen;
+        j->sent_end = have;
+    }
+    curl_off_t from = 0;
+    if (have > 0 && have < j->size) {
+        from = have;
+        pano_info("%s: the server has %lld of %lld bytes, sending the rest", j->spec->dst_shown,
+                  (long long)have, (long long)j->size);
+    } else if (have > 0 && have == j->size) {
+        from = have; /* libcurl sends nothing and succeeds */
+        pano_info("%s: the server has all %lld bytes already", j->spec->dst_shown,
+                  (long long)have);
+    } else if (have > j->size)
+        pano_info("%s: the server's file is larger (%lld bytes) than the data (%lld): sending "
+                  "all of it", j->spec->dst_shown, (long long)have, (long long)j->size);
+    if (start_send(e, j, from) < 0)
+        attempt_ended(e, j, false);
+}
+
+static int start_curl(engine *e, job *j)
+{
+    j->fresh = j->attempts > 1;
+    if (!receiving(j)) {
+        curl_off_t size;
+        if (prepare_upload(e, j, &size) < 0)
+            return -1;
+        j->size = size;
+        if (appends(j->spec->dst_url) && !j->no_resume && (j->dst_ours || e->o->resume))
+            return start_probe(e, j, PROBE_BEFORE);
+        return start_send(e, j, 0);
+    }
+    int64_t offset = prepare_download(e, j);
+    if (offset < 0)
+        return -1;
+    CURL *c = new_easy(e, j, j->spec->src_url);
+    if (c) {
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, j);
+        if (offset > 0)
+            curl_easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)offset);
+    }
+    return add_easy(e, j, c);
 }
 
 static bool curl_retryable(CURLcode code, long http, int write_errno)
@@ -771,25 +900,45 @@ static void curl_finished(engine *e, job *j, CURLcode code)
 {
     CURL *c = j->easy;
     long http = 0;
-    curl_off_t moved = 0;
+    curl_off_t moved = 0, have = -1;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &http);
     if (receiving(j))
         curl_easy_getinfo(c, CURLINFO_SIZE_DOWNLOAD_T, &moved);
     else
         curl_easy_getinfo(c, CURLINFO_SIZE_UPLOAD_T, &moved);
+    if (j->probe != PROBE_NONE)
+        curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &have);
     /* libcurl's count of the bytes moved is the truth. */
     if (moved >= 0)
         atomic_store(&j->live, (uint64_t)moved);
+    if (j->probe == PROBE_NONE && !receiving(j) && j->read_some) {
+        /* libcurl took data, so it had DST open: DST is a prefix of the data */
+        j->dst_ours = true;
+        j->sent_end = j->resumed_at + (moved > 0 ? moved : 0);
+    }
     curl_multi_remove_handle(e->multi, c);
     curl_easy_cleanup(c);
     j->easy = NULL;
+    if (j->probe != PROBE_NONE) {
+        probe_kind kind = j->probe;
+        j->probe = PROBE_NONE;
+        if (code == CURLE_OK || code == CURLE_REMOTE_FILE_NOT_FOUND) {
+            if (code != CURLE_OK)
+                have = -1;
+            if (kind == PROBE_BEFORE)
+                upload_probed(e, j, have);
+            else
+                upload_checked(e, j, have);
+            return;
+        }
+        /* the server could not be asked: a failed attempt like any other */
+    }
 
     bool ok = code == CURLE_OK;
     if (!ok) {
         const char *text = j->errbuf[0] ? j->errbuf : curl_easy_strerror(code);
         if (code == CURLE_ABORTED_BY_CALLBACK && j->stalled) {
-            snprintf(j->error, sizeof j->error, "stalled: no data for %g s (%llu bytes moved in this attempt)",
-                     j->stall_limit, (unsigned long long)moved);
+            snprintf(j->error, sizeof j->error, "stalled: no data for %g s", j->stall_limit);
             code = CURLE_OPERATION_TIMEDOUT; /* retry it like a timeout */
         } else if (code == CURLE_HTTP_RETURNED_ERROR)
             snprintf(j->error, sizeof j->error, "HTTP %ld: %s", http, text);
@@ -865,9 +1014,17 @@ static void curl_finished(engine *e, job *j, CURLcode code)
             free(j->tmp); /* it is DST now */
             j->tmp = NULL;
         }
-    } else if (j->fd >= 0 && j->kind != KIND_THIRD_PARTY) {
-        close(j->fd); /* a relay file is kept until the job is final */
-        j->fd = -1;
+    } else if (j->resumed_at > 0 && j->resumed_at < j->size) {
+        /* sent the rest: check the whole (what was sent stays counted) */
+        uint64_t sent = atomic_exchange(&j->live, 0);
+        j->bytes += sent;
+        e->bytes_done += sent;
+        if (start_probe(e, j, PROBE_AFTER) < 0)
+            attempt_ended(e, j, false);
+        return;
+    } else {
+        upload_done(e, j);
+        return;
     }
     attempt_ended(e, j, ok);
 }
@@ -1021,6 +1178,7 @@ long pano_copy_run(const pano_copy_options *o, const pano_transfer_list *list,
         j->index = i;
         j->fd = -1;
         j->size = -1;
+        j->sent_end = -1;
         atomic_init(&j->live, 0);
         bool sl = j->spec->src_path != NULL, dl = j->spec->dst_path != NULL;
         if (sl && dl && !o->curl_for_local) {
