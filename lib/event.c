@@ -128,16 +128,17 @@ pano_json *pano_event_new(pano_source *src, const char *name)
     char id[64];
     snprintf(id, sizeof id, "%s-%llu", src->instance, (unsigned long long)seq);
 
-    pano_json_set_str(ev, "event", name);
-    pano_json_set_double(ev, "ts", pano_now(), 6);
-    pano_json_set_str(ev, "event_id", id);
-    pano_json_set_int(ev, "seq", (int64_t)seq);
-    pano_json_set_str(ev, "hostname", src->hostname);
+    /* a new object, distinct keys: added without looking for them first */
+    pano_json_add(ev, "event", pano_json_string(name));
+    pano_json_add(ev, "ts", pano_json_double(pano_now(), 6));
+    pano_json_add(ev, "event_id", pano_json_string(id));
+    pano_json_add(ev, "seq", pano_json_int((int64_t)seq));
+    pano_json_add(ev, "hostname", pano_json_string(src->hostname));
     for (size_t i = 0; i < CONTEXT_COUNT; i++)
         if (src->context[i])
-            pano_json_set_str(ev, context_fields[i][0], src->context[i]);
+            pano_json_add(ev, context_fields[i][0], pano_json_string(src->context[i]));
     if (src->rank >= 0)
-        pano_json_set_int(ev, "rank", src->rank);
+        pano_json_add(ev, "rank", pano_json_int(src->rank));
     return ev;
 }
 

@@ -351,32 +351,42 @@ static int format_int(char *buf, int64_t i)
 }
 
 /* snprintf("%.*f", decimals, d) exactly, through integer arithmetic when
- * that is provably the same: d * 10^decimals is computed with one rounding
- * (relative error <= 2^-53), so its nearest integer is the correctly rounded
- * one unless the product lies within that error of a .5 boundary. Those
- * (rare) cases, and large values, return -1 for snprintf to handle. */
+ * that is provably the same. The whole part of |d| < 2^53 and the rest are
+ * exact doubles; the rest times 10^decimals (< 10^9) is computed with one
+ * rounding (relative error <= 2^-53), so its nearest integer is the
+ * correctly rounded one unless the product lies within that error of a .5
+ * boundary. Those (rare) cases, and larger values, return -1 for snprintf
+ * to handle. Epoch times with microseconds take the exact path. */
 static int format_fixed(char *buf, double d, int decimals)
 {
     static const double scale[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+    static const uint64_t iscale[] = {1u,      10u,      100u,      1000u,      10000u,
+                                      100000u, 1000000u, 10000000u, 100000000u, 1000000000u};
     if (decimals > 9)
         return -1;
-    double p = fabs(d) * scale[decimals];
-    if (!(p < 0x1p50))
+    double a = fabs(d);
+    if (!(a < 0x1p53))
         return -1;
-    double whole = floor(p), frac = p - whole;
+    double whole = floor(a);
+    double p = (a - whole) * scale[decimals];
+    double pwhole = floor(p), frac = p - pwhole;
     if (fabs(frac - 0.5) <= p * 0x1p-50 + 0x1p-60)
         return -1;
-    uint64_t digits = (uint64_t)whole + (frac > 0.5);
+    uint64_t w = (uint64_t)whole, f = (uint64_t)pwhole + (frac > 0.5);
+    if (f == iscale[decimals]) { /* the fraction rounded up to a whole one */
+        f = 0;
+        w++;
+    }
 
     char tmp[32];
     char *end = tmp + sizeof tmp, *q = end;
     for (int i = 0; i < decimals; i++) {
-        *--q = (char)('0' + digits % 10);
-        digits /= 10;
+        *--q = (char)('0' + f % 10);
+        f /= 10;
     }
     if (decimals > 0)
         *--q = '.';
-    q = format_uint_backwards(q, digits);
+    q = format_uint_backwards(q, w);
     if (signbit(d)) /* printf keeps the sign of -0.0 and of values rounding to 0 */
         *--q = '-';
     memcpy(buf, q, (size_t)(end - q));

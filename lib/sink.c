@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct pano_sink {
     char description[512];
@@ -33,7 +34,13 @@ struct pano_sink {
     FILE *out;
     bool close_out;
     pano_sink_format format;
+    pano_buf lines; /* not written yet: one line, or more while held */
+    size_t nlines;
+    bool hold;
 };
+
+/* Held lines are written once this much is waiting. */
+#define HOLD_BYTES (64u * 1024)
 
 /* First line of a password file, without its line ending. */
 static char *read_password_file(const char *path, char *err, size_t errlen)
@@ -152,14 +159,73 @@ pano_sink *pano_sink_open_file(const pano_config *cfg, const char *path,
 
 const char *pano_sink_describe(const pano_sink *s) { return s->description; }
 
-static int write_line(pano_sink *s, const char *json, size_t len, char *err, size_t errlen)
+/* Write the pending lines. Returns 0, or -1 with a message in err; then
+ * the lines not (completely) written are dropped, and logged in full with
+ * log_each (else the caller reports the one line there was). */
+static int write_lines(pano_sink *s, bool log_each, char *err, size_t errlen)
 {
-    if (fwrite(json, 1, len, s->out) != len || fputc('\n', s->out) == EOF ||
-        fflush(s->out) != 0) {
-        snprintf(err, errlen, "writing to %s: %s", s->description, strerror(errno));
-        return -1;
+    if (s->nlines == 0)
+        return 0;
+    size_t done = 0;
+    int e = 0;
+    /* stdio first: the stream may be shared (stdout) */
+    if (fflush(s->out) != 0)
+        e = errno;
+    while (!e && done < s->lines.len) {
+        ssize_t n = write(fileno(s->out), s->lines.data + done, s->lines.len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            e = errno;
+        else if (n == 0)
+            e = EIO;
+        else
+            done += (size_t)n;
     }
-    return 0;
+    if (!e) {
+        s->stats.sent += s->nlines;
+        pano_buf_clear(&s->lines);
+        s->nlines = 0;
+        return 0;
+    }
+    snprintf(err, errlen, "writing to %s: %s", s->description, strerror(e));
+    /* lines wholly written count as sent */
+    const char *p = s->lines.data, *end = s->lines.data + s->lines.len;
+    for (const char *nl; p < end && (nl = memchr(p, '\n', (size_t)(end - p))); p = nl + 1) {
+        if ((size_t)(nl + 1 - s->lines.data) <= done) {
+            s->stats.sent++;
+            continue;
+        }
+        s->stats.failed++;
+        if (log_each)
+            pano_error("event not written (%s): %.*s", err, (int)(nl - p), p);
+    }
+    pano_buf_clear(&s->lines);
+    s->nlines = 0;
+    return -1;
+}
+
+/* A line was added to s->lines: write it now, or later when held. */
+static int line_added(pano_sink *s, char *err, size_t errlen)
+{
+    pano_buf_append(&s->lines, "\n", 1);
+    s->nlines++;
+    if (s->hold && s->lines.len < HOLD_BYTES)
+        return 0;
+    int rc = write_lines(s, s->hold, err, errlen);
+    return s->hold ? 0 : rc; /* held lines that failed were logged */
+}
+
+void pano_sink_hold(pano_sink *s, bool hold)
+{
+    s->hold = hold && !s->has_url;
+}
+
+int pano_sink_flush(pano_sink *s, char *err, size_t errlen)
+{
+    if (s->has_url)
+        return 0;
+    return write_lines(s, true, err, errlen);
 }
 
 /* Returns 0 confirmed, 1 refused by the broker (nacked or unroutable), -1
@@ -243,13 +309,8 @@ static int spool_event(pano_sink *s, const char *key, const char *id, const char
 
 static int write_payload(pano_sink *s, const pano_json *event, char *err, size_t errlen)
 {
-    pano_buf block = {0};
-    pano_event_payload_block(&block, event);
-    int rc = write_line(s, block.data, block.len, err, errlen);
-    pano_buf_free(&block);
-    s->stats.sent += rc == 0;
-    s->stats.failed += rc != 0;
-    return rc;
+    pano_event_payload_block(&s->lines, event);
+    return line_added(s, err, errlen);
 }
 
 static bool filtered_out(const pano_sink *s, const char *name)
@@ -279,12 +340,8 @@ int pano_sink_send_raw(pano_sink *s, const char *routing_key, const char *event_
         return rc;
     }
     if (!s->has_url) {
-        int rc = write_line(s, json, len, err, errlen);
-        if (rc == 0)
-            s->stats.sent++;
-        else
-            s->stats.failed++;
-        return rc;
+        pano_buf_append(&s->lines, json, len);
+        return line_added(s, err, errlen);
     }
     if (!s->spool) {
         int rc = publish(s, routing_key, event_id, json, len, err, errlen);
@@ -344,6 +401,12 @@ int pano_sink_send(pano_sink *s, const pano_json *event, char *err, size_t errle
     }
     if (s->format == PANO_SINK_PAYLOAD)
         return filtered_out(s, name) ? 0 : write_payload(s, event, err, errlen);
+    if (!s->has_url) { /* straight into the line buffer */
+        if (filtered_out(s, name))
+            return 0;
+        pano_json_serialize_to(&s->lines, event);
+        return line_added(s, err, errlen);
+    }
     size_t len;
     char *json = pano_json_serialize(event, &len);
     if (!json) {
@@ -361,11 +424,14 @@ void pano_sink_close(pano_sink *s)
     if (!s)
         return;
     pano_filter_free(s->filter);
+    char err[512];
+    if (s->out)
+        write_lines(s, true, err, sizeof err); /* what failed is logged */
+    pano_buf_free(&s->lines);
     if (s->spool && s->spooled) {
         /* A last chance for what this process left in the spool; what stays
          * there goes with the next publisher on this node, or with
          * pano-emit --flush-spool. */
-        char err[512];
         s->retry_at = 0;
         if (!drain_spool(s, 2.0, err, sizeof err))
             pano_warn("undelivered events stay in spool %s (%s)", pano_spool_path(s->spool),

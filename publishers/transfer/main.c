@@ -130,6 +130,14 @@ static void emit(output *o, pano_json *ev)
     pano_json_free(ev);
 }
 
+/* Write what the sink holds (copy holds events for a file between flushes). */
+static void output_flush(output *o)
+{
+    char err[512];
+    if (pano_sink_flush(o->sink, err, sizeof err) < 0)
+        o->undelivered++; /* the events were logged */
+}
+
 static void output_close(output *o)
 {
     pano_sink_close(o->sink);
@@ -175,33 +183,35 @@ static void on_done(void *ctx, const pano_copy_result *r)
     double duration = r->end - r->start;
     if (duration < 0)
         duration = 0;
+    /* Every key is new to the event: added without looking for it first. */
     pano_json *ev = pano_event_new(run->out->source, "transfer.inv.local.single");
-    pano_json_set_str(ev, "level", "INFO");
-    pano_json_set_int(ev, "status", r->status);
+    pano_json_add(ev, "level", pano_json_string("INFO"));
+    pano_json_add(ev, "status", pano_json_int(r->status));
     const char *local = s->src_path ? s->src_path : s->dst_path;
     if (local)
-        pano_json_set_str(ev, "filename", local);
-    pano_json_set_str(ev, "source_url", s->src_shown);
+        pano_json_add(ev, "filename", pano_json_string(local));
+    pano_json_add(ev, "source_url", pano_json_string(s->src_shown));
     if (s->src_site)
-        pano_json_set_str(ev, "source_site_name", s->src_site);
-    pano_json_set_str(ev, "destination_url", s->dst_shown);
+        pano_json_add(ev, "source_site_name", pano_json_string(s->src_site));
+    pano_json_add(ev, "destination_url", pano_json_string(s->dst_shown));
     if (s->dst_site)
-        pano_json_set_str(ev, "destination_site_name", s->dst_site);
-    pano_json_set_double(ev, "transfer_start_time", r->start, 6);
-    pano_json_set_double(ev, "transfer_completion_time", r->end, 6);
-    pano_json_set_double(ev, "transfer_duration", duration, 6);
-    pano_json_set_int(ev, "bytes_transferred", (int64_t)r->bytes);
+        pano_json_add(ev, "destination_site_name", pano_json_string(s->dst_site));
+    pano_json_add(ev, "transfer_start_time", pano_json_double(r->start, 6));
+    pano_json_add(ev, "transfer_completion_time", pano_json_double(r->end, 6));
+    pano_json_add(ev, "transfer_duration", pano_json_double(duration, 6));
+    pano_json_add(ev, "bytes_transferred", pano_json_int((int64_t)r->bytes));
     if (r->relayed)
-        pano_json_set_int(ev, "bytes_received", (int64_t)r->received);
+        pano_json_add(ev, "bytes_received", pano_json_int((int64_t)r->received));
     if (r->status == 0 && r->size >= 0)
-        pano_json_set_int(ev, "file_size", r->size);
+        pano_json_add(ev, "file_size", pano_json_int(r->size));
     if (duration > 0)
-        pano_json_set_double(ev, "effective_bytes_per_second", (double)r->bytes / duration, 1);
-    pano_json_set_int(ev, "retries", r->retries);
+        pano_json_add(ev, "effective_bytes_per_second",
+                      pano_json_double((double)r->bytes / duration, 1));
+    pano_json_add(ev, "retries", pano_json_int(r->retries));
     if (r->sha256[0])
-        pano_json_set_str(ev, "sha256", r->sha256);
+        pano_json_add(ev, "sha256", pano_json_string(r->sha256));
     if (r->status) {
-        pano_json_set_str(ev, "error", r->error);
+        pano_json_add(ev, "error", pano_json_string(r->error));
         pano_error("%s -> %s: %s", s->src_shown, s->dst_shown, r->error);
     }
     emit(run->out, ev);
@@ -215,6 +225,12 @@ static void on_tick(void *ctx, const pano_copy_stats *s)
 {
     copy_run *run = ctx;
     pano_progress_update(run->progress, s);
+}
+
+static void on_flush(void *ctx)
+{
+    copy_run *run = ctx;
+    output_flush(run->out);
 }
 
 static void emit_summary(copy_run *run, double start, double end)
@@ -356,7 +372,9 @@ static int do_copy(pano_config *cfg, const cmd_options *co, int argc, char **arg
     bool tty = isatty(STDERR_FILENO);
     copy_run run = {.out = &out,
                     .progress = pano_progress_new(stderr, co->progress < 0 ? tty : co->progress)};
-    pano_copy_callbacks cb = {.done = on_done, .tick = on_tick, .ctx = &run};
+    pano_copy_callbacks cb = {.done = on_done, .tick = on_tick, .flush = on_flush, .ctx = &run};
+    /* written to a file once per round of the engine, not one by one */
+    pano_sink_hold(out.sink, true);
     catch_stop_signals();
     double start = pano_now();
     long failed = pano_copy_run(&o, &list, &cb, err, sizeof err);

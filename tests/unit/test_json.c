@@ -191,7 +191,9 @@ START_TEST(numbers_are_written_as_printf_writes_them)
     /* Ties, values just beside them, signs, zeros and large magnitudes. */
     const double edges[] = {0.0, -0.0, 0.5, 1.5, 2.5, -2.5, 0.0000005, 0.0000015, 1e-7,
                             -1e-9, 0.9999995, 0.9999996, 123456.1234565, 1125899906842623.5,
-                            1125899906842624.0, 1e20, -1e30, 4503599627370497.0, 2.675};
+                            1125899906842624.0, 1e20, -1e30, 4503599627370497.0, 2.675,
+                            1795240767.1234565, 1795240767.9999996, 9007199254740991.0,
+                            9007199254740992.0, 0x1p53 - 0.5, 4503599627370495.5};
     for (size_t i = 0; i < sizeof edges / sizeof *edges; i++)
         for (int decimals = 0; decimals <= 12; decimals++) {
             snprintf(expected, sizeof expected, "%.*f", decimals, edges[i]);
@@ -202,10 +204,12 @@ START_TEST(numbers_are_written_as_printf_writes_them)
         uint64_t r = pano_test_random(&state);
         int decimals = (int)(r % 10);
         double d;
-        if (i % 3 == 0) /* decimal-looking values with many digits: near ties */
+        if (i % 4 == 0) /* decimal-looking values with many digits: near ties */
             d = (double)(int64_t)(r >> 20) / 1e7 + 5e-7;
-        else if (i % 3 == 1) /* any magnitude */
+        else if (i % 4 == 1) /* any magnitude */
             d = ldexp((double)(r >> 11), (int)((r >> 3) % 120) - 90);
+        else if (i % 4 == 2) /* epoch times with microseconds, as events carry them */
+            d = 1.7e9 + (double)(r >> 20) / 1e7;
         else
             d = (double)(int64_t)r / 1e9;
         if (r & 1)
