@@ -18,6 +18,8 @@ packages=(
     kcat socat
     # pano-transfer's sftp/scp and ftp tests start their own sshd and vsftpd
     openssh-server vsftpd
+    # pano-monitor's MPI test: a real mpirun (MPICH's runs as root, no flags)
+    mpich
 )
 
 missing=()

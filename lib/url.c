@@ -2,7 +2,7 @@
 
 #include "mem.h"
 
-#include <curl/curl.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,20 +25,36 @@ void pano_url_redact(const char *url, char *out, size_t size)
     snprintf(out, size, "%.*s***%s", (int)(colon + 1 - url), url, at);
 }
 
-/* Percent-decode one path segment; NULL if it decodes to something with NUL. */
-static char *decode_segment(const char *s, size_t len)
+static int hex_value(int c)
 {
-    int outlen = 0;
-    char *tmp = pano_strndup(s, len);
-    char *dec = curl_easy_unescape(NULL, tmp, (int)len, &outlen);
-    free(tmp);
-    if (!dec)
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+char *pano_url_decode(const char *s, size_t len)
+{
+    char *out = pano_malloc(len + 1), *o = out;
+    for (size_t i = 0; i < len; i++) {
+        int hi, lo;
+        if (s[i] == '%' && i + 2 < len &&
+            (hi = hex_value((unsigned char)s[i + 1])) >= 0 &&
+            (lo = hex_value((unsigned char)s[i + 2])) >= 0) {
+            *o++ = (char)(hi * 16 + lo);
+            i += 2;
+        } else
+            *o++ = s[i];
+    }
+    *o = '\0';
+    if (memchr(out, '\0', (size_t)(o - out))) {
+        free(out); /* %00 */
         return NULL;
-    char *copy = NULL;
-    if (memchr(dec, '\0', (size_t)outlen) == NULL)
-        copy = pano_strndup(dec, (size_t)outlen);
-    curl_free(dec);
-    return copy;
+    }
+    return out;
 }
 
 /* Split the path into at most max segments (without the leading '/'). Returns
@@ -110,6 +126,97 @@ static int parse_query(const char *query, pano_amqp_url *out, char *err, size_t 
     return rc;
 }
 
+/* Host names: RFC 3986 reg-name without percent-encoding (letters, digits,
+ * "-._~" and sub-delims); IPv6 literals: hex digits, ':' and '.'. */
+static bool valid_host(const char *h, size_t len, bool ipv6)
+{
+    if (len == 0)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)h[i];
+        bool ok = ipv6 ? isxdigit(c) || c == ':' || c == '.'
+                       : isalnum(c) || strchr("-._~!$&'()*+,;=", c);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* scheme://[user[:password]@]host[:port][/path][?query][#fragment], split
+ * as RFC 3986 does (the user info ends at the last '@' of the authority). */
+typedef struct {
+    const char *scheme, *user, *password, *host, *port, *path, *query;
+    size_t scheme_len, user_len, password_len, host_len, port_len, path_len, query_len;
+    bool has_password, ipv6;
+} url_parts;
+
+static const char *split_url(const char *text, url_parts *u)
+{
+    memset(u, 0, sizeof *u);
+    for (const char *p = text; *p; p++)
+        if ((unsigned char)*p <= ' ' || *p == 0x7f)
+            return "spaces or control characters";
+    const char *sep = strstr(text, "://");
+    if (!sep || sep == text || !isalpha((unsigned char)text[0]))
+        return "no scheme";
+    for (const char *p = text; p < sep; p++)
+        if (!isalnum((unsigned char)*p) && !strchr("+-.", *p))
+            return "no scheme";
+    u->scheme = text;
+    u->scheme_len = (size_t)(sep - text);
+
+    const char *auth = sep + 3;
+    size_t auth_len = strcspn(auth, "/?#");
+    const char *host = auth, *auth_end = auth + auth_len;
+    for (const char *p = auth; p < auth_end; p++)
+        if (*p == '@')
+            host = p + 1;
+    if (host > auth) {
+        const char *info_end = host - 1;
+        const char *colon = memchr(auth, ':', (size_t)(info_end - auth));
+        u->user = auth;
+        u->user_len = (size_t)((colon ? colon : info_end) - auth);
+        if (colon) {
+            u->has_password = true;
+            u->password = colon + 1;
+            u->password_len = (size_t)(info_end - colon - 1);
+        }
+    }
+    const char *host_end;
+    if (*host == '[') {
+        const char *close = memchr(host, ']', (size_t)(auth_end - host));
+        if (!close)
+            return "unterminated IPv6 address";
+        u->ipv6 = true;
+        u->host = host + 1;
+        u->host_len = (size_t)(close - host - 1);
+        host_end = close + 1;
+        if (host_end < auth_end && *host_end != ':')
+            return "bad host";
+    } else {
+        host_end = memchr(host, ':', (size_t)(auth_end - host));
+        if (!host_end)
+            host_end = auth_end;
+        u->host = host;
+        u->host_len = (size_t)(host_end - host);
+    }
+    if (u->host_len == 0)
+        return "no host";
+    if (!valid_host(u->host, u->host_len, u->ipv6))
+        return "bad host";
+    if (host_end < auth_end) { /* ":port", possibly empty (the default) */
+        u->port = host_end + 1;
+        u->port_len = (size_t)(auth_end - u->port);
+    }
+    u->path = auth_end;
+    u->path_len = strcspn(u->path, "?#");
+    if (u->path[u->path_len] == '?') {
+        u->query = u->path + u->path_len + 1;
+        u->query_len = strcspn(u->query, "#");
+    }
+    return NULL;
+}
+
 int pano_amqp_url_parse(const char *text, pano_amqp_url *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -119,73 +226,67 @@ int pano_amqp_url_parse(const char *text, pano_amqp_url *out, char *err, size_t 
     char shown[512];
     pano_url_redact(text, shown, sizeof shown);
 
-    /* curl reads "amqp:///x" as host "x"; for a broker that is a missing host. */
-    const char *after = strstr(text, "://");
-    if (after && (after[3] == '/' || after[3] == '\0')) {
-        snprintf(err, errlen, "bad broker URL '%s': no host", shown);
+    url_parts u;
+    const char *problem = split_url(text, &u);
+    if (problem) {
+        snprintf(err, errlen, "bad broker URL '%s': %s", shown, problem);
         return -1;
     }
-
-    CURLU *u = curl_url();
-    if (!u) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    char *scheme = NULL, *host = NULL, *port = NULL, *user = NULL, *password = NULL,
-         *path = NULL, *query = NULL;
+    char scheme[16];
+    snprintf(scheme, sizeof scheme, "%.*s", (int)(u.scheme_len < 15 ? u.scheme_len : 15),
+             u.scheme);
+    for (char *c = scheme; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    char *user = NULL, *password = NULL, *path = NULL, *query = NULL;
     int rc = -1;
-    CURLUcode uc = curl_url_set(u, CURLUPART_URL, text, CURLU_NON_SUPPORT_SCHEME);
-    if (uc != CURLUE_OK) {
-        snprintf(err, errlen, "bad broker URL '%s': %s", shown, curl_url_strerror(uc));
-        goto done;
-    }
-    curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
-    if (!scheme) {
-        snprintf(err, errlen, "bad broker URL '%s': no scheme", shown);
-        goto done;
-    }
-    if (strcmp(scheme, "amqp") == 0 || strcmp(scheme, "rabbitmq") == 0)
+    if (u.scheme_len < sizeof scheme &&
+        (strcmp(scheme, "amqp") == 0 || strcmp(scheme, "rabbitmq") == 0))
         out->tls = false;
-    else if (strcmp(scheme, "amqps") == 0 || strcmp(scheme, "rabbitmqs") == 0)
+    else if (u.scheme_len < sizeof scheme &&
+             (strcmp(scheme, "amqps") == 0 || strcmp(scheme, "rabbitmqs") == 0))
         out->tls = true;
     else {
         snprintf(err, errlen,
-                 "bad broker URL '%s': unknown scheme '%s' (use amqp, amqps, rabbitmq "
+                 "bad broker URL '%s': unknown scheme '%.*s' (use amqp, amqps, rabbitmq "
                  "or rabbitmqs)",
-                 shown, scheme);
+                 shown, (int)u.scheme_len, u.scheme);
         goto done;
     }
     out->from_management_api = scheme[0] == 'r';
-
-    if (curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK || !host || !*host) {
-        snprintf(err, errlen, "bad broker URL '%s': no host", shown);
-        goto done;
-    }
-    /* IPv6 literals come back in brackets; the socket layer wants them bare. */
-    size_t hl = strlen(host);
-    out->host = host[0] == '[' && hl > 2 ? pano_strndup(host + 1, hl - 2) : pano_strdup(host);
+    out->host = pano_strndup(u.host, u.host_len);
 
     out->port = out->tls ? 5671 : 5672;
-    if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK && port &&
-        !out->from_management_api) {
-        char *end;
-        long p = strtol(port, &end, 10);
-        if (*end || p < 1 || p > 65535) {
-            snprintf(err, errlen, "bad broker URL '%s': bad port '%s'", shown, port);
+    if (u.port_len) {
+        long p = 0;
+        size_t i = 0;
+        for (; i < u.port_len && isdigit((unsigned char)u.port[i]) && p <= 65535; i++)
+            p = p * 10 + (u.port[i] - '0');
+        if (i < u.port_len || p < 1 || p > 65535) {
+            snprintf(err, errlen, "bad broker URL '%s': bad port '%.*s' (1 to 65535)", shown,
+                     (int)u.port_len, u.port);
             goto done;
         }
-        out->port = (int)p;
+        /* A rabbitmq[s]:// port is the management API's, not AMQP's. */
+        if (!out->from_management_api)
+            out->port = (int)p;
     }
 
-    curl_url_get(u, CURLUPART_USER, &user, CURLU_URLDECODE);
-    curl_url_get(u, CURLUPART_PASSWORD, &password, CURLU_URLDECODE);
+    if (u.user) {
+        user = pano_url_decode(u.user, u.user_len);
+        password = u.has_password ? pano_url_decode(u.password, u.password_len) : NULL;
+        if (!user || (u.has_password && !password)) {
+            snprintf(err, errlen, "bad broker URL '%s': bad percent-encoding in the user info",
+                     shown);
+            goto done;
+        }
+    }
     out->user = pano_strdup(user && *user ? user : "guest");
     out->password = pano_strdup(password ? password : (user && *user ? "" : "guest"));
 
-    curl_url_get(u, CURLUPART_PATH, &path, 0);
+    path = pano_strndup(u.path, u.path_len);
     const char *seg[5];
     size_t len[5];
-    int nseg = split_path(path ? path : "", seg, len, 5);
+    int nseg = split_path(path, seg, len, 5);
     const char *vseg = NULL, *xseg = NULL;
     size_t vlen = 0, xlen = 0;
     if (out->from_management_api) {
@@ -212,8 +313,8 @@ int pano_amqp_url_parse(const char *text, pano_amqp_url *out, char *err, size_t 
         xseg = seg[0], xlen = len[0];
     }
 
-    out->vhost = vlen ? decode_segment(vseg, vlen) : pano_strdup("/");
-    out->exchange = xseg ? decode_segment(xseg, xlen) : pano_strdup(PANO_AMQP_DEFAULT_EXCHANGE);
+    out->vhost = vlen ? pano_url_decode(vseg, vlen) : pano_strdup("/");
+    out->exchange = xseg ? pano_url_decode(xseg, xlen) : pano_strdup(PANO_AMQP_DEFAULT_EXCHANGE);
     if (!out->vhost || !out->exchange) {
         snprintf(err, errlen, "bad broker URL '%s': bad percent-encoding in the path", shown);
         goto done;
@@ -229,20 +330,20 @@ int pano_amqp_url_parse(const char *text, pano_amqp_url *out, char *err, size_t 
         snprintf(err, errlen, "bad broker URL '%s': vhost name too long", shown);
         goto done;
     }
-    if (curl_url_get(u, CURLUPART_QUERY, &query, 0) == CURLUE_OK && query &&
-        parse_query(query, out, err, errlen) < 0)
-        goto done;
+    if (u.query_len) {
+        query = pano_strndup(u.query, u.query_len);
+        if (parse_query(query, out, err, errlen) < 0)
+            goto done;
+    }
     rc = 0;
 
 done:
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(port);
-    curl_free(user);
-    curl_free(password);
-    curl_free(path);
-    curl_free(query);
-    curl_url_cleanup(u);
+    free(user);
+    if (password) /* do not leave the secret in freed memory */
+        memset(password, 0, strlen(password));
+    free(password);
+    free(path);
+    free(query);
     if (rc < 0)
         pano_amqp_url_free(out);
     return rc;

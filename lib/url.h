@@ -1,5 +1,5 @@
 /*
- * url.h - broker URLs: parsing (with libcurl's URL API) and redaction.
+ * url.h - broker URLs: parsing, percent-decoding and redaction.
  *
  * Accepted forms:
  *   amqp[s]://[user[:pass]@]host[:port][/[vhost/]exchange][?heartbeat=N&connection_timeout=S]
@@ -8,8 +8,10 @@
  *       exchange; with one it is the exchange (vhost "/"), as Pegasus documents
  *       amqp://host/exchange, except "/%2f", RabbitMQ's spelling of vhost "/";
  *       an empty vhost segment ("//exchange") means "/".
- *       Segments are percent-decoded ("%2F" is "/"). Defaults: port 5672 (5671
- *       for amqps), user and password guest, vhost "/", exchange "monitoring".
+ *       Segments, user and password are percent-decoded ("%2F" is "/"); the
+ *       host is a name, an IPv4 address or an IPv6 one in brackets ([::1]).
+ *       Defaults: port 5672 (5671 for amqps), user and password guest, vhost
+ *       "/", exchange "monitoring".
  *   rabbitmq[s]://user:pass@host:port/api/exchanges/VHOST/EXCHANGE/publish
  *       Panorama's KICKSTART_MON_URL form (the management HTTP API). pano does
  *       not publish over HTTP: it takes the credentials, host, vhost and
@@ -40,6 +42,10 @@ typedef struct {
 /* Returns 0, or -1 with a message in err (which never contains the password). */
 int pano_amqp_url_parse(const char *text, pano_amqp_url *out, char *err, size_t errlen);
 void pano_amqp_url_free(pano_amqp_url *url);
+
+/* Percent-decode len bytes of s ("%2F" is "/"; a '%' not followed by two hex
+ * digits stays as it is). NULL when the result would contain a NUL (%00). */
+char *pano_url_decode(const char *s, size_t len);
 
 /* Copy url into out with any password replaced by "***". Works on any
  * scheme://user:pass@host... text, parseable or not. */

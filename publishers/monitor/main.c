@@ -354,48 +354,31 @@ typedef struct {
     int pipe[2]; /* -1 when not captured */
 } capture;
 
-/* Fork and exec argv with the original signal mask, its stdout/stderr on
- * the capture pipes. If exec fails, the child reports errno through a
- * close-on-exec pipe; *exec_errno is then set. Returns once exec is done. */
+/* Start argv with the original signal mask, its stdout/stderr on the
+ * capture pipes. vfork: the child borrows the monitor's memory until it
+ * calls exec, so no page tables are copied and the monitor resumes once
+ * exec is done; a failure in the child is reported in *exec_errno (memory
+ * the two share), the child then exits 127. */
 static pid_t start_task(char **argv, const sigset_t *original_mask, const capture *caps,
                         size_t ncaps, bool merged, int *exec_errno)
 {
-    int pipefd[2];
-    *exec_errno = 0;
-    if (pipe2(pipefd, O_CLOEXEC) < 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(pipefd[0]);
-        close(pipefd[1]);
-        return -1;
-    }
+    volatile int *shared_errno = exec_errno;
+    *shared_errno = 0;
+    pid_t pid = vfork();
     if (pid == 0) {
-        close(pipefd[0]);
-        for (size_t i = 0; i < ncaps; i++) {
+        bool ok = true;
+        for (size_t i = 0; ok && i < ncaps; i++) {
             if (caps[i].pipe[1] < 0)
                 continue;
             /* dup2 clears close-on-exec on the new descriptor. */
-            if (dup2(caps[i].pipe[1], caps[i].fd) < 0 ||
-                (merged && dup2(caps[i].pipe[1], 2) < 0))
-                _exit(127);
+            ok = dup2(caps[i].pipe[1], caps[i].fd) >= 0 &&
+                 (!merged || dup2(caps[i].pipe[1], 2) >= 0);
         }
-        sigprocmask(SIG_SETMASK, original_mask, NULL);
-        execvp(argv[0], argv);
-        int e = errno;
-        /* Nothing more can be done if even this write fails. */
-        if (write(pipefd[1], &e, sizeof e) != (ssize_t)sizeof e)
-            _exit(127);
+        if (ok && sigprocmask(SIG_SETMASK, original_mask, NULL) == 0)
+            execvp(argv[0], argv);
+        *shared_errno = errno;
         _exit(127);
     }
-    close(pipefd[1]);
-    ssize_t n;
-    do
-        n = read(pipefd[0], exec_errno, sizeof *exec_errno);
-    while (n < 0 && errno == EINTR);
-    if (n != (ssize_t)sizeof *exec_errno)
-        *exec_errno = 0;
-    close(pipefd[0]);
     return pid;
 }
 
@@ -751,6 +734,9 @@ int main(int argc, char **argv)
 
     pano_tree_totals final;
     sample(&m, "end", &final);
+    pano_debug("%llu samples taken, %llu of them without reading the children files",
+               (unsigned long long)m.samples_taken,
+               (unsigned long long)pano_proctree_stable_walks(m.tree));
     emit_end(&m, status, (end_mono > 0 ? end_mono : mono_now()) - m.start_mono, &final,
              error[0] ? error : NULL);
 

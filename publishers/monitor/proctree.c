@@ -46,6 +46,15 @@ struct pano_proctree {
     uint64_t gone_iowait_ticks; /* last readings of processes gone */
     pano_tree_totals last;      /* what was reported, to keep totals monotonic */
     int root_children_fd;
+    /* Skipping the children files (see pano_proctree_sample): the last pid
+     * the kernel allocated when the previous walk started (-1: unknown),
+     * whether the walk under way saw no process or thread go, and whether
+     * the tree is settled: the previous walk was clean and no pid was
+     * allocated since the one before it started. */
+    int loadavg_fd;
+    long walk_last_pid;
+    bool clean, settled;
+    uint64_t stable_walks;
     pid_t ignored;
     pid_t *queue;
     size_t queue_cap;
@@ -59,12 +68,7 @@ bool pano_proc_stat_parse(const char *buf, size_t len, pano_proc_stat *out)
 {
     memset(out, 0, sizeof *out);
     const char *open = memchr(buf, '(', len);
-    const char *close = NULL;
-    for (const char *p = buf + len; p > buf; p--)
-        if (p[-1] == ')') {
-            close = p - 1;
-            break;
-        }
+    const char *close = memrchr(buf, ')', len);
     if (!open || !close || close < open)
         return false;
     char *end;
@@ -129,17 +133,12 @@ bool pano_proc_stat_parse(const char *buf, size_t len, pano_proc_stat *out)
 bool pano_proc_io_parse(const char *buf, size_t len, pano_proc_io *out)
 {
     memset(out, 0, sizeof *out);
+#define KEY(name) {#name, sizeof #name - 1, offsetof(pano_proc_io, name)}
     static const struct {
         const char *name;
-        size_t offset;
-    } keys[] = {
-        {"rchar", offsetof(pano_proc_io, rchar)},
-        {"wchar", offsetof(pano_proc_io, wchar)},
-        {"syscr", offsetof(pano_proc_io, syscr)},
-        {"syscw", offsetof(pano_proc_io, syscw)},
-        {"read_bytes", offsetof(pano_proc_io, read_bytes)},
-        {"write_bytes", offsetof(pano_proc_io, write_bytes)},
-    };
+        size_t len, offset;
+    } keys[] = {KEY(rchar), KEY(wchar), KEY(syscr), KEY(syscw), KEY(read_bytes), KEY(write_bytes)};
+#undef KEY
     int found = 0;
     const char *p = buf, *stop = buf + len;
     while (p < stop) {
@@ -147,15 +146,19 @@ bool pano_proc_io_parse(const char *buf, size_t len, pano_proc_io *out)
         if (!eol)
             eol = stop;
         const char *colon = memchr(p, ':', (size_t)(eol - p));
-        if (colon) {
-            for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-                size_t kl = strlen(keys[k].name);
-                if ((size_t)(colon - p) == kl && memcmp(p, keys[k].name, kl) == 0) {
-                    *(uint64_t *)((char *)out + keys[k].offset) =
-                        strtoull(colon + 1, NULL, 10);
-                    found++;
-                }
-            }
+        for (size_t k = 0; colon && k < sizeof keys / sizeof keys[0]; k++) {
+            if ((size_t)(colon - p) != keys[k].len || memcmp(p, keys[k].name, keys[k].len) != 0)
+                continue;
+            /* The decimal value, parsed in place (every process, every sample). */
+            const char *d = colon + 1;
+            while (d < eol && *d == ' ')
+                d++;
+            uint64_t v = 0;
+            for (; d < eol && *d >= '0' && *d <= '9'; d++)
+                v = v * 10 + (uint64_t)(*d - '0');
+            *(uint64_t *)((char *)out + keys[k].offset) = v;
+            found++;
+            break;
         }
         p = eol + 1;
     }
@@ -164,7 +167,8 @@ bool pano_proc_io_parse(const char *buf, size_t len, pano_proc_io *out)
 
 /* ---- reading /proc ---------------------------------------------------------- */
 
-/* Read /proc/<pid>/<what>, or /proc/<pid>/task/<tid>/<what> when tid > 0,
+/* Read /proc/<pid>/<what>, /proc/<pid>/task/<tid>/<what> when tid > 0, or
+ * /proc/<what> when pid is 0,
  * into t->buf, NUL-terminated. *fd caches an open descriptor (-1: none yet).
  * Returns the length, or -1 (the file or the process is gone). */
 static ssize_t read_proc(pano_proctree *t, int *fd, pid_t pid, const char *what, pid_t tid)
@@ -174,8 +178,10 @@ static ssize_t read_proc(pano_proctree *t, int *fd, pid_t pid, const char *what,
         char path[96];
         if (tid > 0)
             snprintf(path, sizeof path, "/proc/%d/task/%d/%s", (int)pid, (int)tid, what);
-        else
+        else if (pid > 0)
             snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, what);
+        else
+            snprintf(path, sizeof path, "/proc/%s", what);
         *fd = open(path, O_RDONLY | O_CLOEXEC);
         if (*fd < 0)
             return -1;
@@ -310,6 +316,8 @@ pano_proctree *pano_proctree_new(pid_t root)
     pano_proctree *t = pano_calloc(1, sizeof *t);
     t->root = root;
     t->root_children_fd = -1;
+    t->loadavg_fd = -1;
+    t->walk_last_pid = -1;
     t->ticks = sysconf(_SC_CLK_TCK);
     if (t->ticks <= 0)
         t->ticks = 100;
@@ -333,6 +341,7 @@ void pano_proctree_free(pano_proctree *t)
         close_fd(t, &t->procs[i].children_fd);
     }
     close_fd(t, &t->root_children_fd);
+    close_fd(t, &t->loadavg_fd);
     free(t->procs);
     free(t->index);
     free(t->queue);
@@ -340,7 +349,7 @@ void pano_proctree_free(pano_proctree *t)
     free(t);
 }
 
-bool pano_proctree_uses_children_files(const pano_proctree *t) { return t->children_files; }
+uint64_t pano_proctree_stable_walks(const pano_proctree *t) { return t->stable_walks; }
 
 void pano_proctree_ignore(pano_proctree *t, pid_t pid) { t->ignored = pid; }
 
@@ -389,6 +398,8 @@ static void push_children(pano_proctree *t, size_t *n, pid_t pid, int *main_fd, 
         int fd = -1;
         if (read_proc(t, &fd, pid, "children", (pid_t)tid) >= 0)
             push_list(t, n);
+        else
+            t->clean = false; /* the thread is gone: its children moved */
         if (fd >= 0) {
             close(fd);
             t->kept_fds--;
@@ -452,18 +463,58 @@ static bool read_process(pano_proctree *t, proc *p)
     return true;
 }
 
-#define KEEP_MAX(field)                                                                        \
-    do {                                                                                       \
-        if (out->field < t->last.field)                                                        \
-            out->field = t->last.field;                                                        \
-    } while (0)
-
-int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
+/* The last pid the kernel allocated in our pid namespace (the last field
+ * of /proc/loadavg), or -1. */
+static long last_pid(pano_proctree *t)
 {
-    t->round++;
+    ssize_t len = read_proc(t, &t->loadavg_fd, 0, "loadavg", 0);
+    if (len <= 0)
+        return -1;
+    char *p = t->buf + len;
+    while (p > t->buf && (p[-1] == '\n' || p[-1] == ' '))
+        *--p = '\0';
+    while (p > t->buf && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return *p ? strtol(p, NULL, 10) : -1;
+}
+
+typedef struct {
+    uint64_t cpu_u, cpu_s, vm, rss, procs, threads;
+    pano_proc_io io;
+} walk_sums;
+
+/* Add the process just read to the sums. */
+static void count(pano_proctree *t, const proc *p, walk_sums *w)
+{
+    const pano_proc_stat *st = &p->stat;
+    w->cpu_u += st->utime + st->cutime;
+    w->cpu_s += st->stime + st->cstime;
+    if (st->state != 'Z') {
+        w->vm += st->vsize / 1024;
+        w->rss += (uint64_t)(st->rss > 0 ? st->rss : 0) * (uint64_t)t->page_kb;
+        w->procs++;
+        w->threads += (uint64_t)(st->num_threads > 0 ? st->num_threads : 0);
+    }
+    if (p->has_io) {
+        w->io.rchar += p->io.rchar;
+        w->io.wchar += p->io.wchar;
+        w->io.syscr += p->io.syscr;
+        w->io.syscw += p->io.syscw;
+        w->io.read_bytes += p->io.read_bytes;
+        w->io.write_bytes += p->io.write_bytes;
+    }
+}
+
+/* Walk the tree from the root through the children files (or the parent
+ * links of a /proc scan), breadth first: parents are read before their
+ * children. Returns -1 when /proc cannot be read. t->clean tells whether
+ * no process was seen to go. */
+static int full_walk(pano_proctree *t, walk_sums *w)
+{
     size_t n = 0, head = 0;
     proc_link *links = NULL;
     size_t nlinks = 0;
+    t->clean = true;
     if (t->children_files) {
         push_children(t, &n, t->root, &t->root_children_fd, 1);
     } else {
@@ -474,11 +525,6 @@ int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
             if (links[i].ppid == t->root)
                 push(t, &n, links[i].pid);
     }
-
-    uint64_t cpu_u = 0, cpu_s = 0, blkio = 0;
-    pano_proc_io io = {0};
-    uint64_t vm = 0, rss = 0, procs = 0, threads = 0;
-    /* Breadth first: parents are read before their children. */
     while (head < n) {
         pid_t pid = t->queue[head++];
         if (pid == t->ignored)
@@ -489,6 +535,7 @@ int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
         if (!p)
             p = add(t, pid);
         if (!read_process(t, p)) {
+            t->clean = false;
             if (p->seen) { /* an old entry: that process is gone, try afresh */
                 retire(t, p);
                 compact(t);
@@ -507,35 +554,77 @@ int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
             }
         }
         p->seen = t->round;
-        const pano_proc_stat *st = &p->stat;
-        cpu_u += st->utime + st->cutime;
-        cpu_s += st->stime + st->cstime;
-        if (st->state != 'Z') {
-            vm += st->vsize / 1024;
-            rss += (uint64_t)(st->rss > 0 ? st->rss : 0) * (uint64_t)t->page_kb;
-            procs++;
-            threads += (uint64_t)(st->num_threads > 0 ? st->num_threads : 0);
-        }
-        if (p->has_io) {
-            io.rchar += p->io.rchar;
-            io.wchar += p->io.wchar;
-            io.syscr += p->io.syscr;
-            io.syscw += p->io.syscw;
-            io.read_bytes += p->io.read_bytes;
-            io.write_bytes += p->io.write_bytes;
-        }
+        if (p->stat.state == 'Z')
+            t->clean = false;
+        count(t, p, w);
         if (t->children_files)
-            push_children(t, &n, pid, &p->children_fd, st->num_threads);
+            push_children(t, &n, pid, &p->children_fd, p->stat.num_threads);
         else
             for (size_t i = 0; i < nlinks; i++)
                 if (links[i].ppid == pid)
                     push(t, &n, links[i].pid);
     }
     free(links);
-
     /* Processes not found this time have exited (their usage now belongs
      * to whoever reaped them), unless they were missed in a race: then
      * they are simply read again next time. */
+    for (size_t i = 0; i < t->count; i++)
+        if (t->procs[i].seen && t->procs[i].seen != t->round)
+            t->clean = false;
+    return 0;
+}
+
+/* Read the processes already known, in table order (a parent always comes
+ * before its children: it was found first), without the children files.
+ * Valid only when no process appeared since the last walk, which found
+ * them all. False, with nothing retired, as soon as one of them is gone or
+ * a zombie: its children may have moved where the last walk had already
+ * looked, so a full walk must follow. */
+static bool stable_walk(pano_proctree *t, walk_sums *w)
+{
+    for (size_t i = 0; i < t->count; i++) {
+        proc *p = &t->procs[i];
+        if (!read_process(t, p) || p->stat.state == 'Z')
+            return false;
+        p->seen = t->round;
+        count(t, p, w);
+    }
+    return true;
+}
+
+#define KEEP_MAX(field)                                                                        \
+    do {                                                                                       \
+        if (out->field < t->last.field)                                                        \
+            out->field = t->last.field;                                                        \
+    } while (0)
+
+int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
+{
+    /* Processes join the tree only by fork, which allocates a pid. When no
+     * pid was allocated in our pid namespace (no fork, no new thread, by
+     * anyone) since the previous walk began, and that walk was settled,
+     * the tree has no new member: the known processes are read and the
+     * children files are not. A walk is settled when it saw no process or
+     * thread go (one that goes mid-walk can hide its children from it) and
+     * no pid was allocated between its start and the start of the walk
+     * before it (so nothing it missed can be newer than that walk). */
+    long pid_now = t->children_files ? last_pid(t) : -1;
+    bool same_pids = pid_now >= 0 && pid_now == t->walk_last_pid;
+    t->walk_last_pid = pid_now;
+    walk_sums w;
+    memset(&w, 0, sizeof w);
+    t->round++;
+    if (same_pids && t->settled && stable_walk(t, &w))
+        t->stable_walks++;
+    else {
+        memset(&w, 0, sizeof w);
+        t->round++;
+        if (full_walk(t, &w) < 0)
+            return -1;
+        t->settled = same_pids && t->clean;
+    }
+
+    uint64_t blkio = 0;
     bool removed = false;
     for (size_t i = 0; i < t->count; i++) {
         proc *p = &t->procs[i];
@@ -551,19 +640,19 @@ int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
     blkio += t->gone_iowait_ticks;
 
     double tick = (double)t->ticks;
-    out->utime = (double)cpu_u / tick + t->reaped_utime;
-    out->stime = (double)cpu_s / tick + t->reaped_stime;
+    out->utime = (double)w.cpu_u / tick + t->reaped_utime;
+    out->stime = (double)w.cpu_s / tick + t->reaped_stime;
     out->iowait = (double)blkio / tick;
-    out->vm = vm;
-    out->rss = rss;
-    out->procs = procs;
-    out->threads = threads;
-    out->rchar = io.rchar + t->reaped_io.rchar;
-    out->wchar = io.wchar + t->reaped_io.wchar;
-    out->syscr = io.syscr + t->reaped_io.syscr;
-    out->syscw = io.syscw + t->reaped_io.syscw;
-    out->bread = io.read_bytes + t->reaped_io.read_bytes;
-    out->bwrite = io.write_bytes + t->reaped_io.write_bytes;
+    out->vm = w.vm;
+    out->rss = w.rss;
+    out->procs = w.procs;
+    out->threads = w.threads;
+    out->rchar = w.io.rchar + t->reaped_io.rchar;
+    out->wchar = w.io.wchar + t->reaped_io.wchar;
+    out->syscr = w.io.syscr + t->reaped_io.syscr;
+    out->syscw = w.io.syscw + t->reaped_io.syscw;
+    out->bread = w.io.read_bytes + t->reaped_io.read_bytes;
+    out->bwrite = w.io.write_bytes + t->reaped_io.write_bytes;
     KEEP_MAX(utime);
     KEEP_MAX(stime);
     KEEP_MAX(iowait);
@@ -573,8 +662,8 @@ int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
     KEEP_MAX(syscw);
     KEEP_MAX(bread);
     KEEP_MAX(bwrite);
-    out->vm_peak = vm > t->last.vm_peak ? vm : t->last.vm_peak;
-    out->rss_peak = rss > t->last.rss_peak ? rss : t->last.rss_peak;
+    out->vm_peak = w.vm > t->last.vm_peak ? w.vm : t->last.vm_peak;
+    out->rss_peak = w.rss > t->last.rss_peak ? w.rss : t->last.rss_peak;
     t->last = *out;
     return 0;
 }
@@ -621,6 +710,7 @@ void pano_proctree_reaped(pano_proctree *t, pid_t pid, const struct rusage *ru)
         t->reaped_io.write_bytes += io->write_bytes;
     }
     t->zombie_ok = false;
+    t->settled = false; /* its children moved to the monitor */
     if (p) {
         retire(t, p);
         compact(t);

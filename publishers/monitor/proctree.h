@@ -19,7 +19,9 @@
  *     every process ever seen, with the last reading of those gone.
  * Processes are read parents first, so a child reaped while a sample is
  * being taken can only be missed for that sample, never counted twice; the
- * cumulative totals reported never decrease.
+ * cumulative totals reported never decrease. When no pid was allocated
+ * since the last walk (a quiet node), the tree cannot have grown and the
+ * children files are not read.
  *
  * vm, rss, procs and threads describe the live processes at sampling time.
  */
@@ -85,7 +87,9 @@ void pano_proctree_reaped(pano_proctree *t, pid_t pid, const struct rusage *ru);
 /* Leave this child of root out of the tree (the monitor's own helper). */
 void pano_proctree_ignore(pano_proctree *t, pid_t pid);
 
-/* Whether the children files are used (false: full /proc scans). */
-bool pano_proctree_uses_children_files(const pano_proctree *t);
+/* How many samples read the known processes only, without the children
+ * files, because no pid had been allocated since the walk before (see
+ * pano_proctree_sample in proctree.c). */
+uint64_t pano_proctree_stable_walks(const pano_proctree *t);
 
 #endif

@@ -68,16 +68,6 @@ char *pano_transfer_path_to_url(const char *path)
     return b.data;
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c = tolower(c);
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
-}
-
 char *pano_transfer_url_to_path(const char *url)
 {
     if (strncasecmp(url, "file://", 7) != 0)
@@ -89,23 +79,7 @@ char *pano_transfer_url_to_path(const char *url)
             return NULL;
         p += 9;
     }
-    size_t n = strcspn(p, "?#");
-    char *out = pano_malloc(n + 1), *o = out;
-    for (size_t i = 0; i < n; i++) {
-        int hi, lo;
-        if (p[i] == '%' && i + 2 < n && (hi = hexval((unsigned char)p[i + 1])) >= 0 &&
-            (lo = hexval((unsigned char)p[i + 2])) >= 0) {
-            *o++ = (char)(hi * 16 + lo);
-            i += 2;
-        } else
-            *o++ = p[i];
-    }
-    *o = '\0';
-    if (memchr(out, '\0', (size_t)(o - out))) {
-        free(out); /* %00 */
-        return NULL;
-    }
-    return out;
+    return pano_url_decode(p, strcspn(p, "?#")); /* NULL for %00 */
 }
 
 /* Normalize one side; returns 0 or -1 with a message. */

@@ -103,6 +103,14 @@ START_TEST(io_parse)
     ck_assert_uint_eq(io.syscw, 4);
     ck_assert_uint_eq(io.read_bytes, 4096);
     ck_assert_uint_eq(io.write_bytes, 8192);
+    /* Any order; unknown, partial and missing lines; no final newline. */
+    const char other[] = "wchar: 18446744073709551615\nrchar_x: 9\nread_bytes\nsyscw:7";
+    ck_assert(pano_proc_io_parse(other, strlen(other), &io));
+    ck_assert_uint_eq(io.wchar, UINT64_MAX);
+    ck_assert_uint_eq(io.syscw, 7);
+    ck_assert_uint_eq(io.rchar, 0);
+    ck_assert_uint_eq(io.read_bytes, 0);
+    ck_assert(!pano_proc_io_parse("no io here\n", 11, &io));
 }
 END_TEST
 
@@ -153,6 +161,95 @@ START_TEST(tree_counts_children_and_the_reaped)
     pano_proctree_free(t);
     close(go[0]);
     close(go[1]);
+}
+END_TEST
+
+/* A child that sleeps until killed. */
+static pid_t sleeper(void)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        for (;;)
+            pause();
+    }
+    return pid;
+}
+
+/* Sample until a sample is taken without the children files (no pid
+ * allocated on the machine for two samples in a row), at most 20 s. */
+static void sample_until_stable(pano_proctree *t, pano_tree_totals *out)
+{
+    uint64_t before = pano_proctree_stable_walks(t);
+    for (int i = 0; i < 4000 && pano_proctree_stable_walks(t) == before; i++) {
+        usleep(5000);
+        ck_assert_int_eq(pano_proctree_sample(t, out), 0);
+    }
+    ck_assert_msg(pano_proctree_stable_walks(t) > before,
+                  "pids were allocated all the time for 20 s: no stable sample");
+}
+
+START_TEST(tree_changes_are_seen_after_stable_samples)
+{
+    /* The test process is the monitor: orphans come back to it. */
+    ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    pano_proctree *t = pano_proctree_new(getpid());
+    pid_t a = sleeper();
+    int report[2];
+    ck_assert_int_eq(pipe(report), 0);
+    pid_t middle = fork(); /* a child with a child of its own */
+    ck_assert_int_ge(middle, 0);
+    if (middle == 0) {
+        pid_t grandchild = sleeper();
+        if (write(report[1], &grandchild, sizeof grandchild) != (ssize_t)sizeof grandchild)
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    pid_t grandchild;
+    ck_assert_int_eq(read(report[0], &grandchild, sizeof grandchild), (ssize_t)sizeof grandchild);
+    close(report[0]);
+    close(report[1]);
+    usleep(100000);
+    pano_tree_totals full, stable;
+    ck_assert_int_eq(pano_proctree_sample(t, &full), 0);
+    ck_assert_uint_eq(full.procs, 3);
+    /* Nothing changes: the known processes are read alone, same totals. */
+    sample_until_stable(t, &stable);
+    ck_assert_uint_eq(stable.procs, 3);
+    ck_assert_uint_eq(stable.threads, full.threads);
+    ck_assert_uint_eq(stable.vm, full.vm);
+    ck_assert(stable.utime == full.utime && stable.stime == full.stime);
+
+    /* A new process (a fork allocates a pid) is found at once. */
+    pid_t b = sleeper();
+    usleep(20000);
+    ck_assert_int_eq(pano_proctree_sample(t, &full), 0);
+    ck_assert_uint_eq(full.procs, 4);
+    sample_until_stable(t, &stable);
+    ck_assert_uint_eq(stable.procs, 4);
+
+    /* The middle one dies: its child comes back to us (no pid allocated)
+     * and stays counted; the dead one is gone. */
+    ck_assert_int_eq(kill(middle, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(middle, NULL, 0), middle);
+    ck_assert_int_eq(pano_proctree_sample(t, &full), 0);
+    ck_assert_uint_eq(full.procs, 3);
+    sample_until_stable(t, &stable);
+    ck_assert_uint_eq(stable.procs, 3);
+
+    /* A process ends between samples: gone from the next one. */
+    ck_assert_int_eq(kill(a, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(a, NULL, 0), a);
+    ck_assert_int_eq(pano_proctree_sample(t, &full), 0);
+    ck_assert_uint_eq(full.procs, 2);
+
+    /* What is left: b and the orphan, both children of ours now. */
+    ck_assert_int_eq(kill(b, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(b, NULL, 0), b);
+    ck_assert_int_eq(kill(grandchild, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(grandchild, NULL, 0), grandchild);
+    pano_proctree_free(t);
 }
 END_TEST
 
@@ -393,6 +490,7 @@ int main(void)
     tcase_add_test(tc, stat_of_a_live_process_named_oddly);
     tcase_add_test(tc, io_parse);
     tcase_add_test(tc, tree_counts_children_and_the_reaped);
+    tcase_add_test(tc, tree_changes_are_seen_after_stable_samples);
     tcase_add_test(tc, markers_split_at_every_position);
     tcase_add_test(tc, oversized_and_unterminated_blocks);
     tcase_add_test(tc, blocks_become_events);

@@ -2,6 +2,7 @@
 #include "testutil.h"
 #include "url.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static pano_amqp_url parse_ok(const char *text)
@@ -71,6 +72,23 @@ START_TEST(defaults)
     ck_assert_str_eq(u.host, "::1");
     ck_assert_int_eq(u.port, 5673);
     pano_amqp_url_free(&u);
+    /* The user info ends at the last '@'; the scheme is case-insensitive;
+     * an empty port is the default; query and fragment end the path. */
+    u = parse_ok("AMQP://us%3Ar:p:w@x@h:/v/x?heartbeat=5#frag");
+    ck_assert_str_eq(u.user, "us:r");
+    ck_assert_str_eq(u.password, "p:w@x");
+    ck_assert_str_eq(u.host, "h");
+    ck_assert_int_eq(u.port, 5672);
+    ck_assert_str_eq(u.exchange, "x");
+    ck_assert_int_eq(u.heartbeat, 5);
+    pano_amqp_url_free(&u);
+    /* A user without a password has an empty one. */
+    u = parse_ok("amqp://bob@10.0.0.1#x");
+    ck_assert_str_eq(u.user, "bob");
+    ck_assert_str_eq(u.password, "");
+    ck_assert_str_eq(u.host, "10.0.0.1");
+    ck_assert_str_eq(u.exchange, PANO_AMQP_DEFAULT_EXCHANGE);
+    pano_amqp_url_free(&u);
 }
 END_TEST
 
@@ -96,7 +114,15 @@ START_TEST(bad_urls_have_clear_errors)
 {
     parse_fails("amqp://", "no host");
     parse_fails("amqp:///vhost/x", "no host");
-    parse_fails("amqp://u:s3cret@h:99999/v/x", "Port number");
+    parse_fails("amqp://u:s3cret@h:99999/v/x", "bad port '99999'");
+    parse_fails("amqp://u:s3cret@h:0/v/x", "bad port '0'");
+    parse_fails("amqp://u:s3cret@h:5672x/v/x", "bad port '5672x'");
+    parse_fails("amqp://u:s3cret@[::1/v/x", "unterminated IPv6");
+    parse_fails("amqp://u:s3cret@[::1]x/v/x", "bad host");
+    parse_fails("amqp://u:s3cret@h%41/v/x", "bad host");
+    parse_fails("amqp://u:s3cret@h st/v/x", "spaces or control");
+    parse_fails("amqp://u%00:s3cret@h/v/x", "percent-encoding in the user info");
+    parse_fails("://h/v/x", "no scheme");
     parse_fails("amqp://u:s3cret@h:abc/v/x", "amqp://u:***@h");
     parse_fails("http://u:s3cret@h/v/x", "unknown scheme 'http'");
     parse_fails("amqp://u:s3cret@h/a/b/c", "the path must be");
@@ -104,6 +130,18 @@ START_TEST(bad_urls_have_clear_errors)
     parse_fails("rabbitmq://u:s3cret@h:15672/api/queues/v/x/get", "/api/exchanges/");
     parse_fails("amqp://h/v/x?heartbeat=-3", "heartbeat");
     parse_fails("not a url", "bad broker URL");
+}
+END_TEST
+
+START_TEST(percent_decoding)
+{
+    char *d = pano_url_decode("a%2Fb%2fc%zz%4", 14);
+    ck_assert_str_eq(d, "a/b/c%zz%4");
+    free(d);
+    d = pano_url_decode("x%41yz", 4); /* only len bytes */
+    ck_assert_str_eq(d, "xA");
+    free(d);
+    ck_assert_ptr_null(pano_url_decode("a%00b", 5));
 }
 END_TEST
 
@@ -129,6 +167,7 @@ int main(void)
     tcase_add_test(tc, defaults);
     tcase_add_test(tc, panorama_management_api_form);
     tcase_add_test(tc, bad_urls_have_clear_errors);
+    tcase_add_test(tc, percent_decoding);
     tcase_add_test(tc, redaction_hides_only_the_password);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
