@@ -55,11 +55,11 @@ static int convert(const darshan_file *f, pano_source *src)
     char err[512];
     if (darshan_summarize_log(f->data, f->size, &s, err, sizeof err) < 0)
         return -1;
-    pano_json *ev = pano_event_new(src, "darshan.perf");
-    darshan_event_fill(ev, &s, "log");
-    char *json = pano_json_serialize(ev, NULL);
-    free(json);
-    pano_json_free(ev);
+    pano_json *envelope = pano_event_new(src, "darshan.perf");
+    pano_buf json = {0};
+    darshan_event_write(&json, envelope, &s, "log");
+    pano_buf_free(&json);
+    pano_json_free(envelope);
     darshan_summary_free(&s);
     return 0;
 }
@@ -106,8 +106,8 @@ int main(int argc, char **argv)
     }
     pano_config *cfg = pano_config_new();
     pano_source *src = pano_source_new(cfg);
-    double log_sum = 0, worst = 0;
-    int measured = 0;
+    double log_sum = 0, worst = 0, read_all_log_sum = 0;
+    int measured = 0, read_all = 0;
     printf("%-60s %10s %10s %10s %7s %7s\n", "log", "inflate_us", "read_us", "convert_us",
            "read_x", "ratio");
     for (int a = 1; a < argc; a++) {
@@ -143,6 +143,13 @@ int main(int argc, char **argv)
         printf("%-60.60s %10.1f %10.1f %10.1f %7.2f %7.2f\n", name, floor_best * 1e6,
                read_best * 1e6, convert_best * 1e6, read_best / floor_best, ratio);
         log_sum += log(ratio);
+        /* Logs whose DXT or heatmap regions are skipped, not inflated, read
+         * in far less than their floor and flatter the mean: also report
+         * the mean without them. */
+        if (read_best / floor_best >= 0.5) {
+            read_all_log_sum += log(ratio);
+            read_all++;
+        }
         if (ratio > worst)
             worst = ratio;
         measured++;
@@ -152,6 +159,9 @@ int main(int argc, char **argv)
     double geomean = exp(log_sum / measured);
     printf("ratio_to_inflate over %d logs: geometric mean %.2f, max %.2f (target <= 2)\n",
            measured, geomean, worst);
+    if (read_all)
+        printf("without the %d logs whose regions are partly skipped: geometric mean %.2f\n",
+               measured - read_all, exp(read_all_log_sum / read_all));
     printf("RESULT darshan ratio_to_inflate=%.2f\n", geomean);
     pano_source_free(src);
     pano_config_free(cfg);

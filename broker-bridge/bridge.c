@@ -41,13 +41,18 @@
  *   - SIGTERM/SIGINT: cancel the consumer, produce what was delivered, wait
  *     up to pano.bridge.drain_timeout for Kafka, ack, close, exit 0.
  * Redelivered messages may reach Kafka twice (at-least-once); the event_id
- * makes the Elasticsearch document id idempotent downstream.
+ * makes the Elasticsearch document id idempotent downstream. A copy of an
+ * event whose Kafka delivery this process saw confirmed (a publisher's
+ * resend, a redelivery) is acked without producing it while its event_id is
+ * in the window of the last pano.bridge.dedup_window confirmed ones
+ * (dedup.h).
  *
  * One thread: a poll() loop over the AMQP socket, a pipe librdkafka signals
  * when delivery reports are ready, and the status endpoint.
  */
 #include "amqp_client.h"
 #include "cli.h"
+#include "dedup.h"
 #include "event.h"
 #include "kafka.h"
 #include "log.h"
@@ -66,6 +71,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,8 +84,6 @@
 /* ... or an ack per tenth of the prefetch window confirmed, as RabbitMQ's
  * guidance has it: every ack costs the broker work. */
 #define READ_BATCH 256        /* deliveries handled between two Kafka polls */
-#define BUSY_BATCH 32         /* a read this large: the broker is streaming */
-#define BUSY_TICK 0.002       /* then work in ticks of this length */
 
 /* The opaque of a Kafka message: generation (13 bits), topic (3), tag (48). */
 #define TAG_BITS 48
@@ -99,6 +103,16 @@ typedef struct retry_item {
     double backoff;
 } retry_item;
 
+/* The event_id of the message with a delivery tag, remembered in the
+ * duplicate window once Kafka confirms it. Indexed like the tag ring; the
+ * generation and tag say whose it is. */
+typedef struct {
+    pano_dedup_id id;
+    uint64_t tag;
+    uint64_t generation; /* & GEN_MASK, as in the opaque */
+    bool set;
+} tagged_id;
+
 typedef struct {
     pano_config *cfg;
     pano_amqp_url url;
@@ -106,8 +120,6 @@ typedef struct {
     pano_amqp *amqp;
     const char *queue;
     bool consuming;
-    bool busy;             /* the last read was large: work in ticks */
-    unsigned last_read;    /* deliveries in the last read */
     bool reconnect_needed; /* the connection is in a state we cannot continue from */
     bool dlx_known;        /* the queue has the dead-letter exchange we declared */
     char consumer_tag[256];
@@ -140,6 +152,9 @@ typedef struct {
     double hold_timeout, drain_timeout, stats_interval;
     const char *status_file;
     pano_status_server *status;
+
+    pano_dedup *dedup;   /* NULL: pano.bridge.dedup_window = 0 */
+    tagged_id *tag_ids; /* tags.size entries */
 
     pano_bridge_metrics m, m_last;
     double last_stats;
@@ -384,6 +399,53 @@ static bool is_permanent(rd_kafka_resp_err_t err)
     }
 }
 
+/* ---- duplicates --------------------------------------------------------- */
+
+/* Note the event_id of a message just received (NULL: none to remember). */
+static void track_id(bridge *b, uint64_t tag, const pano_dedup_id *id)
+{
+    if (!b->dedup)
+        return;
+    tagged_id *t = &b->tag_ids[tag % b->tags.size];
+    t->tag = tag;
+    t->generation = b->generation & GEN_MASK;
+    t->set = id != NULL;
+    if (id)
+        t->id = *id;
+}
+
+/* Kafka persisted the event of (generation, tag): remember its event_id. */
+static void remember_confirmed(bridge *b, uint64_t generation, uint64_t tag)
+{
+    if (!b->dedup)
+        return;
+    tagged_id *t = &b->tag_ids[tag % b->tags.size];
+    if (t->set && t->tag == tag && t->generation == generation) {
+        pano_dedup_remember(b->dedup, t->id);
+        t->set = false;
+    }
+}
+
+/* Is this event a copy of one Kafka confirmed? Otherwise its id is noted
+ * for when Kafka confirms it. A copy that arrives while the original is
+ * still unconfirmed is produced. */
+static bool is_duplicate(bridge *b, uint64_t tag, const pano_normalized *n)
+{
+    if (!b->dedup || !n->event_id) {
+        track_id(b, tag, NULL);
+        return false;
+    }
+    pano_dedup_id id = pano_dedup_id_of(b->dedup, n->event_id, n->event_id_len);
+    if (pano_dedup_seen(b->dedup, id)) {
+        track_id(b, tag, NULL);
+        return true;
+    }
+    track_id(b, tag, &id);
+    return false;
+}
+
+/* ---- delivery reports ---------------------------------------------------- */
+
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
     (void)rk;
@@ -396,6 +458,8 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
         rd_kafka_message_status(m) == RD_KAFKA_MSG_STATUS_PERSISTED) {
         b->last_progress = b->now;
         b->waiting_for_kafka = false;
+        if (topic != DEAD_TOPIC)
+            remember_confirmed(b, generation, tag); /* even for a channel that is gone */
         if (!current || !pano_tags_done(&b->tags, tag))
             return; /* its channel is gone; RabbitMQ redelivers it */
         if (topic == DEAD_TOPIC)
@@ -601,11 +665,16 @@ static void handle_delivery(bridge *b, const amqp_envelope_t *env, double now)
     size_t len = env->message.body.len;
 
     pano_normalized n;
-    if (pano_normalize(b->normalizer, key, body, len, &n))
+    if (!pano_normalize(b->normalizer, key, body, len, &n)) {
+        track_id(b, tag, NULL);
+        dead_letter(b, key, exchange, body, len, n.reason, tag);
+    } else if (is_duplicate(b, tag, &n) && pano_tags_done(&b->tags, tag)) {
+        /* Acked with the others, never produced. */
+        b->m.duplicates_skipped++;
+        b->confirmed_since_ack++;
+    } else
         produce(b, family_index(n.family), n.wf_uuid, n.wf_uuid_len, n.body, n.len, NULL, tag,
                 1.0);
-    else
-        dead_letter(b, key, exchange, body, len, n.reason, tag);
     pano_normalized_free(&n);
 
     if (b->test_fatal_after && b->m.received >= b->test_fatal_after) {
@@ -777,8 +846,6 @@ static void disconnect(bridge *b, bool clean)
     pano_amqp_close(b->amqp);
     b->amqp = NULL;
     b->consuming = false;
-    b->busy = false;
-    b->last_read = 0;
     b->reconnect_needed = false;
     b->generation++;
     pano_tags_reset(&b->tags, monotonic());
@@ -867,7 +934,6 @@ static int handle_frame(bridge *b)
 static int service_amqp(bridge *b, double now)
 {
     amqp_connection_state_t c = conn(b);
-    b->last_read = 0;
     for (int i = 0; i < READ_BATCH && !b->reconnect_needed; i++) {
         amqp_envelope_t env;
         struct timeval zero = {0, 0};
@@ -876,7 +942,6 @@ static int service_amqp(bridge *b, double now)
         if (r.reply_type == AMQP_RESPONSE_NORMAL) {
             handle_delivery(b, &env, now);
             amqp_destroy_envelope(&env);
-            b->last_read++;
             continue;
         }
         if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
@@ -1024,6 +1089,7 @@ static void update_gauges(bridge *b)
     b->m.in_flight = pano_tags_outstanding(&b->tags);
     b->m.kafka_queue = b->producer ? (uint64_t)rd_kafka_outq_len(b->producer) : 0;
     b->m.retry_queue = b->n_retry;
+    b->m.dedup_ids = b->dedup ? pano_dedup_count(b->dedup) : 0;
     b->m.amqp_connected = b->amqp != NULL;
     b->m.consuming = b->consuming;
     b->m.kafka_stalled = b->stalled;
@@ -1054,12 +1120,12 @@ static void stats(bridge *b, double now)
     pano_info("stats: received %" PRIu64 " (%.0f/s), produced %" PRIu64 " (%.0f/s), "
               "dead-lettered %" PRIu64 ", acked %" PRIu64 " (%.0f/s), in flight %" PRIu64
               ", kafka queue %" PRIu64 ", retries %" PRIu64 ", delivery errors %" PRIu64
-              ", reconnects %" PRIu64 "%s",
+              ", reconnects %" PRIu64 ", duplicates skipped %" PRIu64 "%s",
               m->received, (double)(m->received - l->received) / dt, produced_total(m),
               (double)(produced_total(m) - produced_total(l)) / dt, m->dead_lettered, m->acked,
               (double)(m->acked - l->acked) / dt, m->in_flight, m->kafka_queue,
               m->produce_retries, m->delivery_errors, m->amqp_disconnects,
-              b->stalled ? ", Kafka stalled" : "");
+              m->duplicates_skipped, b->stalled ? ", Kafka stalled" : "");
     if (b->dead_logged > 20)
         pano_info("(%u more dead-lettered messages were not logged)", b->dead_logged - 20);
     if (b->errors_logged > 20)
@@ -1090,20 +1156,13 @@ static void drain_pipe(bridge *b)
  * it. */
 static void step(bridge *b, double max_wait)
 {
-    /* While the broker streams deliveries, work in ticks: sleep, then take
-     * everything that arrived (deliveries, delivery reports, acks to send)
-     * at once. Waking up for every TCP segment and every delivery report
-     * costs more than the messages on a small machine. Back to waiting for
-     * events as soon as a read comes back small. */
-    b->busy = b->amqp && b->last_read >= BUSY_BATCH && !amqp_buffered(b);
+    /* (Sleeping between reads to batch wake-ups was tried: it throttles the
+     * broker's deliveries to half the rate on a quiet machine.) */
     struct pollfd fds[24];
     size_t n = 0;
-    if (b->amqp && !b->busy)
+    if (b->amqp)
         fds[n++] = (struct pollfd){.fd = amqp_get_sockfd(conn(b)), .events = POLLIN};
-    if (!b->busy)
-        fds[n++] = (struct pollfd){.fd = b->kafka_pipe[0], .events = POLLIN};
-    if (b->busy)
-        max_wait = BUSY_TICK;
+    fds[n++] = (struct pollfd){.fd = b->kafka_pipe[0], .events = POLLIN};
     size_t status_first = n;
     if (b->status)
         n += pano_status_pollfds(b->status, fds + n, sizeof fds / sizeof fds[0] - n);
@@ -1113,7 +1172,7 @@ static void step(bridge *b, double max_wait)
         wait = 0;
     if (b->retry_head && b->retry_head->due - now < wait)
         wait = b->retry_head->due - now;
-    if (b->tags.done > 0 && wait > ACK_INTERVAL && !b->busy)
+    if (b->tags.done > 0 && wait > ACK_INTERVAL)
         wait = ACK_INTERVAL;
     if (wait < 0)
         wait = 0;
@@ -1326,6 +1385,20 @@ int main(int argc, char **argv)
     b.status_file = pano_config_str(cfg, "pano.bridge.status_file");
     /* Room for a window of this channel and one of a channel being closed. */
     pano_tags_init(&b.tags, (size_t)b.prefetch * 2 + 64);
+    int64_t window = pano_config_int(cfg, "pano.bridge.dedup_window");
+    if (window > 0) {
+        unsigned char key[16];
+        if (getrandom(key, sizeof key, 0) != (ssize_t)sizeof key) {
+            pano_error("cannot draw a key for the duplicate window: %s", strerror(errno));
+            rc = 1;
+            goto out_all;
+        }
+        b.dedup = pano_dedup_new((size_t)window, key);
+        b.tag_ids = pano_calloc(b.tags.size, sizeof *b.tag_ids);
+        b.m.dedup_bytes = pano_dedup_bytes(b.dedup) + b.tags.size * sizeof *b.tag_ids;
+        pano_info("skipping copies of the last %" PRId64 " events Kafka confirmed (%.1f MB)",
+                  window, (double)b.m.dedup_bytes / (1024 * 1024));
+    }
     for (int i = 0; i < N_FAMILIES; i++)
         pano_kafka_topic(cfg, pano_event_families[i], b.topic_names[i], sizeof b.topic_names[i]);
     snprintf(b.topic_names[DEAD_TOPIC], sizeof b.topic_names[DEAD_TOPIC], "%s",
@@ -1376,6 +1449,8 @@ out_all:
         if (b.kafka_pipe[i] >= 0)
             close(b.kafka_pipe[i]);
     pano_tags_free(&b.tags);
+    pano_dedup_free(b.dedup);
+    free(b.tag_ids);
     pano_normalizer_free(b.normalizer);
     pano_schema_set_free(b.schemas);
     free(password);

@@ -1,7 +1,7 @@
 #include "normalize.h"
 
+#include "arena.h"
 #include "event.h"
-#include "fastjson.h"
 #include "mem.h"
 
 #include <openssl/evp.h>
@@ -9,40 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-size_t pano_utf8_invalid_at(const char *data, size_t len)
-{
-    const unsigned char *s = (const unsigned char *)data;
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t n;
-        unsigned lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF)
-            n = 2;
-        else if (c >= 0xE0 && c <= 0xEF) {
-            n = 3;
-            lo = c == 0xE0 ? 0xA0 : 0x80;
-            hi = c == 0xED ? 0x9F : 0xBF;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 4;
-            lo = c == 0xF0 ? 0x90 : 0x80;
-            hi = c == 0xF4 ? 0x8F : 0xBF;
-        } else
-            return i;
-        if (len - i < n || s[i + 1] < lo || s[i + 1] > hi)
-            return i;
-        for (size_t k = 2; k < n; k++)
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-        i += n;
-    }
-    return len;
-}
 
 /* Decode base64 text; NULL if it is not base64. */
 static char *base64_decode(const char *text, size_t len, size_t *outlen)
@@ -97,7 +63,7 @@ void pano_normalizer_free(pano_normalizer *nz)
 /* Say precisely why a message did not parse. */
 static void parse_failed(const char *body, size_t len, char *err, pano_normalized *out)
 {
-    size_t bad = pano_utf8_invalid_at(body, len);
+    size_t bad = pano_utf8_valid_prefix(body, len);
     if (bad < len) {
         reject(out, "invalid UTF-8 at byte %zu", bad);
         return;
@@ -194,13 +160,12 @@ static bool respell_stampede_keys(pano_json *doc)
 
 /* The envelope fields the bridge itself needs; checked after the schema,
  * since an event's own schema might not include the envelope. */
-static bool check_key_fields(const pano_json *doc, const char **name, pano_normalized *out)
+static bool check_fields(const pano_json *event, const pano_json *wf, pano_normalized *out)
 {
-    *name = pano_json_get_str(doc, "event");
-    if (!*name || !pano_event_name_valid(*name))
-        return *name ? reject(out, "invalid event name '%.100s'", *name)
-                     : reject(out, "missing required field 'event'");
-    const pano_json *wf = pano_json_get(doc, "wf_uuid");
+    const char *name = event && event->type == PANO_JSON_STRING ? event->u.string.text : NULL;
+    if (!name || !pano_event_name_valid(name))
+        return name ? reject(out, "invalid event name '%.100s'", name)
+                    : reject(out, "missing required field 'event'");
     if (!wf || wf->type != PANO_JSON_STRING)
         return reject(out, wf ? "'wf_uuid' must be a string" : "missing required field 'wf_uuid'");
     if (wf->u.string.len == 0)
@@ -209,12 +174,20 @@ static bool check_key_fields(const pano_json *doc, const char **name, pano_norma
         return reject(out, "'wf_uuid' is longer than %d bytes", PANO_WF_UUID_MAX);
     memcpy(out->wf_uuid, wf->u.string.text, wf->u.string.len + 1);
     out->wf_uuid_len = wf->u.string.len;
-    out->family = pano_event_family(*name);
+    out->family = pano_event_family(name);
     return true;
 }
 
-/* Does this event need no change? One pass over its top-level keys. */
-static bool needs_no_change(const pano_json *doc)
+static bool check_key_fields(const pano_json *doc, const char **name, pano_normalized *out)
+{
+    *name = pano_json_get_str(doc, "event");
+    return check_fields(pano_json_get(doc, "event"), pano_json_get(doc, "wf_uuid"), out);
+}
+
+/* Does this event need no change? One pass over its top-level keys, which
+ * also finds its event name, wf_uuid and event_id. */
+static bool needs_no_change(const pano_json *doc, const pano_json **event_value,
+                            const pano_json **wf_value, const pano_json **id_value)
 {
     bool event = false, wf_uuid = false, event_id = false, stampede = false, old_keys = false;
     bool wrapped = false;
@@ -225,12 +198,18 @@ static bool needs_no_change(const pano_json *doc)
         case 'e':
             if (strcmp(k, "event") == 0) {
                 event = true;
+                *event_value = v;
                 stampede = v->type == PANO_JSON_STRING && strncmp(v->u.string.text, "stampede.", 9) == 0;
-            } else if (strcmp(k, "event_id") == 0)
+            } else if (strcmp(k, "event_id") == 0) {
                 event_id = true;
+                *id_value = v;
+            }
             break;
         case 'w':
-            wf_uuid |= strcmp(k, "wf_uuid") == 0;
+            if (strcmp(k, "wf_uuid") == 0) {
+                wf_uuid = true;
+                *wf_value = v;
+            }
             break;
         case 'p':
             wrapped |= strcmp(k, "payload_encoding") == 0;
@@ -254,25 +233,34 @@ bool pano_normalize(pano_normalizer *nz, const char *routing_key, const char *bo
         return reject(out, "message too large (%zu bytes, limit %zu)", len, nz->o.max_size);
     char err[200];
     pano_arena_reset(&nz->arena);
-    pano_json *doc =
-        pano_json_parse_arena(&nz->arena, body, len, PANO_NORMALIZE_MAX_DEPTH, err, sizeof err);
+    /* Strings need no repair: only the original bytes are produced. */
+    pano_json_parse_options fast = {.max_depth = PANO_NORMALIZE_MAX_DEPTH,
+                                    .arena = &nz->arena,
+                                    .reject_duplicates = true,
+                                    .raw_strings = true};
+    pano_json *doc = pano_json_parse_with(body, len, &fast, err, sizeof err);
     if (!doc) {
         parse_failed(body, len, err, out);
         return false;
     }
     if (doc->type != PANO_JSON_OBJECT)
         return reject(out, "the event must be an object");
-    if (!needs_no_change(doc))
+    const pano_json *event = NULL, *wf = NULL, *id = NULL;
+    if (!needs_no_change(doc, &event, &wf, &id))
         return slow_path(nz, routing_key, body, len, out);
     /* The fast path: check it as it is, produce the original bytes. */
-    const char *name = pano_json_get_str(doc, "event");
+    const char *name = event->type == PANO_JSON_STRING ? event->u.string.text : NULL;
     const pano_schema *schema = name ? pano_schema_for_event(nz->o.schemas, name)
                                      : pano_schema_envelope(nz->o.schemas);
     if (!pano_schema_validate(schema, doc, out->reason, sizeof out->reason) ||
-        !check_key_fields(doc, &name, out))
+        !check_fields(event, wf, out))
         return false;
     out->body = body;
     out->len = len;
+    if (id->type == PANO_JSON_STRING) { /* in the arena, until the next call */
+        out->event_id = id->u.string.text;
+        out->event_id_len = id->u.string.len;
+    }
     return true;
 }
 
@@ -352,6 +340,13 @@ static bool slow_path(pano_normalizer *nz, const char *routing_key, const char *
         goto done;
     if (!check_key_fields(doc, &name, out))
         goto done;
+    const pano_json *id = pano_json_get(doc, "event_id");
+    if (id && id->type == PANO_JSON_STRING) {
+        out->owned_id = pano_malloc(id->u.string.len + 1); /* it may contain NULs */
+        memcpy(out->owned_id, id->u.string.text, id->u.string.len + 1);
+        out->event_id = out->owned_id;
+        out->event_id_len = id->u.string.len;
+    }
     out->changed = changed;
     if (changed) {
         out->owned = pano_json_serialize(doc, &out->len);
@@ -374,5 +369,6 @@ done:
 void pano_normalized_free(pano_normalized *n)
 {
     free(n->owned);
-    n->owned = NULL;
+    free(n->owned_id);
+    n->owned = n->owned_id = NULL;
 }

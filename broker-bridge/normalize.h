@@ -56,11 +56,15 @@ typedef struct {
     const char *family;
     char wf_uuid[PANO_WF_UUID_MAX + 1];
     size_t wf_uuid_len;
+    /* Its event_id when that is a string (else NULL); valid until
+     * pano_normalized_free() or the next pano_normalize() call. */
+    const char *event_id;
+    size_t event_id_len;
     bool changed;
     /* On failure: why. */
     char reason[256];
     /* private */
-    char *owned;
+    char *owned, *owned_id;
 } pano_normalized;
 
 /* Returns true if the message is accepted. Release with pano_normalized_free()
@@ -68,8 +72,5 @@ typedef struct {
 bool pano_normalize(pano_normalizer *nz, const char *routing_key, const char *body, size_t len,
                     pano_normalized *out);
 void pano_normalized_free(pano_normalized *n);
-
-/* Offset of the first invalid UTF-8 byte in data, or len if it is valid. */
-size_t pano_utf8_invalid_at(const char *data, size_t len);
 
 #endif

@@ -60,12 +60,20 @@ void pano_status_render(const pano_bridge_metrics *m, const char *const *familie
            "Times unconfirmed messages were handed back to RabbitMQ because Kafka "
            "confirmed nothing for too long.",
            m->hold_timeouts);
+    metric(out, "counter", "pano_bridge_duplicates_skipped_total",
+           "Messages acknowledged without producing them: copies of an event whose "
+           "Kafka delivery was confirmed (same event_id).",
+           m->duplicates_skipped);
     metric(out, "gauge", "pano_bridge_messages_in_flight",
            "Messages received and not yet acknowledged.", m->in_flight);
     metric(out, "gauge", "pano_bridge_kafka_queue_messages",
            "Messages in librdkafka's queues, waiting for a delivery report.", m->kafka_queue);
     metric(out, "gauge", "pano_bridge_retry_queue_messages",
            "Messages waiting to be produced again.", m->retry_queue);
+    metric(out, "gauge", "pano_bridge_dedup_window_ids",
+           "Event ids of confirmed events remembered to skip copies of them.", m->dedup_ids);
+    metric(out, "gauge", "pano_bridge_dedup_window_bytes",
+           "Memory of the window of remembered event ids.", m->dedup_bytes);
     metric(out, "gauge", "pano_bridge_amqp_connected", "1 while connected to RabbitMQ.",
            m->amqp_connected);
     metric(out, "gauge", "pano_bridge_consuming", "1 while consuming the queue.", m->consuming);

@@ -33,10 +33,13 @@ typedef struct {
     uint64_t amqp_disconnects;  /* lost or closed connections */
     uint64_t producer_restarts; /* after fatal producer errors */
     uint64_t hold_timeouts;     /* messages handed back to RabbitMQ */
+    uint64_t duplicates_skipped; /* copies of confirmed events, acked unproduced */
     /* gauges */
     uint64_t in_flight;         /* received, not yet acked */
     uint64_t kafka_queue;       /* messages in librdkafka's queues */
     uint64_t retry_queue;       /* messages waiting for a produce retry */
+    uint64_t dedup_ids;         /* event_ids in the duplicate window */
+    uint64_t dedup_bytes;       /* memory of the duplicate window */
     bool amqp_connected, consuming, kafka_stalled;
     double start_time;
 } pano_bridge_metrics;

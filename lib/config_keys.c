@@ -133,6 +133,11 @@ const pano_config_key pano_config_keys[] = {
      "node_exporter's textfile collector, e.g. /var/lib/node_exporter/pano-bridge.prom)."},
     {"pano.bridge.status_port", PANO_CFG_INT, "0", 0, 65535, false, {0}, {0},
      "Port on 127.0.0.1 that serves the metrics at /metrics (0: no endpoint)."},
+    {"pano.bridge.dedup_window", PANO_CFG_INT, "100000", 0, 10000000, false, {0}, {0},
+     "Event ids of the last N events Kafka confirmed that the bridge remembers, to "
+     "acknowledge copies of them without producing them (a publisher resending what the "
+     "broker stored but never confirmed, a redelivery). 24-32 bytes each (2.6 MB for "
+     "100,000); per bridge process, forgotten when it restarts; 0: off."},
 
     /* ---- Elasticsearch (pano-indexer) ---- */
     {"pano.es.url", PANO_CFG_STR, "http://127.0.0.1:9200", NOLIMIT, true, {0}, {0},

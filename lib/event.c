@@ -90,6 +90,37 @@ void pano_source_free(pano_source *src)
 
 const char *pano_source_wf_uuid(const pano_source *src) { return src->context[0]; }
 
+bool pano_event_is_envelope_key(const char *key)
+{
+    static const char *const own[] = {"event", "ts", "event_id", "seq", "hostname", "rank"};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (strcmp(key, own[i]) == 0)
+            return true;
+    for (size_t i = 0; i < CONTEXT_COUNT; i++)
+        if (strcmp(key, context_fields[i][0]) == 0)
+            return true;
+    return false;
+}
+
+void pano_event_payload_block(pano_buf *out, const pano_json *event)
+{
+    pano_json *block = pano_json_object();
+    double ts = 0;
+    if (pano_json_get_number(event, "ts", &ts))
+        pano_json_set_int(block, "ts", (int64_t)ts);
+    const char *name = pano_json_get_str(event, "event");
+    pano_json_set_str(block, "monitoring_event", name ? name : "monitoring.additional");
+    pano_json *item = pano_json_object();
+    for (size_t i = 0; i < event->u.items.len; i++)
+        if (!pano_event_is_envelope_key(event->u.items.keys[i]))
+            pano_json_add(item, event->u.items.keys[i], pano_json_clone(event->u.items.values[i]));
+    pano_json_append(pano_json_set_array(block, "payload"), item);
+    pano_buf_append_str(out, PANO_PAYLOAD_START);
+    pano_json_serialize_to(out, block);
+    pano_buf_append_str(out, PANO_PAYLOAD_END);
+    pano_json_free(block);
+}
+
 pano_json *pano_event_new(pano_source *src, const char *name)
 {
     pano_json *ev = pano_json_object();
@@ -97,16 +128,17 @@ pano_json *pano_event_new(pano_source *src, const char *name)
     char id[64];
     snprintf(id, sizeof id, "%s-%llu", src->instance, (unsigned long long)seq);
 
-    pano_json_set_str(ev, "event", name);
-    pano_json_set_double(ev, "ts", pano_now(), 6);
-    pano_json_set_str(ev, "event_id", id);
-    pano_json_set_int(ev, "seq", (int64_t)seq);
-    pano_json_set_str(ev, "hostname", src->hostname);
+    /* a new object, distinct keys: added without looking for them first */
+    pano_json_add(ev, "event", pano_json_string(name));
+    pano_json_add(ev, "ts", pano_json_double(pano_now(), 6));
+    pano_json_add(ev, "event_id", pano_json_string(id));
+    pano_json_add(ev, "seq", pano_json_int((int64_t)seq));
+    pano_json_add(ev, "hostname", pano_json_string(src->hostname));
     for (size_t i = 0; i < CONTEXT_COUNT; i++)
         if (src->context[i])
-            pano_json_set_str(ev, context_fields[i][0], src->context[i]);
+            pano_json_add(ev, context_fields[i][0], pano_json_string(src->context[i]));
     if (src->rank >= 0)
-        pano_json_set_int(ev, "rank", src->rank);
+        pano_json_add(ev, "rank", pano_json_int(src->rank));
     return ev;
 }
 

@@ -42,6 +42,21 @@ const char *pano_source_wf_uuid(const pano_source *src);
 
 /* A new event with its envelope filled in, ts = now. */
 pano_json *pano_event_new(pano_source *src, const char *name);
+/* True for the envelope's own keys (event, ts, event_id, seq, hostname, the
+ * context fields and rank): whoever publishes an event sets them. */
+bool pano_event_is_envelope_key(const char *key);
+
+/* Pegasus's MONITORING_PAYLOAD protocol: a task adds events to its job by
+ * printing, anywhere in its stdout or stderr,
+ *   @@@MONITORING_PAYLOAD - START@@@{"ts": 1700000000,
+ *     "monitoring_event": "darshan.perf", "payload": [{...}]}@@@MONITORING_PAYLOAD - END@@@
+ * pano-monitor and pegasus-monitord turn each payload item into an event. */
+#define PANO_PAYLOAD_START "@@@MONITORING_PAYLOAD - START@@@"
+#define PANO_PAYLOAD_END "@@@MONITORING_PAYLOAD - END@@@"
+/* Append the block that carries this event (markers included, no newline):
+ * ts as whole seconds, monitoring_event = its name, and one payload item
+ * holding its fields without the envelope, which the reader sets. */
+void pano_event_payload_block(pano_buf *out, const pano_json *event);
 
 /* Current time as epoch seconds with microseconds. */
 double pano_now(void);

@@ -3,7 +3,6 @@
 #include "buf.h"
 #include "mem.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -79,27 +78,33 @@ static size_t utf8_sequence(const unsigned char *s, size_t len)
     return n;
 }
 
-pano_json *pano_json_string_len(const char *text, size_t len)
+size_t pano_utf8_valid_prefix(const char *text, size_t len)
 {
     const unsigned char *s = (const unsigned char *)text;
-    pano_json *v = new_value(PANO_JSON_STRING);
     size_t valid = 0;
     while (valid < len) {
+        if (s[valid] < 0x80) { /* the usual case */
+            valid++;
+            continue;
+        }
         size_t n = utf8_sequence(s + valid, len - valid);
         if (!n)
             break;
         valid += n;
     }
-    if (valid == len) { /* the usual case: copy as is */
-        v->u.string.text = pano_malloc(len + 1);
-        memcpy(v->u.string.text, text, len);
-        v->u.string.text[len] = '\0';
-        v->u.string.len = len;
-        return v;
-    }
-    /* Repair: worst case every remaining byte becomes U+FFFD (3 bytes). */
-    char *out = pano_malloc(valid + (len - valid) * 3 + 1);
-    memcpy(out, text, valid);
+    return valid;
+}
+
+/* Room utf8_repair() needs: every byte after the valid prefix may become
+ * U+FFFD (3 bytes), plus the NUL. */
+static size_t utf8_repair_size(size_t valid, size_t len) { return valid + (len - valid) * 3 + 1; }
+
+/* Copy s[0..len) to out, NUL-terminated, with each byte that does not start
+ * a valid sequence replaced by U+FFFD; the first `valid` bytes are known to
+ * be valid. Returns the length written. */
+static size_t utf8_repair(char *out, const unsigned char *s, size_t valid, size_t len)
+{
+    memcpy(out, s, valid);
     size_t o = valid;
     for (size_t i = valid; i < len;) {
         size_t n = utf8_sequence(s + i, len - i);
@@ -114,6 +119,23 @@ pano_json *pano_json_string_len(const char *text, size_t len)
         }
     }
     out[o] = '\0';
+    return o;
+}
+
+pano_json *pano_json_string_len(const char *text, size_t len)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    pano_json *v = new_value(PANO_JSON_STRING);
+    size_t valid = pano_utf8_valid_prefix(text, len);
+    if (valid == len) { /* the usual case: copy as is */
+        v->u.string.text = pano_malloc(len + 1);
+        memcpy(v->u.string.text, text, len);
+        v->u.string.text[len] = '\0';
+        v->u.string.len = len;
+        return v;
+    }
+    char *out = pano_malloc(utf8_repair_size(valid, len));
+    size_t o = utf8_repair(out, s, valid, len);
     v->u.string.text = pano_realloc(out, o + 1);
     v->u.string.len = o;
     return v;
@@ -329,32 +351,42 @@ static int format_int(char *buf, int64_t i)
 }
 
 /* snprintf("%.*f", decimals, d) exactly, through integer arithmetic when
- * that is provably the same: d * 10^decimals is computed with one rounding
- * (relative error <= 2^-53), so its nearest integer is the correctly rounded
- * one unless the product lies within that error of a .5 boundary. Those
- * (rare) cases, and large values, return -1 for snprintf to handle. */
+ * that is provably the same. The whole part of |d| < 2^53 and the rest are
+ * exact doubles; the rest times 10^decimals (< 10^9) is computed with one
+ * rounding (relative error <= 2^-53), so its nearest integer is the
+ * correctly rounded one unless the product lies within that error of a .5
+ * boundary. Those (rare) cases, and larger values, return -1 for snprintf
+ * to handle. Epoch times with microseconds take the exact path. */
 static int format_fixed(char *buf, double d, int decimals)
 {
     static const double scale[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
+    static const uint64_t iscale[] = {1u,      10u,      100u,      1000u,      10000u,
+                                      100000u, 1000000u, 10000000u, 100000000u, 1000000000u};
     if (decimals > 9)
         return -1;
-    double p = fabs(d) * scale[decimals];
-    if (!(p < 0x1p50))
+    double a = fabs(d);
+    if (!(a < 0x1p53))
         return -1;
-    double whole = floor(p), frac = p - whole;
+    double whole = floor(a);
+    double p = (a - whole) * scale[decimals];
+    double pwhole = floor(p), frac = p - pwhole;
     if (fabs(frac - 0.5) <= p * 0x1p-50 + 0x1p-60)
         return -1;
-    uint64_t digits = (uint64_t)whole + (frac > 0.5);
+    uint64_t w = (uint64_t)whole, f = (uint64_t)pwhole + (frac > 0.5);
+    if (f == iscale[decimals]) { /* the fraction rounded up to a whole one */
+        f = 0;
+        w++;
+    }
 
     char tmp[32];
     char *end = tmp + sizeof tmp, *q = end;
     for (int i = 0; i < decimals; i++) {
-        *--q = (char)('0' + digits % 10);
-        digits /= 10;
+        *--q = (char)('0' + f % 10);
+        f /= 10;
     }
     if (decimals > 0)
         *--q = '.';
-    q = format_uint_backwards(q, digits);
+    q = format_uint_backwards(q, w);
     if (signbit(d)) /* printf keeps the sign of -0.0 and of values rounding to 0 */
         *--q = '-';
     memcpy(buf, q, (size_t)(end - q));
@@ -389,50 +421,6 @@ static int format_double(char *buf, size_t size, double d, int decimals)
     return 0;
 }
 
-static void generate(yajl_gen g, const pano_json *v)
-{
-    char num[64];
-    int n;
-    switch (v->type) {
-    case PANO_JSON_NULL:
-        yajl_gen_null(g);
-        break;
-    case PANO_JSON_BOOL:
-        yajl_gen_bool(g, v->u.boolean);
-        break;
-    case PANO_JSON_INT:
-        n = format_int(num, v->u.integer);
-        yajl_gen_number(g, num, (size_t)n);
-        break;
-    case PANO_JSON_DOUBLE:
-        if (!isfinite(v->u.real.value)) {
-            yajl_gen_null(g);
-            break;
-        }
-        n = format_double(num, sizeof num, v->u.real.value, v->u.real.decimals);
-        yajl_gen_number(g, num, (size_t)n);
-        break;
-    case PANO_JSON_STRING:
-        yajl_gen_string(g, (const unsigned char *)v->u.string.text, v->u.string.len);
-        break;
-    case PANO_JSON_ARRAY:
-        yajl_gen_array_open(g);
-        for (size_t i = 0; i < v->u.items.len; i++)
-            generate(g, v->u.items.values[i]);
-        yajl_gen_array_close(g);
-        break;
-    case PANO_JSON_OBJECT:
-        yajl_gen_map_open(g);
-        for (size_t i = 0; i < v->u.items.len; i++) {
-            const char *k = v->u.items.keys[i];
-            yajl_gen_string(g, (const unsigned char *)k, strlen(k));
-            generate(g, v->u.items.values[i]);
-        }
-        yajl_gen_map_close(g);
-        break;
-    }
-}
-
 /* yajl allocates through mem.h too, so it cannot fail half-way. */
 static void *yajl_malloc(void *ctx, size_t size)
 {
@@ -452,20 +440,138 @@ static void yajl_free_memory(void *ctx, void *ptr)
 /* Not const: yajl_alloc() takes a mutable pointer (yajl copies it). */
 static yajl_alloc_funcs yajl_memory = {yajl_malloc, yajl_realloc, yajl_free_memory, NULL};
 
+/* yajl prints in small pieces (a quote, a comma, a number): most fit. */
 static void append_to_buf(void *buf, const char *text, size_t len)
 {
-    pano_buf_append(buf, text, len);
+    pano_buf *b = buf;
+    if (b->len + len < b->cap) {
+        for (size_t i = 0; i < len; i++) /* shorter than a memcpy call */
+            b->data[b->len + i] = text[i];
+        b->len += len;
+        b->data[b->len] = '\0';
+        return;
+    }
+    pano_buf_append(b, text, len);
+}
+
+/* A writer is a yajl generator printing into the caller's buffer. Status
+ * codes are not checked call by call: the only failures possible are misuse
+ * (a value where a key is due), which the callers' structure rules out, and
+ * allocation failure, which aborts (mem.h). */
+struct pano_json_writer {
+    yajl_gen gen;
+};
+
+pano_json_writer *pano_json_writer_new(pano_buf *out)
+{
+    pano_json_writer *w = pano_malloc(sizeof *w);
+    w->gen = yajl_gen_alloc(&yajl_memory);
+    yajl_gen_config(w->gen, yajl_gen_print_callback, append_to_buf, out);
+    return w;
+}
+
+void pano_json_writer_free(pano_json_writer *w)
+{
+    if (!w)
+        return;
+    yajl_gen_free(w->gen);
+    free(w);
+}
+
+void pano_json_write_object_open(pano_json_writer *w) { yajl_gen_map_open(w->gen); }
+void pano_json_write_object_close(pano_json_writer *w) { yajl_gen_map_close(w->gen); }
+void pano_json_write_array_open(pano_json_writer *w) { yajl_gen_array_open(w->gen); }
+void pano_json_write_array_close(pano_json_writer *w) { yajl_gen_array_close(w->gen); }
+void pano_json_write_null(pano_json_writer *w) { yajl_gen_null(w->gen); }
+void pano_json_write_bool(pano_json_writer *w, bool value) { yajl_gen_bool(w->gen, value); }
+
+/* yajl_gen writes bytes as given: invalid UTF-8 is repaired first. */
+void pano_json_write_str_len(pano_json_writer *w, const char *text, size_t len)
+{
+    size_t valid = pano_utf8_valid_prefix(text, len);
+    if (valid == len) {
+        yajl_gen_string(w->gen, (const unsigned char *)text, len);
+        return;
+    }
+    char *repaired = pano_malloc(utf8_repair_size(valid, len));
+    size_t repaired_len = utf8_repair(repaired, (const unsigned char *)text, valid, len);
+    yajl_gen_string(w->gen, (const unsigned char *)repaired, repaired_len);
+    free(repaired);
+}
+
+void pano_json_write_key(pano_json_writer *w, const char *key)
+{
+    pano_json_write_str_len(w, key, strlen(key));
+}
+
+void pano_json_write_str(pano_json_writer *w, const char *text)
+{
+    pano_json_write_str_len(w, text, strlen(text));
+}
+
+void pano_json_write_int(pano_json_writer *w, int64_t value)
+{
+    char num[24];
+    int n = format_int(num, value);
+    yajl_gen_number(w->gen, num, (size_t)n);
+}
+
+void pano_json_write_double(pano_json_writer *w, double value, int decimals)
+{
+    if (!isfinite(value)) {
+        yajl_gen_null(w->gen);
+        return;
+    }
+    char num[64];
+    int n = format_double(num, sizeof num, value, decimals);
+    yajl_gen_number(w->gen, num, (size_t)n);
+}
+
+void pano_json_write_members(pano_json_writer *w, const pano_json *object)
+{
+    for (size_t i = 0; i < object->u.items.len; i++) {
+        pano_json_write_key(w, object->u.items.keys[i]);
+        pano_json_write_value(w, object->u.items.values[i]);
+    }
+}
+
+void pano_json_write_value(pano_json_writer *w, const pano_json *v)
+{
+    switch (v->type) {
+    case PANO_JSON_NULL:
+        pano_json_write_null(w);
+        break;
+    case PANO_JSON_BOOL:
+        pano_json_write_bool(w, v->u.boolean);
+        break;
+    case PANO_JSON_INT:
+        pano_json_write_int(w, v->u.integer);
+        break;
+    case PANO_JSON_DOUBLE:
+        pano_json_write_double(w, v->u.real.value, v->u.real.decimals);
+        break;
+    case PANO_JSON_STRING:
+        pano_json_write_str_len(w, v->u.string.text, v->u.string.len);
+        break;
+    case PANO_JSON_ARRAY:
+        pano_json_write_array_open(w);
+        for (size_t i = 0; i < v->u.items.len; i++)
+            pano_json_write_value(w, v->u.items.values[i]);
+        pano_json_write_array_close(w);
+        break;
+    case PANO_JSON_OBJECT:
+        pano_json_write_object_open(w);
+        pano_json_write_members(w, v);
+        pano_json_write_object_close(w);
+        break;
+    }
 }
 
 void pano_json_serialize_to(pano_buf *out, const pano_json *v)
 {
-    /* Status codes are not checked call by call: the only failures possible
-     * here are misuse (keys and values always alternate in an object built
-     * by this module) and allocation failure, which aborts (mem.h). */
-    yajl_gen g = yajl_gen_alloc(&yajl_memory);
-    yajl_gen_config(g, yajl_gen_print_callback, append_to_buf, out);
-    generate(g, v);
-    yajl_gen_free(g);
+    pano_json_writer *w = pano_json_writer_new(out);
+    pano_json_write_value(w, v);
+    pano_json_writer_free(w);
 }
 
 char *pano_json_serialize(const pano_json *v, size_t *len)
@@ -479,65 +585,221 @@ char *pano_json_serialize(const pano_json *v, size_t *len)
 
 /* ---- parsing ----------------------------------------------------------- */
 
+/* One set of yajl callbacks serves every pano_json_parse_options: values
+ * come from the heap or from an arena, and duplicate keys are refused or
+ * replaced, depending on the options. */
+
+/* An open container. For an object: the hashes of its keys by member index,
+ * and a 256-bit filter of them, so that a new key is compared with the
+ * earlier ones only when its bit is already set. The hash array is reused
+ * by the next object at the same depth (hashes_cap >= the object's cap). */
 typedef struct {
+    pano_json *c;
+    uint64_t *hashes;
+    size_t hashes_cap;
+    uint64_t filter[4];
+} parse_level;
+
+typedef struct {
+    pano_json_parse_options o;
     pano_json *root;
-    pano_json **stack; /* open containers */
+    parse_level *levels;
+    parse_level *level;   /* the innermost open container, or NULL */
     size_t depth, max_depth;
-    char *pending_key; /* key read, value not yet */
+    size_t ready;         /* levels[0..ready) are initialized */
+    char *pending_key;    /* key read, value not yet */
+    uint64_t pending_hash;
+    size_t pending_index; /* member index of an earlier equal key, or SIZE_MAX */
     const char *error;
+    char error_buf[160];
 } parse_state;
+
+static void *st_alloc(parse_state *st, size_t size)
+{
+    return st->o.arena ? pano_arena_alloc(st->o.arena, size) : pano_malloc(size);
+}
+
+/* A larger block holding the `old` bytes of p (realloc on the heap). */
+static void *st_grow(parse_state *st, void *p, size_t old, size_t size)
+{
+    if (!st->o.arena)
+        return pano_realloc(p, size);
+    void *fresh = pano_arena_alloc(st->o.arena, size);
+    if (old)
+        memcpy(fresh, p, old);
+    return fresh;
+}
+
+static void st_free(parse_state *st, void *p)
+{
+    if (!st->o.arena)
+        free(p);
+}
+
+static pano_json *st_value(parse_state *st, pano_json_type type)
+{
+    pano_json *v = st_alloc(st, sizeof *v);
+    memset(v, 0, sizeof *v);
+    v->type = type;
+    return v;
+}
+
+static uint64_t hash_bytes(const unsigned char *s, size_t len)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ s[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* Room for one more member in the open container l. */
+static void grow(parse_state *st, parse_level *l)
+{
+    pano_json *top = l->c;
+    size_t n = top->u.items.len, cap = n ? n * 2 : 16;
+    top->u.items.values =
+        st_grow(st, top->u.items.values, n * sizeof(pano_json *), cap * sizeof(pano_json *));
+    top->u.items.cap = cap;
+    if (top->type != PANO_JSON_OBJECT)
+        return;
+    top->u.items.keys = st_grow(st, top->u.items.keys, n * sizeof(char *), cap * sizeof(char *));
+    if (l->hashes_cap < cap) {
+        l->hashes = st_grow(st, l->hashes, n * sizeof *l->hashes, cap * sizeof *l->hashes);
+        l->hashes_cap = cap;
+    }
+}
 
 static int attach(parse_state *st, pano_json *v)
 {
-    if (st->depth == 0) {
+    parse_level *l = st->level;
+    if (!l) {
         st->root = v;
         return 1;
     }
-    pano_json *top = st->stack[st->depth - 1];
+    pano_json *top = l->c;
+    size_t n = top->u.items.len;
     if (top->type == PANO_JSON_OBJECT) {
-        /* Duplicate keys: the last one wins, as in most JSON readers. */
-        ssize_t i = find_key(top, st->pending_key);
-        if (i >= 0) {
-            pano_json_free(top->u.items.values[i]);
-            top->u.items.values[i] = v;
-            free(st->pending_key);
-        } else
-            items_push(top, st->pending_key, v);
+        if (st->pending_index != SIZE_MAX) {
+            /* The key was there before: the last value wins, in its place. */
+            if (!st->o.arena)
+                pano_json_free(top->u.items.values[st->pending_index]);
+            top->u.items.values[st->pending_index] = v;
+            st_free(st, st->pending_key);
+            st->pending_key = NULL;
+            return 1;
+        }
+        if (n == top->u.items.cap)
+            grow(st, l);
+        top->u.items.keys[n] = st->pending_key;
+        l->hashes[n] = st->pending_hash;
         st->pending_key = NULL;
-    } else
-        items_push(top, NULL, v);
+    } else if (n == top->u.items.cap)
+        grow(st, l);
+    top->u.items.values[n] = v;
+    top->u.items.len = n + 1;
     return 1;
 }
 
-static int on_null(void *ctx) { return attach(ctx, pano_json_null()); }
-static int on_bool(void *ctx, int b) { return attach(ctx, pano_json_bool(b)); }
+static int on_null(void *ctx) { return attach(ctx, st_value(ctx, PANO_JSON_NULL)); }
+
+static int on_bool(void *ctx, int b)
+{
+    pano_json *v = st_value(ctx, PANO_JSON_BOOL);
+    v->u.boolean = b;
+    return attach(ctx, v);
+}
+
+/* Digits to an integer, or false if it does not fit in int64 (what strtoll
+ * reads without ERANGE). */
+static bool read_int(const char *s, size_t len, int64_t *out)
+{
+    bool neg = len > 0 && s[0] == '-';
+    size_t i = neg;
+    if (i == len || len - i > 19)
+        return false;
+    uint64_t v = 0;
+    for (; i < len; i++)
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    if (v > (uint64_t)INT64_MAX + neg)
+        return false;
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return true;
+}
+
+/* strtod of a decimal without exponent. With at most 15 significant digits
+ * it is exactly m / 10^k with m < 2^53 and k <= 22: one correctly rounded
+ * division (Clinger's fast path). Everything else goes to strtod. */
+static double read_decimal(const char *s, size_t len, const char *dot)
+{
+    static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    size_t i = s[0] == '-', digits = 0;
+    uint64_t m = 0;
+    for (; i < len; i++) {
+        if (s + i == dot)
+            continue;
+        if (m == 0 && s[i] == '0')
+            continue; /* leading zeros are not significant */
+        m = m * 10 + (uint64_t)(s[i] - '0');
+        if (++digits > 15)
+            return strtod(s, NULL);
+    }
+    size_t k = len - (size_t)(dot + 1 - s);
+    if (k > 22)
+        return strtod(s, NULL);
+    double v = (double)m / pow10[k];
+    return s[0] == '-' ? -v : v;
+}
 
 static int on_number(void *ctx, const char *s, size_t len)
 {
+    parse_state *st = ctx;
     char buf[128];
     if (len >= sizeof buf) {
-        ((parse_state *)ctx)->error = "number too long";
+        st->error = "number too long";
         return 0;
     }
     memcpy(buf, s, len);
     buf[len] = '\0';
-    if (!strpbrk(buf, ".eE")) {
-        errno = 0;
-        long long i = strtoll(buf, NULL, 10);
-        if (errno == 0)
-            return attach(ctx, pano_json_int(i));
-        /* Out of int64 range: keep it as a double. */
+    const char *dot = NULL;
+    bool exponent = false;
+    for (size_t i = 0; i < len; i++) {
+        if (buf[i] == '.')
+            dot = buf + i;
+        else if (buf[i] == 'e' || buf[i] == 'E')
+            exponent = true;
     }
-    /* Keep the number of decimals of a plain decimal ("1.250"), so that a
-     * parsed event serializes to the same text. */
-    const char *dot = strchr(buf, '.');
-    int decimals = dot && !strpbrk(buf, "eE") ? (int)strlen(dot + 1) : -1;
-    return attach(ctx, pano_json_double(strtod(buf, NULL), decimals));
+    int64_t i;
+    if (!dot && !exponent && read_int(buf, len, &i)) {
+        pano_json *v = st_value(st, PANO_JSON_INT);
+        v->u.integer = i;
+        return attach(st, v);
+    }
+    /* Out of int64 range, or not an integer. A plain decimal ("1.250")
+     * keeps its number of decimals, so that it serializes to the same
+     * text. */
+    pano_json *v = st_value(st, PANO_JSON_DOUBLE);
+    bool plain = dot && !exponent;
+    v->u.real.value = plain ? read_decimal(buf, len, dot) : strtod(buf, NULL);
+    v->u.real.decimals = plain ? (int)(len - (size_t)(dot + 1 - buf)) : -1;
+    return attach(st, v);
 }
 
 static int on_string(void *ctx, const unsigned char *s, size_t len)
 {
-    return attach(ctx, pano_json_string_len((const char *)s, len));
+    parse_state *st = ctx;
+    pano_json *v = st_value(st, PANO_JSON_STRING);
+    size_t valid = st->o.raw_strings ? len : pano_utf8_valid_prefix((const char *)s, len);
+    char *text = st_alloc(st, utf8_repair_size(valid, len));
+    v->u.string.text = text;
+    if (valid == len) { /* the usual case */
+        memcpy(text, s, len);
+        text[len] = '\0';
+        v->u.string.len = len;
+    } else
+        v->u.string.len = utf8_repair(text, s, valid, len);
+    return attach(st, v);
 }
 
 static int open_container(parse_state *st, pano_json_type type)
@@ -546,9 +808,13 @@ static int open_container(parse_state *st, pano_json_type type)
         st->error = "nesting too deep";
         return 0;
     }
-    pano_json *c = new_value(type);
+    pano_json *c = st_value(st, type);
     attach(st, c);
-    st->stack[st->depth++] = c;
+    if (st->depth == st->ready)
+        st->levels[st->ready++] = (parse_level){0};
+    parse_level *l = st->level = &st->levels[st->depth++];
+    l->c = c;
+    memset(l->filter, 0, sizeof l->filter);
     return 1;
 }
 
@@ -558,20 +824,45 @@ static int on_array_open(void *ctx) { return open_container(ctx, PANO_JSON_ARRAY
 static int on_map_key(void *ctx, const unsigned char *s, size_t len)
 {
     parse_state *st = ctx;
-    free(st->pending_key);
     /* Keys are C strings in this model: a key with a NUL byte is refused. */
     if (memchr(s, '\0', len)) {
-        st->pending_key = NULL;
         st->error = "object key contains a NUL character";
         return 0;
     }
-    st->pending_key = pano_strndup((const char *)s, len);
+    parse_level *l = st->level;
+    uint64_t h = hash_bytes(s, len), bit = 1ULL << ((h >> 56) % 64);
+    uint64_t *word = &l->filter[(h >> 56) / 64];
+    st->pending_index = SIZE_MAX;
+    if (*word & bit) {
+        const pano_json *top = l->c;
+        for (size_t i = 0; i < top->u.items.len; i++) {
+            const char *k = top->u.items.keys[i];
+            if (l->hashes[i] != h || strncmp(k, (const char *)s, len) != 0 || k[len] != '\0')
+                continue;
+            if (st->o.reject_duplicates) {
+                snprintf(st->error_buf, sizeof st->error_buf, "duplicate field '%.*s'",
+                         (int)(len > 100 ? 100 : len), (const char *)s);
+                st->error = st->error_buf;
+                return 0;
+            }
+            st->pending_index = i;
+            break;
+        }
+    }
+    *word |= bit;
+    char *key = st_alloc(st, len + 1);
+    memcpy(key, s, len);
+    key[len] = '\0';
+    st->pending_key = key;
+    st->pending_hash = h;
     return 1;
 }
 
 static int on_close(void *ctx)
 {
-    ((parse_state *)ctx)->depth--;
+    parse_state *st = ctx;
+    st->depth--;
+    st->level = st->depth ? st->level - 1 : NULL;
     return 1;
 }
 
@@ -587,14 +878,46 @@ static const yajl_callbacks parse_callbacks = {
     .yajl_end_array = on_close,
 };
 
-pano_json *pano_json_parse(const char *buf, size_t len, int max_depth, char *err,
-                           size_t errlen)
+/* yajl's buffers in the arena: a size header before each block, so that
+ * realloc knows what to copy; free does nothing. */
+static void *arena_malloc(void *ctx, size_t size)
 {
-    parse_state st = {0};
-    st.max_depth = max_depth > 0 ? (size_t)max_depth : PANO_JSON_DEFAULT_DEPTH;
-    st.stack = pano_calloc(st.max_depth, sizeof(pano_json *));
+    size_t *p = pano_arena_alloc(ctx, size + 16);
+    *p = size;
+    return (char *)p + 16;
+}
 
-    yajl_handle h = yajl_alloc(&parse_callbacks, &yajl_memory, &st);
+static void *arena_realloc(void *ctx, void *ptr, size_t size)
+{
+    if (!ptr)
+        return arena_malloc(ctx, size);
+    size_t old = *(size_t *)((char *)ptr - 16);
+    if (size <= old)
+        return ptr;
+    void *fresh = arena_malloc(ctx, size);
+    memcpy(fresh, ptr, old);
+    return fresh;
+}
+
+static void arena_nofree(void *ctx, void *ptr)
+{
+    (void)ctx;
+    (void)ptr;
+}
+
+pano_json *pano_json_parse_with(const char *buf, size_t len, const pano_json_parse_options *o,
+                                char *err, size_t errlen)
+{
+    parse_state st = {.o = *o, .pending_index = SIZE_MAX};
+    st.max_depth = o->max_depth > 0 ? (size_t)o->max_depth : PANO_JSON_DEFAULT_DEPTH;
+    st.levels = st_alloc(&st, st.max_depth * sizeof *st.levels);
+    yajl_alloc_funcs in_arena = {arena_malloc, arena_realloc, arena_nofree, o->arena};
+    yajl_handle h = yajl_alloc(&parse_callbacks, o->arena ? &in_arena : &yajl_memory, &st);
+    if (!h) {
+        snprintf(err, errlen, "cannot allocate a JSON parser");
+        st_free(&st, st.levels);
+        return NULL;
+    }
     yajl_status s = yajl_parse(h, (const unsigned char *)buf, len);
     if (s == yajl_status_ok)
         s = yajl_complete_parse(h);
@@ -607,12 +930,22 @@ pano_json *pano_json_parse(const char *buf, size_t len, int max_depth, char *err
             if (msg)
                 yajl_free_error(h, msg);
         }
-        /* The root holds every value attached so far. */
-        pano_json_free(st.root);
+        /* On the heap, the root holds every value attached so far. */
+        if (!o->arena)
+            pano_json_free(st.root);
         st.root = NULL;
     }
-    free(st.pending_key);
-    free(st.stack);
+    st_free(&st, st.pending_key);
+    for (size_t i = 0; i < st.ready; i++)
+        st_free(&st, st.levels[i].hashes);
+    st_free(&st, st.levels);
     yajl_free(h);
     return st.root;
+}
+
+pano_json *pano_json_parse(const char *buf, size_t len, int max_depth, char *err,
+                           size_t errlen)
+{
+    pano_json_parse_options o = {.max_depth = max_depth};
+    return pano_json_parse_with(buf, len, &o, err, errlen);
 }

@@ -9,7 +9,7 @@
  *     order they were built (kickstart's field order, readable logs);
  *   - setting an existing key replaces its value in place;
  *   - strings are always valid UTF-8: text from the system (process names,
- *     paths, argv) is repaired with U+FFFD on the way in;
+ *     paths, argv) is repaired with U+FFFD on the way in, and keys on the way out;
  *   - doubles carry the number of decimals to print (ts with 6, CPU seconds
  *     with 3, as kickstart prints them), or -1 for the shortest exact form.
  *
@@ -20,6 +20,7 @@
 #ifndef PANO_JSON_H
 #define PANO_JSON_H
 
+#include "arena.h"
 #include "buf.h"
 
 #include <stdbool.h>
@@ -65,6 +66,9 @@ pano_json *pano_json_int(int64_t value);
 pano_json *pano_json_double(double value, int decimals);
 pano_json *pano_json_string(const char *text);
 pano_json *pano_json_string_len(const char *text, size_t len);
+/* How many bytes at the start of text[0..len) are valid UTF-8 (no overlong
+ * forms, surrogates or code points above U+10FFFF): len when all are. */
+size_t pano_utf8_valid_prefix(const char *text, size_t len);
 pano_json *pano_json_array(void);
 pano_json *pano_json_object(void);
 /* Deep copy. */
@@ -106,12 +110,58 @@ char *pano_json_serialize(const pano_json *value, size_t *len);
 /* The same, appended to a buffer (a bulk body, a payload block). */
 void pano_json_serialize_to(pano_buf *out, const pano_json *value);
 
+/* Streaming output, for big events written straight from a program's data
+ * without building a tree (pano-darshan's hundreds of counter totals). It
+ * appends to out and formats values as the tree serializer does (which is
+ * built on it). Inside an object, a key precedes every value. */
+typedef struct pano_json_writer pano_json_writer;
+pano_json_writer *pano_json_writer_new(pano_buf *out);
+void pano_json_writer_free(pano_json_writer *w);
+void pano_json_write_object_open(pano_json_writer *w);
+void pano_json_write_object_close(pano_json_writer *w);
+void pano_json_write_array_open(pano_json_writer *w);
+void pano_json_write_array_close(pano_json_writer *w);
+/* Invalid UTF-8 in keys and strings is repaired with U+FFFD. */
+void pano_json_write_key(pano_json_writer *w, const char *key);
+void pano_json_write_str(pano_json_writer *w, const char *text);
+void pano_json_write_str_len(pano_json_writer *w, const char *text, size_t len);
+void pano_json_write_int(pano_json_writer *w, int64_t value);
+void pano_json_write_double(pano_json_writer *w, double value, int decimals);
+void pano_json_write_bool(pano_json_writer *w, bool value);
+void pano_json_write_null(pano_json_writer *w);
+/* A tree value; or only the members of an object tree, to extend it with
+ * more written members before closing it. */
+void pano_json_write_value(pano_json_writer *w, const pano_json *value);
+void pano_json_write_members(pano_json_writer *w, const pano_json *object);
+
 /* Parse exactly one JSON value from buf[0..len). Fails, with a message in err,
  * on syntax errors, invalid UTF-8, trailing data, or nesting deeper than
- * max_depth (arrays and objects). */
+ * max_depth (arrays and objects; 0: PANO_JSON_DEFAULT_DEPTH). A key that
+ * occurs twice in an object keeps its last value. */
 pano_json *pano_json_parse(const char *buf, size_t len, int max_depth,
                            char *err, size_t errlen);
 
 #define PANO_JSON_DEFAULT_DEPTH 64
+
+/* How pano_json_parse_with() reads: pano_json_parse() is {.max_depth =
+ * max_depth}, everything else zero. */
+typedef struct {
+    int max_depth; /* 0: PANO_JSON_DEFAULT_DEPTH */
+    /* NULL: the tree is on the heap (pano_json_free). Else every value,
+     * and yajl's own buffers, come from the arena: no malloc once its
+     * chunk is warm. Such a tree is read-only (no pano_json_set, _free,
+     * ...) and lives until the arena is reset. */
+    pano_arena *arena;
+    /* A key twice in one object fails with "duplicate field 'k'"
+     * (Elasticsearch refuses such documents); else the last one wins. */
+    bool reject_duplicates;
+    /* Strings exactly as yajl decodes them; else repaired to valid UTF-8
+     * with U+FFFD (yajl lets a lone low-surrogate escape such as \udc00
+     * through as invalid bytes). */
+    bool raw_strings;
+} pano_json_parse_options;
+
+pano_json *pano_json_parse_with(const char *buf, size_t len, const pano_json_parse_options *o,
+                                char *err, size_t errlen);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct pano_sink {
     char description[512];
@@ -29,10 +30,17 @@ struct pano_sink {
     bool spooled;    /* this sink put something in the spool */
     double seen_empty_at; /* when the spool was last found empty (pano_now()) */
     pano_sink_stats stats;
-    /* JSON lines */
+    /* file */
     FILE *out;
     bool close_out;
+    pano_sink_format format;
+    pano_buf lines; /* not written yet: one line, or more while held */
+    size_t nlines;
+    bool hold;
 };
+
+/* Held lines are written once this much is waiting. */
+#define HOLD_BYTES (64u * 1024)
 
 /* First line of a password file, without its line ending. */
 static char *read_password_file(const char *path, char *err, size_t errlen)
@@ -76,6 +84,25 @@ static void open_spool(pano_sink *s, const pano_config *cfg)
     free(def);
 }
 
+static int open_output(pano_sink *s, const char *path, char *err, size_t errlen)
+{
+    if (strcmp(path, "-") == 0)
+        s->out = stdout;
+    else if (strcmp(path, "/dev/stderr") == 0)
+        s->out = stderr;
+    else {
+        s->out = fopen(path, "ae");
+        if (!s->out) {
+            snprintf(err, errlen, "cannot open output file %s: %s", path, strerror(errno));
+            return -1;
+        }
+        s->close_out = true;
+    }
+    snprintf(s->description, sizeof s->description, "%s",
+             strcmp(path, "-") == 0 ? "standard output" : path);
+    return 0;
+}
+
 pano_sink *pano_sink_open(const pano_config *cfg, const char *default_output, char *err,
                           size_t errlen)
 {
@@ -108,22 +135,8 @@ pano_sink *pano_sink_open(const pano_config *cfg, const char *default_output, ch
         return s;
     }
     const char *path = pano_config_str(cfg, "pano.output");
-    if (!path || !*path)
-        path = default_output;
-    if (strcmp(path, "-") == 0)
-        s->out = stdout;
-    else if (strcmp(path, "/dev/stderr") == 0)
-        s->out = stderr;
-    else {
-        s->out = fopen(path, "a");
-        if (!s->out) {
-            snprintf(err, errlen, "cannot open output file %s: %s", path, strerror(errno));
-            goto fail;
-        }
-        s->close_out = true;
-    }
-    snprintf(s->description, sizeof s->description, "%s",
-             strcmp(path, "-") == 0 ? "standard output" : path);
+    if (open_output(s, path && *path ? path : default_output, err, errlen) < 0)
+        goto fail;
     return s;
 
 fail:
@@ -131,16 +144,88 @@ fail:
     return NULL;
 }
 
+pano_sink *pano_sink_open_file(const pano_config *cfg, const char *path,
+                               pano_sink_format format, char *err, size_t errlen)
+{
+    pano_sink *s = pano_calloc(1, sizeof *s);
+    s->format = format;
+    if (!(s->filter = pano_filter_new(cfg, pano_log_program(), err, errlen)) ||
+        open_output(s, path, err, errlen) < 0) {
+        pano_sink_close(s);
+        return NULL;
+    }
+    return s;
+}
+
 const char *pano_sink_describe(const pano_sink *s) { return s->description; }
 
-static int write_line(pano_sink *s, const char *json, size_t len, char *err, size_t errlen)
+/* Write the pending lines. Returns 0, or -1 with a message in err; then
+ * the lines not (completely) written are dropped, and logged in full with
+ * log_each (else the caller reports the one line there was). */
+static int write_lines(pano_sink *s, bool log_each, char *err, size_t errlen)
 {
-    if (fwrite(json, 1, len, s->out) != len || fputc('\n', s->out) == EOF ||
-        fflush(s->out) != 0) {
-        snprintf(err, errlen, "writing to %s: %s", s->description, strerror(errno));
-        return -1;
+    if (s->nlines == 0)
+        return 0;
+    size_t done = 0;
+    int e = 0;
+    /* stdio first: the stream may be shared (stdout) */
+    if (fflush(s->out) != 0)
+        e = errno;
+    while (!e && done < s->lines.len) {
+        ssize_t n = write(fileno(s->out), s->lines.data + done, s->lines.len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            e = errno;
+        else if (n == 0)
+            e = EIO;
+        else
+            done += (size_t)n;
     }
-    return 0;
+    if (!e) {
+        s->stats.sent += s->nlines;
+        pano_buf_clear(&s->lines);
+        s->nlines = 0;
+        return 0;
+    }
+    snprintf(err, errlen, "writing to %s: %s", s->description, strerror(e));
+    /* lines wholly written count as sent */
+    const char *p = s->lines.data, *end = s->lines.data + s->lines.len;
+    for (const char *nl; p < end && (nl = memchr(p, '\n', (size_t)(end - p))); p = nl + 1) {
+        if ((size_t)(nl + 1 - s->lines.data) <= done) {
+            s->stats.sent++;
+            continue;
+        }
+        s->stats.failed++;
+        if (log_each)
+            pano_error("event not written (%s): %.*s", err, (int)(nl - p), p);
+    }
+    pano_buf_clear(&s->lines);
+    s->nlines = 0;
+    return -1;
+}
+
+/* A line was added to s->lines: write it now, or later when held. */
+static int line_added(pano_sink *s, char *err, size_t errlen)
+{
+    pano_buf_append(&s->lines, "\n", 1);
+    s->nlines++;
+    if (s->hold && s->lines.len < HOLD_BYTES)
+        return 0;
+    int rc = write_lines(s, s->hold, err, errlen);
+    return s->hold ? 0 : rc; /* held lines that failed were logged */
+}
+
+void pano_sink_hold(pano_sink *s, bool hold)
+{
+    s->hold = hold && !s->has_url;
+}
+
+int pano_sink_flush(pano_sink *s, char *err, size_t errlen)
+{
+    if (s->has_url)
+        return 0;
+    return write_lines(s, true, err, errlen);
 }
 
 /* Returns 0 confirmed, 1 refused by the broker (nacked or unroutable), -1
@@ -222,20 +307,41 @@ static int spool_event(pano_sink *s, const char *key, const char *id, const char
     return 0;
 }
 
+static int write_payload(pano_sink *s, const pano_json *event, char *err, size_t errlen)
+{
+    pano_event_payload_block(&s->lines, event);
+    return line_added(s, err, errlen);
+}
+
+static bool filtered_out(const pano_sink *s, const char *name)
+{
+    if (pano_filter_pass(s->filter, name))
+        return false;
+    /* not an error, not spooled */
+    pano_debug("event %s not sent (pano.events, pano.<publisher>.enabled)", name);
+    return true;
+}
+
 int pano_sink_send_raw(pano_sink *s, const char *routing_key, const char *event_id,
                        const char *json, size_t len, char *err, size_t errlen)
 {
-    if (!pano_filter_pass(s->filter, routing_key)) { /* not an error, not spooled */
-        pano_debug("event %s not sent (pano.events, pano.<publisher>.enabled)", routing_key);
+    if (filtered_out(s, routing_key))
         return 0;
+    if (s->format == PANO_SINK_PAYLOAD) {
+        char why[256];
+        pano_json *event = pano_json_parse(json, len, 0, why, sizeof why);
+        if (!event) {
+            snprintf(err, errlen, "%s is not valid JSON: %s", routing_key, why);
+            s->stats.failed++;
+            return -1;
+        }
+        int rc = write_payload(s, event, err, errlen);
+        pano_json_free(event);
+        return rc;
     }
     if (!s->has_url) {
-        int rc = write_line(s, json, len, err, errlen);
-        if (rc == 0)
-            s->stats.sent++;
-        else
-            s->stats.failed++;
-        return rc;
+        pano_buf_append(&s->lines, json, len);
+        return line_added(s, err, errlen);
     }
     if (!s->spool) {
         int rc = publish(s, routing_key, event_id, json, len, err, errlen);
@@ -293,6 +399,14 @@ int pano_sink_send(pano_sink *s, const pano_json *event, char *err, size_t errle
         snprintf(err, errlen, "event has no name");
         return -1;
     }
+    if (s->format == PANO_SINK_PAYLOAD)
+        return filtered_out(s, name) ? 0 : write_payload(s, event, err, errlen);
+    if (!s->has_url) { /* straight into the line buffer */
+        if (filtered_out(s, name))
+            return 0;
+        pano_json_serialize_to(&s->lines, event);
+        return line_added(s, err, errlen);
+    }
     size_t len;
     char *json = pano_json_serialize(event, &len);
     if (!json) {
@@ -310,11 +424,14 @@ void pano_sink_close(pano_sink *s)
     if (!s)
         return;
     pano_filter_free(s->filter);
+    char err[512];
+    if (s->out)
+        write_lines(s, true, err, sizeof err); /* what failed is logged */
+    pano_buf_free(&s->lines);
     if (s->spool && s->spooled) {
         /* A last chance for what this process left in the spool; what stays
          * there goes with the next publisher on this node, or with
          * pano-emit --flush-spool. */
-        char err[512];
         s->retry_at = 0;
         if (!drain_spool(s, 2.0, err, sizeof err))
             pano_warn("undelivered events stay in spool %s (%s)", pano_spool_path(s->spool),

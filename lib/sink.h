@@ -24,6 +24,7 @@
 #include "config.h"
 #include "json.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct pano_sink pano_sink;
@@ -36,15 +37,41 @@ typedef struct pano_sink pano_sink;
 pano_sink *pano_sink_open(const pano_config *cfg, const char *default_output, char *err,
                           size_t errlen);
 
+/* How a file sink writes each event. */
+typedef enum {
+    PANO_SINK_JSON_LINES, /* one compact JSON object per line */
+    PANO_SINK_PAYLOAD,    /* one MONITORING_PAYLOAD block per line (event.h) */
+} pano_sink_format;
+
+/* A sink writing to a file ("-" is standard output) whatever pano.amqp.url
+ * says: pano-darshan --json and --payload, pano-transfer --payload or with
+ * publishing off. The event filter applies as for every sink. */
+pano_sink *pano_sink_open_file(const pano_config *cfg, const char *path,
+                               pano_sink_format format, char *err, size_t errlen);
+
 /* Send one event. Returns 0 once the sink took responsibility for it:
  * delivered (confirmed by the broker, or written and flushed) or stored in
  * the spool for later delivery; -1 with a message in err otherwise (refused
  * by the broker, or neither deliverable nor spoolable). */
 int pano_sink_send(pano_sink *sink, const pano_json *event, char *err, size_t errlen);
 
-/* Same for an event that is already serialized. */
+/* Same for an event that is already serialized (a PANO_SINK_PAYLOAD sink
+ * parses it back: the block needs its fields). */
 int pano_sink_send_raw(pano_sink *sink, const char *routing_key, const char *event_id,
                        const char *json, size_t len, char *err, size_t errlen);
+
+/* File output only (JSON lines or payload blocks; no effect with a broker):
+ * while held, sent events are kept in memory (up to 64 KiB, then written)
+ * and written together by pano_sink_flush() or pano_sink_close(), one
+ * write for many events.
+ * pano_sink_send() returns 0 for a held event; one that later cannot be
+ * written is logged in full as an error and counted in stats.failed. For
+ * programs that send events in bursts and flush before they wait. */
+void pano_sink_hold(pano_sink *sink, bool hold);
+
+/* Write held events now. 0, or -1 with a message in err when some could
+ * not be written (those were logged). */
+int pano_sink_flush(pano_sink *sink, char *err, size_t errlen);
 
 /* Replay the spool now (pano-emit --flush-spool), waiting up to lock_wait
  * seconds for another process that is replaying it. Returns the number of

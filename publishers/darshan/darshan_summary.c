@@ -38,8 +38,16 @@ darshan_module_summary *darshan_summary_find_module(const darshan_summary *s, co
     return NULL;
 }
 
+/* Keys stay unique (the event is written without a tree that would merge
+ * them): a repeated key replaces the earlier value, as JSON readers do. */
 void darshan_summary_add_metadata(darshan_summary *s, const char *key, const char *value)
 {
+    for (size_t i = 0; i < s->n_metadata; i++)
+        if (strcmp(s->metadata[i].key, key) == 0) {
+            free(s->metadata[i].value);
+            s->metadata[i].value = pano_strdup(value);
+            return;
+        }
     s->metadata = pano_reallocarray(s->metadata, s->n_metadata + 1, sizeof *s->metadata);
     s->metadata[s->n_metadata].key = pano_strdup(key);
     s->metadata[s->n_metadata].value = pano_strdup(value);
@@ -80,6 +88,12 @@ darshan_total *darshan_module_add_total(darshan_module_summary *m, const char *n
 void darshan_perf_add_legacy(darshan_perf *perf, const char *name, bool shared_files,
                              double value)
 {
+    for (size_t i = 0; i < perf->n_legacy; i++) /* unique names, as for metadata */
+        if (strcmp(perf->legacy[i].name, name) == 0) {
+            perf->legacy[i].shared_files = shared_files;
+            perf->legacy[i].value = value;
+            return;
+        }
     perf->legacy = pano_reallocarray(perf->legacy, perf->n_legacy + 1, sizeof *perf->legacy);
     perf->legacy[perf->n_legacy++] =
         (darshan_legacy_perf){pano_strdup(name), shared_files, value};

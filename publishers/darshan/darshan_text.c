@@ -135,7 +135,7 @@ static int parse_region(parser *p, const char *body, const char *mark)
 {
     darshan_module_summary *m = module_named(p, body, (size_t)(mark - body));
     const char *rest = mark + strlen(" module: ");
-    int64_t bytes, version;
+    int64_t bytes, version = 0; /* set by parse_int; gcc -O3 cannot tell */
     char *end;
     errno = 0;
     bytes = strtoll(rest, &end, 10);

@@ -234,45 +234,19 @@ static void log_notes(const char *what, const darshan_summary *s)
     }
 }
 
-/* The MONITORING_PAYLOAD block (Pegasus's monitord protocol): the event
- * without the keys monitord sets itself. */
-static void print_payload(const pano_json *ev, const darshan_summary *s)
-{
-    pano_json *block = pano_json_object();
-    pano_json_set_int(block, "ts", s->end_time);
-    pano_json_set_str(block, "monitoring_event", "darshan.perf");
-    pano_json *item = pano_json_clone(ev);
-    pano_json_remove(item, "event");
-    pano_json_remove(item, "ts");
-    pano_json_append(pano_json_set_array(block, "payload"), item);
-    char *json = pano_json_serialize(block, NULL);
-    printf("@@@MONITORING_PAYLOAD - START@@@\n%s\n@@@MONITORING_PAYLOAD - END@@@\n", json);
-    fflush(stdout);
-    free(json);
-    pano_json_free(block);
-}
-
 /* Build and send the event. Returns 0, or -1 when it could not be sent. */
 static int emit(app *a, const darshan_summary *s, const char *log_file)
 {
-    pano_json *ev = pano_event_new(a->source, "darshan.perf");
-    darshan_event_fill(ev, s, log_file);
-    int rc = 0;
-    if (a->mode == OUT_PAYLOAD)
-        print_payload(ev, s);
-    else if (a->mode == OUT_JSON) {
-        char *json = pano_json_serialize(ev, NULL);
-        printf("%s\n", json);
-        fflush(stdout);
-        free(json);
-    } else {
-        char err[512];
-        if (pano_sink_send(a->sink, ev, err, sizeof err) < 0) {
-            pano_error("%s: event not delivered: %s", log_file ? log_file : "stdin", err);
-            rc = -1;
-        }
-    }
-    pano_json_free(ev);
+    pano_json *envelope = pano_event_new(a->source, "darshan.perf");
+    pano_buf json = {0};
+    darshan_event_write(&json, envelope, s, log_file);
+    char err[512];
+    int rc = pano_sink_send_raw(a->sink, "darshan.perf", pano_json_get_str(envelope, "event_id"),
+                                json.data, json.len, err, sizeof err);
+    if (rc < 0)
+        pano_error("%s: event not delivered: %s", log_file ? log_file : "stdin", err);
+    pano_buf_free(&json);
+    pano_json_free(envelope);
     return rc;
 }
 
@@ -466,15 +440,18 @@ int main(int argc, char **argv)
     a.parser = pano_config_str(cfg, "pano.darshan.parser");
 
     a.source = pano_source_new(cfg);
-    if (a.mode == OUT_PUBLISH) {
-        char err[512];
+    char err[512];
+    if (a.mode == OUT_PUBLISH)
         a.sink = pano_sink_open(cfg, "-", err, sizeof err);
-        if (!a.sink) {
-            pano_error("%s", err);
-            pano_source_free(a.source);
-            pano_config_free(cfg);
-            return 1;
-        }
+    else
+        a.sink = pano_sink_open_file(
+            cfg, "-", a.mode == OUT_JSON ? PANO_SINK_JSON_LINES : PANO_SINK_PAYLOAD, err,
+            sizeof err);
+    if (!a.sink) {
+        pano_error("%s", err);
+        pano_source_free(a.source);
+        pano_config_free(cfg);
+        return 1;
     }
 
     int status = 0;

@@ -142,19 +142,6 @@ void pano_payload_finish(pano_payload_scanner *s)
 
 /* ---- blocks to events -------------------------------------------------------- */
 
-static const char *const envelope_keys[] = {
-    "event",   "ts",         "event_id",      "seq",        "hostname", "wf_uuid", "wf_label",
-    "dag_job_id", "condor_job_id", "xformation", "task_id", "site",    "rank",   NULL,
-};
-
-static bool is_envelope_key(const char *key)
-{
-    for (const char *const *k = envelope_keys; *k; k++)
-        if (strcmp(*k, key) == 0)
-            return true;
-    return false;
-}
-
 static void error_event(pano_source *src, const char *stream, const char *why,
                         const char *name, const char *block, size_t size,
                         pano_payload_emit_fn emit, void *user)
@@ -243,7 +230,7 @@ size_t pano_payload_events(pano_source *src, const char *stream, pano_payload_st
             if (strcmp(key, "monitoring_event") == 0)
                 continue;
             pano_json *value = pano_json_clone(item->u.items.values[k]);
-            if (is_envelope_key(key)) {
+            if (pano_event_is_envelope_key(key)) {
                 /* The envelope is the monitor's; the item's value is kept. */
                 char *renamed = pano_asprintf("payload_%s", key);
                 pano_json_set(ev, renamed, value);

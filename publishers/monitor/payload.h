@@ -32,9 +32,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define PANO_PAYLOAD_START "@@@MONITORING_PAYLOAD - START@@@"
-#define PANO_PAYLOAD_END "@@@MONITORING_PAYLOAD - END@@@"
-
 typedef enum {
     PANO_PAYLOAD_COMPLETE,     /* block holds the text between the markers */
     PANO_PAYLOAD_OVERSIZED,    /* block is NULL; size is the text's length */

@@ -26,6 +26,9 @@
 
 typedef enum { KIND_LOCAL, KIND_DOWNLOAD, KIND_UPLOAD, KIND_THIRD_PARTY } job_kind;
 typedef enum { J_PENDING, J_RUNNING, J_WAITING, J_DONE } job_state;
+/* An upload asks the server what it has of DST before it resumes, and
+ * after a resumed send, to be sure the file is whole. */
+typedef enum { PROBE_NONE, PROBE_BEFORE, PROBE_AFTER } probe_kind;
 
 typedef struct job job;
 struct job {
@@ -50,6 +53,14 @@ struct job {
     char *tmp;  /* download: the temporary file's name (NULL: unnamed, or in place) */
     bool in_place;    /* download: writing DST itself (resume) */
     int phase;        /* relay (third party): 0 receiving into fd, 1 sending it */
+    bool fresh;       /* the next request opens a new connection (a retry's first) */
+    probe_kind probe;   /* upload: the running request asks what DST holds */
+    bool dst_ours;      /* upload: a send wrote to DST, which holds a prefix of the data */
+    bool read_some;     /* upload: the running send took data (so DST was opened) */
+    bool no_resume;     /* upload: a resumed send went wrong, send it all from now on */
+    int64_t resumed_at; /* upload: where the running send started (0: at the beginning) */
+    int64_t sent_end;   /* upload: where the last send that wrote stopped, by libcurl's
+                           count (-1: none yet) */
     uint64_t received; /* relay: bytes received from the source */
     uint64_t written; /* download: bytes in the file */
     EVP_MD_CTX *md;
@@ -60,42 +71,54 @@ struct job {
     curl_off_t last_now;  /* dlnow + ulnow seen then */
     bool stalled;
 
-    /* local.h on a worker */
+    /* local.h, on a worker or inline */
     pano_local_result lres;
     int lrc;
-    job *next;
+    size_t slot; /* index in engine.running while there */
+    job *next;   /* in the workers' queue or their done list */
 };
 
 typedef struct {
     const pano_copy_options *o;
     const pano_copy_callbacks *cb;
+    size_t limit; /* -j */
     job *jobs;
-    size_t njobs, next, done, failed, active;
-    uint64_t bytes_done; /* moved by finished attempts */
+    size_t njobs, next, done, failed;
+    size_t active;         /* in running: libcurl transfers, local copies handed to workers */
+    size_t local_inflight; /* of those, local copies handed to the workers */
+    uint64_t bytes_done;   /* moved by finished attempts */
     job **running;
     size_t nrunning;
     job **waiting;
     size_t nwaiting;
     CURLM *multi;
 
-    /* worker pool for local copies */
+    /* Worker pool for local copies (with -j > 1; with -j 1 they run on the
+     * calling thread). Under lock: */
     pthread_t *threads;
     int nthreads;
     pthread_mutex_t lock;
     pthread_cond_t work_cv;
-    job *work_head, *work_tail;
-    job *done_head;
+    job *work_head, *work_tail; /* handed over, not taken by a worker yet */
+    size_t queued;
+    job *batch_head, *batch_tail; /* main thread: to hand over together */
+    size_t nbatch;
+    job *done_head, *done_tail; /* copied, not collected by the main thread yet */
+    size_t ndone;
+    bool wake_pending; /* the main thread was woken and has not collected since */
     bool stopping;
-    /* how long local copies take, to run cheap ones inline */
-    _Atomic uint64_t local_ns, local_count;
 } engine;
 
-/* Local copies that take less than this on average run on the main thread:
- * handing them to a worker costs more than it saves (on local file systems
- * copies into one directory serialize anyway). Slower ones (big files,
- * network file systems) go to the workers. */
-#define INLINE_LOCAL_NS 300000
-#define INLINE_AFTER 16
+/* While no libcurl transfer runs, local copies are handed to the workers
+ * up to QUEUE_AHEAD beyond -j (still only one per worker runs at a time,
+ * and at most -j workers exist), so that a worker goes straight from one
+ * copy to the next instead of waiting for the main thread to hand it the
+ * next one. Workers wake the main thread when DONE_BATCH copies wait to be
+ * reported or the queue runs low; otherwise it collects finished copies
+ * every COLLECT_MS. */
+#define QUEUE_AHEAD 256
+#define DONE_BATCH 64
+#define COLLECT_MS 10
 
 void pano_copy_options_init(pano_copy_options *o)
 {
@@ -129,9 +152,18 @@ static bool has_ranges(const char *url)
     return scheme_is(url, ranged);
 }
 
-static volatile sig_atomic_t interrupted;
+/* Uploads that can continue a partial file on the server: FTP appends
+ * (APPE), sftp writes at an offset. HTTP PUT and scp always send it all. */
+static bool appends(const char *url)
+{
+    static const char *const appendable[] = {"ftp", "ftps", "sftp", NULL};
+    return scheme_is(url, appendable);
+}
 
-void pano_copy_interrupt(void) { interrupted = 1; }
+/* Lock-free, so a signal handler may set it; read by every thread. */
+static _Atomic int interrupted;
+
+void pano_copy_interrupt(void) { atomic_store(&interrupted, 1); }
 
 /* Is the job's current libcurl attempt a download? */
 static bool receiving(const job *j)
@@ -145,13 +177,32 @@ static bool wants_digest(const engine *e, const job *j)
     return e->o->checksum || j->spec->sha256;
 }
 
-static void remove_from(job **arr, size_t *n, job *j)
+static void add_running(engine *e, job *j)
 {
-    for (size_t i = 0; i < *n; i++)
-        if (arr[i] == j) {
-            arr[i] = arr[--*n];
-            return;
-        }
+    j->slot = e->nrunning;
+    e->running[e->nrunning++] = j;
+    e->active++;
+}
+
+static void remove_running(engine *e, job *j)
+{
+    job *last = e->running[--e->nrunning];
+    e->running[j->slot] = last;
+    last->slot = j->slot;
+    e->active--;
+    if (j->kind == KIND_LOCAL && e->nthreads > 0)
+        e->local_inflight--;
+}
+
+/* How many transfers may be in hand (running, handed to the workers,
+ * waiting to retry) for j to start: -j, or more for local copies queued
+ * ahead for the workers while no libcurl transfer runs (then only the
+ * workers run, and there are at most -j of them). */
+static size_t limit_for(const engine *e, const job *j)
+{
+    if (j->kind == KIND_LOCAL && e->nthreads > 0 && e->active == e->local_inflight)
+        return e->limit + QUEUE_AHEAD;
+    return e->limit;
 }
 
 /* ---- finishing ------------------------------------------------------------ */
@@ -213,8 +264,7 @@ static void attempt_ended(engine *e, job *j, bool ok)
         j->bytes += live;
     e->bytes_done += live;
     atomic_store(&j->live, 0);
-    remove_from(e->running, &e->nrunning, j);
-    e->active--;
+    remove_running(e, j);
     if (ok) {
         if (j->kind == KIND_DOWNLOAD || j->kind == KIND_THIRD_PARTY)
             release_download(j, true);
@@ -222,10 +272,11 @@ static void attempt_ended(engine *e, job *j, bool ok)
         return;
     }
     int retries_done = j->attempts - 1;
-    if (j->retryable && retries_done < e->o->retries && !interrupted) {
+    if (j->retryable && retries_done < e->o->retries && !atomic_load(&interrupted)) {
         double d = backoff(e, retries_done + 1);
-        pano_info("%s: %s; retry %d of %d in %.1f s", j->spec->dst_shown, j->error,
-                  retries_done + 1, e->o->retries, d);
+        pano_info("%s: %s; %llu bytes moved in this attempt; retry %d of %d in %.1f s",
+                  j->spec->dst_shown, j->error, (unsigned long long)live, retries_done + 1,
+                  e->o->retries, d);
         j->state = J_WAITING;
         j->due = pano_now() + d;
         e->waiting[e->nwaiting++] = j;
@@ -242,29 +293,24 @@ static void attempt_ended(engine *e, job *j, bool ok)
 
 /* ---- local copies ------------------------------------------------------- */
 
-static uint64_t now_ns(void)
+/* An attempt begins (on the main thread, or on a worker for a local copy). */
+static void begin_attempt(job *j)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    if (j->attempts == 0)
+        j->start = pano_now();
+    j->attempts++;
+    j->error[0] = '\0';
+    j->retryable = false;
+    pano_debug("%s -> %s (attempt %d)", j->spec->src_shown, j->spec->dst_shown, j->attempts);
 }
 
-static void run_local(engine *e, job *j)
+static void run_local(const engine *e, job *j)
 {
-    uint64_t t0 = now_ns();
     /* An expected digest is always checked. */
     pano_local_options lo = {.checksum = wants_digest(e, j),
                              .expect_sha256 = j->spec->sha256,
                              .progress = &j->live};
     j->lrc = pano_local_copy(j->spec->src_path, j->spec->dst_path, &lo, &j->lres);
-    atomic_fetch_add(&e->local_ns, now_ns() - t0);
-    atomic_fetch_add(&e->local_count, 1);
-}
-
-static bool local_copies_are_cheap(engine *e)
-{
-    uint64_t n = atomic_load(&e->local_count);
-    return n >= INLINE_AFTER && atomic_load(&e->local_ns) / n < INLINE_LOCAL_NS;
 }
 
 static void local_finished(engine *e, job *j)
@@ -283,46 +329,78 @@ static void local_finished(engine *e, job *j)
     attempt_ended(e, j, ok);
 }
 
+/* Takes queued local copies one after the other, and puts them on the
+ * done list for the main thread. */
 static void *worker(void *arg)
 {
     engine *e = arg;
-    pthread_mutex_lock(&e->lock);
+    job *finished = NULL;
     for (;;) {
-        while (!e->work_head && !e->stopping)
-            pthread_cond_wait(&e->work_cv, &e->lock);
-        if (!e->work_head)
-            break;
-        job *j = e->work_head;
-        e->work_head = j->next;
-        if (!e->work_head)
-            e->work_tail = NULL;
-        pthread_mutex_unlock(&e->lock);
-        run_local(e, j);
         pthread_mutex_lock(&e->lock);
-        /* One wakeup per batch: a non-empty list already has one pending. */
-        bool wake = e->done_head == NULL;
-        j->next = e->done_head;
-        e->done_head = j;
-        if (wake)
-            curl_multi_wakeup(e->multi);
+        if (finished) {
+            finished->next = NULL;
+            if (e->done_tail)
+                e->done_tail->next = finished;
+            else
+                e->done_head = finished;
+            e->done_tail = finished;
+            e->ndone++;
+            if (!e->wake_pending &&
+                (e->ndone >= DONE_BATCH || e->queued <= (size_t)e->nthreads)) {
+                e->wake_pending = true;
+                pthread_mutex_unlock(&e->lock);
+                /* (if this fails, the main thread still collects within COLLECT_MS) */
+                if (curl_multi_wakeup(e->multi) != CURLM_OK)
+                    pano_debug("could not wake the main thread");
+                pthread_mutex_lock(&e->lock);
+            }
+        }
+        /* After an interrupt the queue is the main thread's to report. */
+        while ((!e->work_head || atomic_load(&interrupted)) && !e->stopping)
+            pthread_cond_wait(&e->work_cv, &e->lock);
+        job *j = e->stopping ? NULL : e->work_head;
+        if (j) {
+            e->work_head = j->next;
+            if (!e->work_head)
+                e->work_tail = NULL;
+            e->queued--;
+        }
+        pthread_mutex_unlock(&e->lock);
+        if (!j)
+            return NULL;
+        begin_attempt(j);
+        run_local(e, j);
+        finished = j;
     }
-    pthread_mutex_unlock(&e->lock);
-    return NULL;
 }
 
 static int start_workers(engine *e, int n, char *err, size_t errlen)
 {
+    /* Stop signals go to the main thread, whose wait they cut short. */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    int rc = pthread_sigmask(SIG_BLOCK, &block, &old);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot block signals: %s", strerror(rc));
+        return -1;
+    }
     e->threads = pano_calloc((size_t)n, sizeof *e->threads);
     for (int i = 0; i < n; i++) {
-        int rc = pthread_create(&e->threads[i], NULL, worker, e);
-        if (rc != 0) {
-            if (i == 0) {
-                snprintf(err, errlen, "cannot start a thread: %s", strerror(rc));
-                return -1;
-            }
+        rc = pthread_create(&e->threads[i], NULL, worker, e);
+        if (rc != 0)
             break; /* fewer workers will do */
-        }
         e->nthreads++;
+    }
+    int mrc = pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (mrc != 0)
+        pano_warn("cannot restore the signal mask: %s", strerror(mrc));
+    if (e->nthreads == 0) {
+        free(e->threads);
+        snprintf(err, errlen, "cannot start a thread: %s", strerror(rc));
+        return -1;
     }
     return 0;
 }
@@ -344,7 +422,9 @@ static void collect_local(engine *e)
         return;
     pthread_mutex_lock(&e->lock);
     job *list = e->done_head;
-    e->done_head = NULL;
+    e->done_head = e->done_tail = NULL;
+    e->ndone = 0;
+    e->wake_pending = false;
     pthread_mutex_unlock(&e->lock);
     while (list) {
         job *j = list;
@@ -386,6 +466,8 @@ static size_t on_read(char *data, size_t size, size_t n, void *ud)
     job *j = ud;
     for (;;) {
         ssize_t r = read(j->fd, data, size * n);
+        if (r > 0)
+            j->read_some = true;
         if (r >= 0) {
             atomic_fetch_add_explicit(&j->live, (uint64_t)r, memory_order_relaxed);
             return (size_t)r;
@@ -630,36 +712,22 @@ static CURL *new_easy(const engine *e, job *j, const char *url)
     if (o->ssh_known_hosts)
         curl_easy_setopt(c, CURLOPT_SSH_KNOWNHOSTS, o->ssh_known_hosts);
     curl_easy_setopt(c, CURLOPT_FTP_CREATE_MISSING_DIRS, (long)CURLFTP_CREATE_DIR_RETRY);
+    if (j->fresh) {
+        /* The failed attempt's connection may be in any state (an FTP
+         * control connection after an aborted upload answers out of step). */
+        curl_easy_setopt(c, CURLOPT_FRESH_CONNECT, 1L);
+        j->fresh = false;
+    }
     return c;
 }
 
 /* Start one libcurl attempt. -1 with j->error set when it cannot start. */
-static int start_curl(engine *e, job *j)
+/* Run c for j on the multi handle (c == NULL: libcurl could not make it). */
+static int add_easy(engine *e, job *j, CURL *c)
 {
-    CURL *c;
-    if (receiving(j)) {
-        int64_t offset = prepare_download(e, j);
-        if (offset < 0)
-            return -1;
-        if (!(c = new_easy(e, j, j->spec->src_url)))
-            goto nomem;
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
-        curl_easy_setopt(c, CURLOPT_WRITEDATA, j);
-        if (offset > 0)
-            curl_easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)offset);
-    } else {
-        curl_off_t size;
-        if (prepare_upload(e, j, &size) < 0)
-            return -1;
-        if (!(c = new_easy(e, j, j->spec->dst_url)))
-            goto nomem;
-        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, size);
-        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-        curl_easy_setopt(c, CURLOPT_READDATA, j);
-        curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
-        curl_easy_setopt(c, CURLOPT_SEEKDATA, j);
-        j->size = size;
+    if (!c) {
+        snprintf(j->error, sizeof j->error, "libcurl could not create a transfer");
+        return -1;
     }
     j->write_errno = 0;
     CURLMcode mc = curl_multi_add_handle(e->multi, c);
@@ -670,9 +738,130 @@ static int start_curl(engine *e, job *j)
     }
     j->easy = c;
     return 0;
-nomem:
-    snprintf(j->error, sizeof j->error, "libcurl could not create a transfer");
-    return -1;
+}
+
+/* Send the upload's data (prepare_upload done, j->size set), from byte
+ * `from` on: what the server has before it is kept (appended to). */
+static int start_send(engine *e, job *j, curl_off_t from)
+{
+    j->resumed_at = from;
+    j->read_some = false;
+    CURL *c = new_easy(e, j, j->spec->dst_url);
+    if (c) {
+        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)j->size);
+        curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+        curl_easy_setopt(c, CURLOPT_READDATA, j);
+        curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
+        curl_easy_setopt(c, CURLOPT_SEEKDATA, j);
+        if (from > 0)
+            curl_easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, from);
+    }
+    return add_easy(e, j, c);
+}
+
+static size_t discard(char *data, size_t size, size_t n, void *ud)
+{
+    (void)data;
+    (void)ud;
+    return size * n;
+}
+
+/* Ask the server how much of DST it has (FTP SIZE, sftp stat): see
+ * upload_probed and upload_checked. */
+static int start_probe(engine *e, job *j, probe_kind kind)
+{
+    CURL *c = new_easy(e, j, j->spec->dst_url);
+    if (c) {
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard); /* FTP's header lines */
+    }
+    j->probe = kind;
+    return add_easy(e, j, c);
+}
+
+/* An upload attempt succeeded: the data is on the server. */
+static void upload_done(engine *e, job *j)
+{
+    if (j->fd >= 0 && j->kind != KIND_THIRD_PARTY) {
+        close(j->fd); /* a relay file is kept until the job is final */
+        j->fd = -1;
+    }
+    attempt_ended(e, j, true);
+}
+
+/* After a resumed send the server's file must be exactly the data: what
+ * the first probe saw may have grown since (the failed attempt's server
+ * side still writing what it had received), and appending to that would
+ * leave a wrong file. Then the next attempt sends it all. */
+static void upload_checked(engine *e, job *j, curl_off_t have)
+{
+    if (have == j->size) {
+        upload_done(e, j);
+        return;
+    }
+    snprintf(j->error, sizeof j->error,
+             "resumed at byte %lld, but the server's file then had %lld bytes instead of %lld",
+             (long long)j->resumed_at, (long long)have, (long long)j->size);
+    j->retryable = true;
+    j->no_resume = true;
+    attempt_ended(e, j, false);
+}
+
+/* The server has `have` bytes of DST (-1: no such file). It is asked only
+ * when DST holds a prefix of the data: an earlier send of this run wrote
+ * it (libcurl read data only once it had opened DST, truncating it), or
+ * --continue says it is what an earlier run left. A file larger than the
+ * data is no such prefix, and is replaced. */
+static void upload_probed(engine *e, job *j, curl_off_t have)
+{
+    if (j->sent_end >= 0 && have > j->sent_end && have <= j->size) {
+        /* libcurl counts what the server acknowledged (sftp): when the
+         * connection broke, the server had received more */
+        uint64_t unseen = (uint64_t)(have - j->sent_end);
+        j->bytes += unseen;
+        e->bytes_done += unseen;
+        j->sent_end = have;
+    }
+    curl_off_t from = 0;
+    if (have > 0 && have < j->size) {
+        from = have;
+        pano_info("%s: the server has %lld of %lld bytes, sending the rest", j->spec->dst_shown,
+                  (long long)have, (long long)j->size);
+    } else if (have > 0 && have == j->size) {
+        from = have; /* libcurl sends nothing and succeeds */
+        pano_info("%s: the server has all %lld bytes already", j->spec->dst_shown,
+                  (long long)have);
+    } else if (have > j->size)
+        pano_info("%s: the server's file is larger (%lld bytes) than the data (%lld): sending "
+                  "all of it", j->spec->dst_shown, (long long)have, (long long)j->size);
+    if (start_send(e, j, from) < 0)
+        attempt_ended(e, j, false);
+}
+
+static int start_curl(engine *e, job *j)
+{
+    j->fresh = j->attempts > 1;
+    if (!receiving(j)) {
+        curl_off_t size;
+        if (prepare_upload(e, j, &size) < 0)
+            return -1;
+        j->size = size;
+        if (appends(j->spec->dst_url) && !j->no_resume && (j->dst_ours || e->o->resume))
+            return start_probe(e, j, PROBE_BEFORE);
+        return start_send(e, j, 0);
+    }
+    int64_t offset = prepare_download(e, j);
+    if (offset < 0)
+        return -1;
+    CURL *c = new_easy(e, j, j->spec->src_url);
+    if (c) {
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
+        curl_easy_setopt(c, CURLOPT_WRITEDATA, j);
+        if (offset > 0)
+            curl_easy_setopt(c, CURLOPT_RESUME_FROM_LARGE, (curl_off_t)offset);
+    }
+    return add_easy(e, j, c);
 }
 
 static bool curl_retryable(CURLcode code, long http, int write_errno)
@@ -711,25 +900,45 @@ static void curl_finished(engine *e, job *j, CURLcode code)
 {
     CURL *c = j->easy;
     long http = 0;
-    curl_off_t moved = 0;
+    curl_off_t moved = 0, have = -1;
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &http);
     if (receiving(j))
         curl_easy_getinfo(c, CURLINFO_SIZE_DOWNLOAD_T, &moved);
     else
         curl_easy_getinfo(c, CURLINFO_SIZE_UPLOAD_T, &moved);
+    if (j->probe != PROBE_NONE)
+        curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &have);
     /* libcurl's count of the bytes moved is the truth. */
     if (moved >= 0)
         atomic_store(&j->live, (uint64_t)moved);
+    if (j->probe == PROBE_NONE && !receiving(j) && j->read_some) {
+        /* libcurl took data, so it had DST open: DST is a prefix of the data */
+        j->dst_ours = true;
+        j->sent_end = j->resumed_at + (moved > 0 ? moved : 0);
+    }
     curl_multi_remove_handle(e->multi, c);
     curl_easy_cleanup(c);
     j->easy = NULL;
+    if (j->probe != PROBE_NONE) {
+        probe_kind kind = j->probe;
+        j->probe = PROBE_NONE;
+        if (code == CURLE_OK || code == CURLE_REMOTE_FILE_NOT_FOUND) {
+            if (code != CURLE_OK)
+                have = -1;
+            if (kind == PROBE_BEFORE)
+                upload_probed(e, j, have);
+            else
+                upload_checked(e, j, have);
+            return;
+        }
+        /* the server could not be asked: a failed attempt like any other */
+    }
 
     bool ok = code == CURLE_OK;
     if (!ok) {
         const char *text = j->errbuf[0] ? j->errbuf : curl_easy_strerror(code);
         if (code == CURLE_ABORTED_BY_CALLBACK && j->stalled) {
-            snprintf(j->error, sizeof j->error, "stalled: no data for %g s (%llu bytes moved in this attempt)",
-                     j->stall_limit, (unsigned long long)moved);
+            snprintf(j->error, sizeof j->error, "stalled: no data for %g s", j->stall_limit);
             code = CURLE_OPERATION_TIMEDOUT; /* retry it like a timeout */
         } else if (code == CURLE_HTTP_RETURNED_ERROR)
             snprintf(j->error, sizeof j->error, "HTTP %ld: %s", http, text);
@@ -805,9 +1014,17 @@ static void curl_finished(engine *e, job *j, CURLcode code)
             free(j->tmp); /* it is DST now */
             j->tmp = NULL;
         }
-    } else if (j->fd >= 0 && j->kind != KIND_THIRD_PARTY) {
-        close(j->fd); /* a relay file is kept until the job is final */
-        j->fd = -1;
+    } else if (j->resumed_at > 0 && j->resumed_at < j->size) {
+        /* sent the rest: check the whole (what was sent stays counted) */
+        uint64_t sent = atomic_exchange(&j->live, 0);
+        j->bytes += sent;
+        e->bytes_done += sent;
+        if (start_probe(e, j, PROBE_AFTER) < 0)
+            attempt_ended(e, j, false);
+        return;
+    } else {
+        upload_done(e, j);
+        return;
     }
     attempt_ended(e, j, ok);
 }
@@ -816,31 +1033,25 @@ static void curl_finished(engine *e, job *j, CURLcode code)
 
 static void start_job(engine *e, job *j)
 {
-    if (j->attempts == 0)
-        j->start = pano_now();
-    j->attempts++;
     j->state = J_RUNNING;
-    j->error[0] = '\0';
-    j->retryable = false;
-    e->active++;
-    e->running[e->nrunning++] = j;
-    pano_debug("%s -> %s (attempt %d)", j->spec->src_shown, j->spec->dst_shown, j->attempts);
+    add_running(e, j);
+    if (j->kind == KIND_LOCAL && e->nthreads > 0) {
+        /* for the workers (hand_over): the one that takes it begins the attempt */
+        e->local_inflight++;
+        j->next = NULL;
+        if (e->batch_tail)
+            e->batch_tail->next = j;
+        else
+            e->batch_head = j;
+        e->batch_tail = j;
+        e->nbatch++;
+        return;
+    }
+    begin_attempt(j);
     switch (j->kind) {
     case KIND_LOCAL:
-        if (e->nthreads == 0 || local_copies_are_cheap(e)) {
-            run_local(e, j);
-            local_finished(e, j);
-            return;
-        }
-        pthread_mutex_lock(&e->lock);
-        j->next = NULL;
-        if (e->work_tail)
-            e->work_tail->next = j;
-        else
-            e->work_head = j;
-        e->work_tail = j;
-        pthread_cond_signal(&e->work_cv);
-        pthread_mutex_unlock(&e->lock);
+        run_local(e, j);
+        local_finished(e, j);
         return;
     case KIND_DOWNLOAD:
     case KIND_UPLOAD:
@@ -851,10 +1062,62 @@ static void start_job(engine *e, job *j)
     }
 }
 
+/* Queue the local copies start_job set aside, all at once. */
+static void hand_over(engine *e)
+{
+    if (!e->batch_head)
+        return;
+    pthread_mutex_lock(&e->lock);
+    if (e->work_tail)
+        e->work_tail->next = e->batch_head;
+    else
+        e->work_head = e->batch_head;
+    e->work_tail = e->batch_tail;
+    e->queued += e->nbatch;
+    if (e->nbatch > 1)
+        pthread_cond_broadcast(&e->work_cv);
+    else
+        pthread_cond_signal(&e->work_cv);
+    pthread_mutex_unlock(&e->lock);
+    e->batch_head = e->batch_tail = NULL;
+    e->nbatch = 0;
+}
+
+/* Interrupted before its next attempt began. */
+static void report_unstarted(engine *e, job *j)
+{
+    if (j->attempts == 0) {
+        j->start = pano_now();
+        snprintf(j->error, sizeof j->error, "interrupted before it started");
+    } else {
+        char last[sizeof j->error];
+        snprintf(last, sizeof last, "%s", j->error);
+        snprintf(j->error, sizeof j->error, "interrupted while waiting to retry (%.400s)", last);
+    }
+    if (j->kind == KIND_DOWNLOAD || j->kind == KIND_THIRD_PARTY)
+        release_download(j, false);
+    else if (j->fd >= 0) {
+        close(j->fd);
+        j->fd = -1;
+    }
+    report(e, j, 1);
+}
+
 /* After pano_copy_interrupt(): every transfer that is not final becomes a
  * failure now, except local copies on workers, which finish first. */
 static void stop_everything(engine *e)
 {
+    pthread_mutex_lock(&e->lock);
+    job *queued = e->work_head;
+    e->work_head = e->work_tail = NULL;
+    e->queued = 0;
+    pthread_mutex_unlock(&e->lock);
+    while (queued) {
+        job *j = queued;
+        queued = j->next;
+        remove_running(e, j);
+        report_unstarted(e, j);
+    }
     for (size_t i = 0; i < e->nrunning;) {
         job *j = e->running[i];
         if (!j->easy) {
@@ -873,25 +1136,10 @@ static void stop_everything(engine *e)
         j->retryable = false;
         attempt_ended(e, j, false); /* removes it from running */
     }
-    while (e->nwaiting > 0) {
-        job *j = e->waiting[--e->nwaiting];
-        char last[sizeof j->error];
-        snprintf(last, sizeof last, "%s", j->error);
-        snprintf(j->error, sizeof j->error, "interrupted while waiting to retry (%.400s)", last);
-        if (j->kind == KIND_DOWNLOAD || j->kind == KIND_THIRD_PARTY)
-            release_download(j, false);
-        else if (j->fd >= 0) {
-            close(j->fd);
-            j->fd = -1;
-        }
-        report(e, j, 1);
-    }
-    while (e->next < e->njobs) {
-        job *j = &e->jobs[e->next++];
-        j->start = pano_now();
-        snprintf(j->error, sizeof j->error, "interrupted before it started");
-        report(e, j, 1);
-    }
+    while (e->nwaiting > 0)
+        report_unstarted(e, e->waiting[--e->nwaiting]);
+    while (e->next < e->njobs)
+        report_unstarted(e, &e->jobs[e->next++]);
 }
 
 static void tick(engine *e)
@@ -900,26 +1148,37 @@ static void tick(engine *e)
         return;
     pano_copy_stats s = {.total = e->njobs, .done = e->done, .failed = e->failed,
                          .active = e->active, .bytes = e->bytes_done};
+    if (e->nthreads) {
+        pthread_mutex_lock(&e->lock);
+        s.active -= e->queued; /* handed over, not started yet */
+        pthread_mutex_unlock(&e->lock);
+    }
     for (size_t i = 0; i < e->nrunning; i++)
         s.bytes += atomic_load_explicit(&e->running[i]->live, memory_order_relaxed);
     e->cb->tick(e->cb->ctx, &s);
 }
 
+static void engine_free(engine *e)
+{
+    curl_multi_cleanup(e->multi);
+    free(e->jobs);
+    free(e->running);
+    free(e->waiting);
+}
+
 long pano_copy_run(const pano_copy_options *o, const pano_transfer_list *list,
                    const pano_copy_callbacks *cb, char *err, size_t errlen)
 {
-    engine e = {.o = o, .cb = cb, .njobs = list->len};
-    int jobs = o->jobs > 0 ? o->jobs : 1;
-    e.jobs = pano_calloc(list->len ? list->len : 1, sizeof *e.jobs);
-    e.running = pano_calloc((size_t)jobs, sizeof *e.running);
-    e.waiting = pano_calloc((size_t)jobs, sizeof *e.waiting);
+    engine e = {.o = o, .cb = cb, .njobs = list->len, .limit = o->jobs > 0 ? (size_t)o->jobs : 1};
     size_t nlocal = 0;
+    e.jobs = pano_calloc(list->len ? list->len : 1, sizeof *e.jobs);
     for (size_t i = 0; i < list->len; i++) {
         job *j = &e.jobs[i];
         j->spec = &list->items[i];
         j->index = i;
         j->fd = -1;
         j->size = -1;
+        j->sent_end = -1;
         atomic_init(&j->live, 0);
         bool sl = j->spec->src_path != NULL, dl = j->spec->dst_path != NULL;
         if (sl && dl && !o->curl_for_local) {
@@ -934,29 +1193,36 @@ long pano_copy_run(const pano_copy_options *o, const pano_transfer_list *list,
         j->resumable = (j->kind == KIND_DOWNLOAD || j->kind == KIND_THIRD_PARTY) &&
                        has_ranges(j->spec->src_url);
     }
+    /* in hand at once: -j, plus local copies queued ahead */
+    size_t capacity = e.limit + (e.limit > 1 && nlocal > 0 ? QUEUE_AHEAD : 0);
+    e.running = pano_calloc(capacity, sizeof *e.running);
+    e.waiting = pano_calloc(capacity, sizeof *e.waiting);
     e.multi = curl_multi_init();
     if (!e.multi) {
         snprintf(err, errlen, "libcurl could not start");
-        free(e.jobs);
-        free(e.running);
-        free(e.waiting);
+        engine_free(&e);
         return -1;
     }
-    pthread_mutex_init(&e.lock, NULL);
-    pthread_cond_init(&e.work_cv, NULL);
-    if (jobs > 1 && nlocal > 0 &&
-        start_workers(&e, (size_t)jobs < nlocal ? jobs : (int)nlocal, err, errlen) < 0) {
-        curl_multi_cleanup(e.multi);
-        free(e.jobs);
-        free(e.running);
-        free(e.waiting);
+    int rc = pthread_mutex_init(&e.lock, NULL);
+    if (rc == 0 && (rc = pthread_cond_init(&e.work_cv, NULL)) != 0)
+        pthread_mutex_destroy(&e.lock);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot set up threads: %s", strerror(rc));
+        engine_free(&e);
+        return -1;
+    }
+    if (e.limit > 1 && nlocal > 0 &&
+        start_workers(&e, (int)(e.limit < nlocal ? e.limit : nlocal), err, errlen) < 0) {
+        pthread_mutex_destroy(&e.lock);
+        pthread_cond_destroy(&e.work_cv);
+        engine_free(&e);
         return -1;
     }
 
     double next_tick = pano_now() + TICK_MS / 1000.0;
     bool stopped = false;
     while (e.done < e.njobs) {
-        if (interrupted && !stopped) {
+        if (atomic_load(&interrupted) && !stopped) {
             stop_everything(&e);
             stopped = true;
             if (e.done >= e.njobs)
@@ -964,9 +1230,9 @@ long pano_copy_run(const pano_copy_options *o, const pano_transfer_list *list,
         }
         /* Start what may start: due retries first, then new transfers. */
         double now = pano_now();
-        for (size_t i = 0; i < e.nwaiting && e.active < (size_t)jobs;) {
+        for (size_t i = 0; i < e.nwaiting;) {
             job *j = e.waiting[i];
-            if (j->due <= now) {
+            if (j->due <= now && e.active < limit_for(&e, j)) {
                 e.waiting[i] = e.waiting[--e.nwaiting];
                 start_job(&e, j);
             } else
@@ -974,9 +1240,10 @@ long pano_copy_run(const pano_copy_options *o, const pano_transfer_list *list,
         }
         /* (Local copies may run inline here: come back to libcurl and the
          * progress line at least every 50 ms.) */
-        while (e.active + e.nwaiting < (size_t)jobs && e.next < e.njobs && !interrupted &&
-               pano_now() - now < 0.05)
+        while (e.next < e.njobs && e.active + e.nwaiting < limit_for(&e, &e.jobs[e.next]) &&
+               !atomic_load(&interrupted) && pano_now() - now < 0.05)
             start_job(&e, &e.jobs[e.next++]);
+        hand_over(&e);
         if (e.done >= e.njobs)
             break;
 
@@ -1000,16 +1267,20 @@ long pano_copy_run(const pano_copy_options *o, const pano_transfer_list *list,
             tick(&e);
             next_tick = now + TICK_MS / 1000.0;
         }
+        if (e.cb && e.cb->flush)
+            e.cb->flush(e.cb->ctx);
         if (e.done >= e.njobs)
             break;
-        /* Did something finish or may something start right away? */
-        bool ready = e.active < (size_t)jobs && e.next < e.njobs;
+        /* May something start right away? */
+        if (e.next < e.njobs && e.active + e.nwaiting < limit_for(&e, &e.jobs[e.next]) &&
+            !atomic_load(&interrupted))
+            continue;
         double wait = next_tick - now;
+        if (e.local_inflight > 0 && wait > COLLECT_MS / 1000.0)
+            wait = COLLECT_MS / 1000.0;
         for (size_t i = 0; i < e.nwaiting; i++)
             if (e.waiting[i]->due - now < wait)
                 wait = e.waiting[i]->due - now;
-        if (ready)
-            continue;
         if (wait > 0) {
             mc = curl_multi_poll(e.multi, NULL, 0, (int)(wait * 1000) + 1, NULL);
             if (mc != CURLM_OK)
@@ -1017,15 +1288,14 @@ long pano_copy_run(const pano_copy_options *o, const pano_transfer_list *list,
         }
     }
     tick(&e);
+    if (e.cb && e.cb->flush)
+        e.cb->flush(e.cb->ctx);
 
     if (e.nthreads)
         stop_workers(&e);
     pthread_mutex_destroy(&e.lock);
     pthread_cond_destroy(&e.work_cv);
-    curl_multi_cleanup(e.multi);
     long failed = (long)e.failed;
-    free(e.jobs);
-    free(e.running);
-    free(e.waiting);
+    engine_free(&e);
     return failed;
 }

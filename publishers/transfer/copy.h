@@ -4,9 +4,10 @@
  *
  * Transfers with a remote side run on one libcurl multi handle (connections
  * are reused across files). Local -> local copies take the fast path of
- * local.h on worker threads (on the calling thread when jobs == 1, or once
- * they prove cheap), or libcurl's file:// when curl_for_local is set; the
- * results look the same either way.
+ * local.h on up to `jobs` worker threads, which take them from a queue
+ * one after the other (on the calling thread when jobs == 1), or libcurl's
+ * file:// when curl_for_local is set; the results look the same either
+ * way.
  *
  *   download (remote -> local): into a new file next to DST (local.h's
  *       pano_local_create) that becomes DST when complete; a retry resumes from the bytes already there
@@ -77,6 +78,10 @@ typedef struct {
     void (*done)(void *ctx, const pano_copy_result *result);
     /* Called about 5 times a second while transfers run (may be NULL). */
     void (*tick)(void *ctx, const pano_copy_stats *stats);
+    /* Called on the calling thread after each round of done calls, before
+     * the engine waits, and at the end (may be NULL): what done buffered
+     * can be written out now. */
+    void (*flush)(void *ctx);
     void *ctx;
 } pano_copy_callbacks;
 

@@ -79,46 +79,37 @@ static void usage(FILE *out)
 /* ---- output ------------------------------------------------------------- */
 
 typedef struct {
-    pano_config *cfg;
     pano_source *source;
-    pano_sink *sink;     /* NULL in payload mode */
-    FILE *payload_out;   /* payload mode */
-    bool payload_close;
+    pano_sink *sink;
     long undelivered;
 } output;
 
+/* Where events go: the broker, unless publishing is off or --payload asks
+ * for MONITORING_PAYLOAD blocks; otherwise JSON lines to -o or stdout. */
 static int output_open(output *o, pano_config *cfg, bool payload)
 {
     char err[512];
-    o->cfg = cfg;
     o->source = pano_source_new(cfg);
     const char *mode = pano_config_str(cfg, "pano.transfer.publish");
     int publish = strcasecmp(mode, "auto") == 0 ? -1 : pano_config_parse_bool(mode);
     const char *url = pano_config_str(cfg, "pano.amqp.url");
     bool has_url = url && *url;
+    const char *path = pano_config_str(cfg, "pano.output");
+    if (!path || !*path)
+        path = "-";
     if (payload) {
         if (has_url && publish == 1)
             pano_warn("--payload: events are printed, not published");
-        const char *path = pano_config_str(cfg, "pano.output");
-        if (!path || !*path || strcmp(path, "-") == 0)
-            o->payload_out = stdout;
-        else if (!(o->payload_out = fopen(path, "ae"))) {
-            pano_error("cannot open %s: %s", path, strerror(errno));
-            return -1;
-        }
-        o->payload_close = o->payload_out != stdout;
-        return 0;
-    }
-    if (publish == 0 && has_url) {
+        o->sink = pano_sink_open_file(cfg, path, PANO_SINK_PAYLOAD, err, sizeof err);
+    } else if (publish == 0 && has_url) {
         pano_debug("publishing is off: events are written as JSON lines");
-        if (pano_config_set(cfg, "pano.amqp.url", "", PANO_CFG_CLI, err, sizeof err) < 0) {
-            pano_error("%s", err);
-            return -1;
-        }
-    } else if (publish == 1 && !has_url)
-        pano_warn("publishing was asked for but no broker URL is set (pano.amqp.url, "
-                  "PEGASUS_AMQP_URL); events are written as JSON lines");
-    o->sink = pano_sink_open(cfg, "-", err, sizeof err);
+        o->sink = pano_sink_open_file(cfg, path, PANO_SINK_JSON_LINES, err, sizeof err);
+    } else {
+        if (publish == 1 && !has_url)
+            pano_warn("publishing was asked for but no broker URL is set (pano.amqp.url, "
+                      "PEGASUS_AMQP_URL); events are written as JSON lines");
+        o->sink = pano_sink_open(cfg, "-", err, sizeof err);
+    }
     if (!o->sink) {
         pano_error("%s", err);
         return -1;
@@ -130,40 +121,25 @@ static int output_open(output *o, pano_config *cfg, bool payload)
 static void emit(output *o, pano_json *ev)
 {
     char err[512];
-    if (o->payload_out) {
-        pano_json *block = pano_json_object();
-        double ts = 0;
-        pano_json_get_number(ev, "ts", &ts);
-        pano_json_set_int(block, "ts", (int64_t)ts);
-        pano_json_set_str(block, "monitoring_event", pano_json_get_str(ev, "event"));
-        pano_json_append(pano_json_set_array(block, "payload"), ev);
-        char *json = pano_json_serialize(block, NULL);
-        int rc = fprintf(o->payload_out,
-                         "@@@MONITORING_PAYLOAD - START@@@%s@@@MONITORING_PAYLOAD - END@@@\n",
-                         json);
-        if (rc < 0 || fflush(o->payload_out) != 0) {
-            pano_error("event not written (%s): %s", strerror(errno), json);
-            o->undelivered++;
-        }
+    if (pano_sink_send(o->sink, ev, err, sizeof err) < 0) {
+        char *json = pano_json_serialize(ev, NULL);
+        pano_error("event not delivered (%s): %s", err, json);
         free(json);
-        pano_json_free(block);
-        return;
+        o->undelivered++;
     }
-    if (pano_sink_send(o->sink, ev, err, sizeof err) == 0) {
-        pano_json_free(ev);
-        return;
-    }
-    char *json = pano_json_serialize(ev, NULL);
-    pano_error("event not delivered (%s): %s", err, json ? json : "?");
-    free(json);
     pano_json_free(ev);
-    o->undelivered++;
+}
+
+/* Write what the sink holds (copy holds events for a file between flushes). */
+static void output_flush(output *o)
+{
+    char err[512];
+    if (pano_sink_flush(o->sink, err, sizeof err) < 0)
+        o->undelivered++; /* the events were logged */
 }
 
 static void output_close(output *o)
 {
-    if (o->payload_close)
-        fclose(o->payload_out);
     pano_sink_close(o->sink);
     pano_source_free(o->source);
 }
@@ -207,33 +183,35 @@ static void on_done(void *ctx, const pano_copy_result *r)
     double duration = r->end - r->start;
     if (duration < 0)
         duration = 0;
+    /* Every key is new to the event: added without looking for it first. */
     pano_json *ev = pano_event_new(run->out->source, "transfer.inv.local.single");
-    pano_json_set_str(ev, "level", "INFO");
-    pano_json_set_int(ev, "status", r->status);
+    pano_json_add(ev, "level", pano_json_string("INFO"));
+    pano_json_add(ev, "status", pano_json_int(r->status));
     const char *local = s->src_path ? s->src_path : s->dst_path;
     if (local)
-        pano_json_set_str(ev, "filename", local);
-    pano_json_set_str(ev, "source_url", s->src_shown);
+        pano_json_add(ev, "filename", pano_json_string(local));
+    pano_json_add(ev, "source_url", pano_json_string(s->src_shown));
     if (s->src_site)
-        pano_json_set_str(ev, "source_site_name", s->src_site);
-    pano_json_set_str(ev, "destination_url", s->dst_shown);
+        pano_json_add(ev, "source_site_name", pano_json_string(s->src_site));
+    pano_json_add(ev, "destination_url", pano_json_string(s->dst_shown));
     if (s->dst_site)
-        pano_json_set_str(ev, "destination_site_name", s->dst_site);
-    pano_json_set_double(ev, "transfer_start_time", r->start, 6);
-    pano_json_set_double(ev, "transfer_completion_time", r->end, 6);
-    pano_json_set_double(ev, "transfer_duration", duration, 6);
-    pano_json_set_int(ev, "bytes_transferred", (int64_t)r->bytes);
+        pano_json_add(ev, "destination_site_name", pano_json_string(s->dst_site));
+    pano_json_add(ev, "transfer_start_time", pano_json_double(r->start, 6));
+    pano_json_add(ev, "transfer_completion_time", pano_json_double(r->end, 6));
+    pano_json_add(ev, "transfer_duration", pano_json_double(duration, 6));
+    pano_json_add(ev, "bytes_transferred", pano_json_int((int64_t)r->bytes));
     if (r->relayed)
-        pano_json_set_int(ev, "bytes_received", (int64_t)r->received);
+        pano_json_add(ev, "bytes_received", pano_json_int((int64_t)r->received));
     if (r->status == 0 && r->size >= 0)
-        pano_json_set_int(ev, "file_size", r->size);
+        pano_json_add(ev, "file_size", pano_json_int(r->size));
     if (duration > 0)
-        pano_json_set_double(ev, "effective_bytes_per_second", (double)r->bytes / duration, 1);
-    pano_json_set_int(ev, "retries", r->retries);
+        pano_json_add(ev, "effective_bytes_per_second",
+                      pano_json_double((double)r->bytes / duration, 1));
+    pano_json_add(ev, "retries", pano_json_int(r->retries));
     if (r->sha256[0])
-        pano_json_set_str(ev, "sha256", r->sha256);
+        pano_json_add(ev, "sha256", pano_json_string(r->sha256));
     if (r->status) {
-        pano_json_set_str(ev, "error", r->error);
+        pano_json_add(ev, "error", pano_json_string(r->error));
         pano_error("%s -> %s: %s", s->src_shown, s->dst_shown, r->error);
     }
     emit(run->out, ev);
@@ -247,6 +225,12 @@ static void on_tick(void *ctx, const pano_copy_stats *s)
 {
     copy_run *run = ctx;
     pano_progress_update(run->progress, s);
+}
+
+static void on_flush(void *ctx)
+{
+    copy_run *run = ctx;
+    output_flush(run->out);
 }
 
 static void emit_summary(copy_run *run, double start, double end)
@@ -388,7 +372,9 @@ static int do_copy(pano_config *cfg, const cmd_options *co, int argc, char **arg
     bool tty = isatty(STDERR_FILENO);
     copy_run run = {.out = &out,
                     .progress = pano_progress_new(stderr, co->progress < 0 ? tty : co->progress)};
-    pano_copy_callbacks cb = {.done = on_done, .tick = on_tick, .ctx = &run};
+    pano_copy_callbacks cb = {.done = on_done, .tick = on_tick, .flush = on_flush, .ctx = &run};
+    /* written to a file once per round of the engine, not one by one */
+    pano_sink_hold(out.sink, true);
     catch_stop_signals();
     double start = pano_now();
     long failed = pano_copy_run(&o, &list, &cb, err, sizeof err);

@@ -23,11 +23,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     darshan_summary s;
     char err[512];
     if (darshan_summarize_log(data, size, &s, err, sizeof err) == 0) {
-        pano_json *ev = pano_event_new(src, "darshan.perf");
-        darshan_event_fill(ev, &s, NULL);
-        char *json = pano_json_serialize(ev, NULL);
-        free(json);
-        pano_json_free(ev);
+        pano_json *envelope = pano_event_new(src, "darshan.perf");
+        pano_buf json = {0};
+        darshan_event_write(&json, envelope, &s, NULL);
+        /* Whatever the log holds, the event is valid JSON without
+         * duplicate keys (the bridge would dead-letter it otherwise). */
+        const pano_json_parse_options strict = {.reject_duplicates = true};
+        char why[256];
+        pano_json *back = pano_json_parse_with(json.data, json.len, &strict, why, sizeof why);
+        if (!back)
+            abort();
+        pano_json_free(back);
+        pano_buf_free(&json);
+        pano_json_free(envelope);
         darshan_summary_free(&s);
     }
     return 0;

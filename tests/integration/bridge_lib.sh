@@ -105,8 +105,15 @@ check_all_delivered() {
     echo "distinct $distinct total $total"
 }
 
-# metric NAME: a value from a bridge's status file (the first argument).
+# metric FILE NAME: a value from a bridge's status file.
 metric() { awk -v m="$2" '$1 == m {print $2}' "$1"; }
+
+# The status file of the bridge a test watches (start_bridge NAME --set
+# pano.bridge.status_file="$STATUS"): m NAME is a value from it, at_least
+# NAME N says whether it reached N (for wait_until).
+STATUS=$TEST_DIR/bridge.prom
+m() { metric "$STATUS" "$1"; }
+at_least() { [[ $(m "$1" 2>/dev/null || echo 0) -ge $2 ]]; }
 
 # ---- a private RabbitMQ and Kafka, for tests that restart them -----------
 

@@ -12,13 +12,10 @@ source "$(dirname "$0")/bridge_lib.sh"
 private_stack_up
 
 N=60000 PREFETCH=500 HOLD=12
-status=$TEST_DIR/bridge.prom
-start_bridge bridge --set pano.bridge.status_file="$status" --set pano.bridge.stats_interval=0.5 \
+start_bridge bridge --set pano.bridge.status_file="$STATUS" --set pano.bridge.stats_interval=0.5 \
     --set pano.bridge.prefetch=$PREFETCH --set pano.bridge.hold_timeout=$HOLD
 "$AMQP_LOAD" -n $N -p "$TEST_ID" -w 100 -r 1500 -t 550 >"$TEST_DIR/load.out" 2>"$TEST_DIR/load.err" &
 load=$!
-m() { metric "$status" "$1"; }
-at_least() { [[ $(m "$1" 2>/dev/null || echo 0) -ge $2 ]]; }
 
 # 1. RabbitMQ
 wait_until 120 at_least pano_bridge_messages_acked_total 8000 || fail "bridge too slow: $(m pano_bridge_messages_acked_total)"
@@ -47,7 +44,7 @@ inflight=$(m pano_bridge_messages_in_flight)
 log "Kafka down: nothing acked, $inflight in flight (prefetch $PREFETCH)"
 wait_until 60 at_least pano_bridge_hold_timeouts_total 1 ||
     fail "unconfirmed messages not handed back after ${HOLD}s"
-wait_until 30 bash -c "[[ \$(awk '\$1 == \"pano_bridge_messages_in_flight\" {print \$2}' '$status') == 0 ]]" ||
+wait_until 30 bash -c "[[ \$(awk '\$1 == \"pano_bridge_messages_in_flight\" {print \$2}' '$STATUS') == 0 ]]" ||
     fail "messages still held: $(m pano_bridge_messages_in_flight)"
 grep -q "Kafka has confirmed nothing" "$TEST_DIR/bridge.log" || fail "no stall warning in the log"
 log "handed back to RabbitMQ after ${HOLD}s; starting Kafka again"

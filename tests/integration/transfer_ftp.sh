@@ -3,7 +3,8 @@
 # 127.0.0.1 with its own configuration (anonymous, a writable incoming/
 # directory; needs root and the vsftpd package, else the test is skipped):
 # download, upload creating directories, a missing file, resume of a
-# partial download (--continue, REST).
+# partial download (--continue, REST), uploads resumed from what the server
+# has (--continue, and a connection cut mid-upload: SIZE, then APPE).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/transfer_lib.sh"
 no_broker
@@ -35,6 +36,8 @@ write_enable=YES
 anon_upload_enable=YES
 anon_mkdir_write_enable=YES
 anon_umask=022
+# append to (APPE) and replace files: resumed uploads
+anon_other_write_enable=YES
 pasv_enable=YES
 pasv_address=127.0.0.1
 seccomp_sandbox=NO
@@ -75,4 +78,59 @@ rc=0
 cmp "$d/root/pub/data.bin" "$TEST_DIR/partial.bin" || fail "ftp --continue: file differs"
 check "$(event_of "$TEST_DIR/c.jsonl" transfer.inv.local.single)" ".bytes_transferred == $((size - 1000000))" "ftp --continue moved only the rest"
 log "ftp --continue: resumed after 1000000 bytes"
+
+# ---- uploads resume from what the server has ------------------------------------------
+up=$d/root/incoming/resume.bin
+# a partial destination left by an earlier run: --continue sends the rest (APPE)
+head -c 1000000 "$d/root/pub/data.bin" >"$up"
+chown ftp "$up"
+rc=0
+"$PT" copy "${opts[@]}" --continue "$d/root/pub/data.bin" "$base/incoming/resume.bin" >"$TEST_DIR/uc.jsonl" 2>/dev/null || rc=$?
+[[ $rc == 0 ]] || fail "ftp upload --continue exited $rc"
+cmp "$d/root/pub/data.bin" "$up" || fail "ftp upload --continue: file differs"
+check "$(event_of "$TEST_DIR/uc.jsonl" transfer.inv.local.single)" ".status == 0 and .bytes_transferred == $((size - 1000000))" "ftp upload --continue moved only the rest"
+# all of it there already: nothing moves
+"$PT" copy "${opts[@]}" --continue "$d/root/pub/data.bin" "$base/incoming/resume.bin" >"$TEST_DIR/uc2.jsonl" 2>/dev/null || fail "ftp upload --continue (complete) failed"
+cmp "$d/root/pub/data.bin" "$up" || fail "ftp upload --continue (complete): file differs"
+check "$(event_of "$TEST_DIR/uc2.jsonl" transfer.inv.local.single)" '.status == 0 and .bytes_transferred == 0' "ftp upload --continue of a complete file"
+# a larger (other) file is not continued but replaced
+head -c $((size + 5000)) /dev/urandom >"$up"
+"$PT" copy "${opts[@]}" --continue "$d/root/pub/data.bin" "$base/incoming/resume.bin" >"$TEST_DIR/uc3.jsonl" 2>/dev/null || fail "ftp upload --continue (larger) failed"
+cmp "$d/root/pub/data.bin" "$up" || fail "ftp upload --continue over a larger file: file differs"
+check "$(event_of "$TEST_DIR/uc3.jsonl" transfer.inv.local.single)" ".status == 0 and .bytes_transferred == $size" "ftp upload --continue over a larger file"
+log "ftp upload --continue: the rest of a partial file, nothing for a complete one, all of it over a larger one"
+
+# A connection cut mid-upload: a second server, slowed to 1 MB/s, whose
+# session processes are killed once 300 kB arrived; the retry asks for
+# the size (SIZE) and appends the rest.
+port2=$(free_port)
+sed -e "s/^listen_port=.*/listen_port=$port2/" -e "s|^vsftpd_log_file=.*|vsftpd_log_file=$d/slow.log|" \
+    "$d/vsftpd.conf" >"$d/slow.conf"
+echo "anon_max_rate=1000000" >>"$d/slow.conf"
+start vsftpd-slow "$VSFTPD" "$d/slow.conf"
+slow_pid=${PIDS[-1]}
+wait_until 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port2" 2>/dev/null || fail "the second vsftpd did not start"
+descendants() { local p; for p in $(pgrep -P "$1"); do echo "$p"; descendants "$p"; done; }
+cut=$d/root/incoming/cut.bin
+"$PT" copy --retries 2 --retry-delay 0.1 "$d/root/pub/data.bin" "ftp://127.0.0.1:$port2/incoming/cut.bin" \
+    >"$TEST_DIR/cut.jsonl" 2>"$TEST_DIR/cut.err" &
+pt_pid=$!
+wait_until 20 bash -c "[[ -f '$cut' ]] && (( \$(stat -c %s '$cut') >= 300000 ))" || fail "the upload did not start"
+sessions=$(descendants "$slow_pid")
+[[ -n $sessions ]] || fail "no vsftpd session to cut"
+# shellcheck disable=SC2086
+kill -KILL $sessions
+rc=0
+wait "$pt_pid" || rc=$?
+[[ $rc == 0 ]] || fail "cut ftp upload exited $rc: $(cat "$TEST_DIR/cut.err")"
+cmp "$d/root/pub/data.bin" "$cut" || fail "cut ftp upload: file differs"
+sent1=$(sed -n 's/.* \([0-9]*\) bytes moved in this attempt; retry 1 .*/\1/p' "$TEST_DIR/cut.err")
+had=$(sed -n 's/.*the server has \([0-9]*\) of [0-9]* bytes, sending the rest.*/\1/p' "$TEST_DIR/cut.err")
+[[ -n $sent1 && -n $had ]] && ((had > 0)) || fail "cut ftp upload was not resumed: $(cat "$TEST_DIR/cut.err")"
+# the first attempt moved what libcurl counted, or what the server had if
+# more (sftp counts what the server acknowledged)
+moved1=$((sent1 > had ? sent1 : had))
+check "$(event_of "$TEST_DIR/cut.jsonl" transfer.inv.local.single)" ".status == 0 and .retries == 1 and .bytes_transferred == $((moved1 + size - had))" "cut ftp upload: bytes moved (first attempt $moved1, then the rest after $had)"
+grep -q "OK UPLOAD: .*\"/incoming/cut.bin\", $((size - had)) bytes" "$d/slow.log" || fail "the server did not receive just the rest: $(grep UPLOAD "$d/slow.log")"
+log "ftp upload cut after $had bytes: the rest appended ($((size - had)) bytes; $((moved1 + size - had)) counted over both attempts)"
 log "PASS"

@@ -86,6 +86,15 @@ copy "$TEST_DIR/www/data.bin" "$base/upload/up.bin" --dst-site web
 cmp "$TEST_DIR/www/data.bin" "$TEST_DIR/www/up.bin" || fail "uploaded bytes differ"
 check "$ev" ".status == 0 and .bytes_transferred == $size and .filename == \"$TEST_DIR/www/data.bin\" and .destination_site_name == \"web\"" "upload event"
 log "upload: $size bytes"
+# HTTP has no partial uploads: a PUT cut mid-body is sent again whole,
+# even with --continue, and both attempts count
+copy "$TEST_DIR/www/data.bin" "$base/upload-drop/again.bin" --retries 2 --continue
+[[ $rc == 0 ]] || fail "cut upload exited $rc: $(cat "$TEST_DIR/last.err")"
+cmp "$TEST_DIR/www/data.bin" "$TEST_DIR/www/again.bin" || fail "cut upload: bytes differ"
+sent1=$(sed -n 's/.* \([0-9]*\) bytes moved in this attempt; retry 1 .*/\1/p' "$TEST_DIR/last.err")
+[[ -n $sent1 ]] && ((sent1 >= size / 2)) || fail "cut upload was not retried: $(cat "$TEST_DIR/last.err")"
+check "$ev" ".status == 0 and .retries == 1 and .bytes_transferred == $((sent1 + size))" "cut upload: sent again whole"
+log "upload cut mid-body: sent again whole ($sent1 + $size bytes counted)"
 
 # ---- third party (remote to remote): relayed through a local file ---------------------------
 copy "$base/drop/600000" "$base/upload/relayed.bin" --retries 2 --checksum sha256

@@ -18,6 +18,9 @@
  *   GET /norange-drop/SIZE?n=K  the same, but Range is ignored (200, whole
  *                               body), so a client cannot resume
  *   PUT /upload/NAME            stores the body as ROOT/NAME, answers 201
+ *   PUT /upload-drop/NAME?n=K   the first K requests of this URL store half
+ *                               the body, then the connection closes; later
+ *                               ones are stored whole
  *   anything else               404
  *
  * Every request is logged on stderr as "METHOD PATH range=..." so tests can
@@ -176,7 +179,10 @@ static void serve(int fd, const content *c, const char *range, bool ranges, int 
     /* mode 2: drop (the caller closes) */
 }
 
-static void do_upload(int fd, const char *name, const char *body, size_t have, long long length)
+/* Store the body as ROOT/NAME; with drop, only its first half, then close
+ * without an answer. */
+static void do_upload(int fd, const char *name, const char *body, size_t have, long long length,
+                      bool drop)
 {
     if (length < 0 || strstr(name, "..") || strchr(name, '/')) {
         simple(fd, 400, "Bad Request");
@@ -189,7 +195,7 @@ static void do_upload(int fd, const char *name, const char *body, size_t have, l
         simple(fd, 500, "Internal Server Error");
         return;
     }
-    long long left = length;
+    long long left = drop ? length / 2 : length;
     if (have > (size_t)left)
         have = (size_t)left;
     if (have && write(out, body, have) != (ssize_t)have) {
@@ -200,7 +206,7 @@ static void do_upload(int fd, const char *name, const char *body, size_t have, l
     left -= (long long)have;
     char buf[65536];
     while (left > 0) {
-        ssize_t r = recv(fd, buf, sizeof buf, 0);
+        ssize_t r = recv(fd, buf, left < (long long)sizeof buf ? (size_t)left : sizeof buf, 0);
         if (r <= 0)
             break;
         if (write(out, buf, (size_t)r) != r)
@@ -208,6 +214,8 @@ static void do_upload(int fd, const char *name, const char *body, size_t have, l
         left -= r;
     }
     close(out);
+    if (drop)
+        return;
     if (left == 0)
         simple(fd, 201, "Created");
     else
@@ -270,12 +278,15 @@ static void *handle(void *arg)
             times = atoi(query + 2);
     }
 
-    if (strcmp(method, "PUT") == 0 && strncmp(path, "/upload/", 8) == 0) {
+    bool drop_upload = strncmp(path, "/upload-drop/", 13) == 0;
+    if (strcmp(method, "PUT") == 0 && (strncmp(path, "/upload/", 8) == 0 || drop_upload)) {
         const char *cl = header(req, "Content-Length");
         const char *expect = header(req, "Expect");
         if (expect && strncasecmp(expect, "100-continue", 12) == 0)
             send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25);
-        do_upload(fd, path + 8, end + 4, len - (size_t)(end + 4 - req), cl ? atoll(cl) : -1);
+        bool drop = drop_upload && (always || seen(url) <= times);
+        do_upload(fd, strchr(path + 1, '/') + 1, end + 4, len - (size_t)(end + 4 - req),
+                  cl ? atoll(cl) : -1, drop);
         goto out;
     }
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {

@@ -93,7 +93,9 @@ while IFS= read -r line; do
     [[ $line == '@@@MONITORING_PAYLOAD - START@@@'*'@@@MONITORING_PAYLOAD - END@@@' ]] || fail "payload markers: $line"
     body=${line#@@@MONITORING_PAYLOAD - START@@@}
     body=${body%@@@MONITORING_PAYLOAD - END@@@}
-    check "$body" '(.ts|type) == "number" and (.ts == (.ts|floor)) and (.payload|length) == 1 and .monitoring_event == .payload[0].event' "payload block"
+    check "$body" '(.ts|type) == "number" and (.ts == (.ts|floor)) and (.payload|length) == 1 and (.monitoring_event | startswith("transfer.inv.local"))
+        and (.payload[0] | has("bytes_transferred") or has("files"))
+        and ([.payload[0] | has("event", "event_id", "seq", "wf_uuid")] | any | not)' "payload block (envelope left to the reader)"
 done <"$TEST_DIR/payload.out"
 grep -q '"monitoring_event":"transfer.inv.local"' "$TEST_DIR/payload.out" || fail "payload: no summary block"
 log "output: -o appends, --payload blocks"

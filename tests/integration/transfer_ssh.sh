@@ -2,13 +2,16 @@
 # pano-transfer over sftp:// and scp:// against an OpenSSH server this test
 # starts on 127.0.0.1 (own config, host key, user key and port; needs root
 # and the openssh-server package, else the test is skipped): uploads that
-# create remote directories, downloads, a wrong host key, a missing file.
+# create remote directories, downloads, a wrong host key, a missing file,
+# sftp uploads resumed from what the server has (--continue, and a session
+# cut mid-upload).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/transfer_lib.sh"
 no_broker
 SSHD=/usr/sbin/sshd
-if [[ ! -x $SSHD ]] || ((EUID != 0)) || ! command -v ssh-keygen >/dev/null; then
-    log "SKIP: needs root and openssh-server (sshd, ssh-keygen)"
+SFTP_SERVER=/usr/lib/openssh/sftp-server
+if [[ ! -x $SSHD || ! -x $SFTP_SERVER ]] || ((EUID != 0)) || ! command -v ssh-keygen >/dev/null; then
+    log "SKIP: needs root and openssh-server (sshd, sftp-server, ssh-keygen)"
     exit 77
 fi
 
@@ -71,6 +74,61 @@ rc=0
 cmp "$TEST_DIR/data.bin" "$remote/relay/data.bin" || fail "sftp relay differs"
 check "$(event_of "$TEST_DIR/r.jsonl" transfer.inv.local.single)" ".status == 0 and .bytes_transferred == $size and .bytes_received == $size" "sftp relay event"
 log "sftp to sftp: relayed"
+
+# ---- uploads resume from what the server has (sftp) ------------------------------------
+up=$remote/resume/data.bin
+mkdir -p "$remote/resume"
+url="sftp://$user@127.0.0.1:$port$up"
+# a partial destination left by an earlier run: --continue sends the rest
+head -c 700000 "$TEST_DIR/data.bin" >"$up"
+rc=0
+"$PT" copy "${ssh_opts[@]}" --continue "$TEST_DIR/data.bin" "$url" >"$TEST_DIR/uc.jsonl" 2>"$TEST_DIR/uc.err" || rc=$?
+[[ $rc == 0 ]] || fail "sftp upload --continue exited $rc: $(cat "$TEST_DIR/uc.err")"
+cmp "$TEST_DIR/data.bin" "$up" || fail "sftp upload --continue: file differs"
+check "$(event_of "$TEST_DIR/uc.jsonl" transfer.inv.local.single)" ".status == 0 and .bytes_transferred == $((size - 700000))" "sftp upload --continue moved only the rest"
+# a larger (other) file is replaced, not continued
+head -c $((size + 5000)) /dev/urandom >"$up"
+"$PT" copy "${ssh_opts[@]}" --continue "$TEST_DIR/data.bin" "$url" >"$TEST_DIR/uc2.jsonl" 2>/dev/null || fail "sftp upload --continue (larger) failed"
+cmp "$TEST_DIR/data.bin" "$up" || fail "sftp upload --continue over a larger file: file differs"
+check "$(event_of "$TEST_DIR/uc2.jsonl" transfer.inv.local.single)" ".status == 0 and .bytes_transferred == $size" "sftp upload --continue over a larger file"
+# without --continue an existing file is replaced whole
+head -c 700000 "$TEST_DIR/data.bin" >"$up"
+"$PT" copy "${ssh_opts[@]}" "$TEST_DIR/data.bin" "$url" >"$TEST_DIR/uc3.jsonl" 2>/dev/null || fail "sftp upload over a partial file failed"
+cmp "$TEST_DIR/data.bin" "$up" || fail "sftp upload over a partial file: file differs"
+check "$(event_of "$TEST_DIR/uc3.jsonl" transfer.inv.local.single)" ".status == 0 and .bytes_transferred == $size" "sftp upload without --continue"
+log "sftp upload --continue: the rest of a partial file, all of it over a larger one"
+
+# A connection cut mid-upload: a second sshd whose first session's sftp
+# server gets only the first 1,000,000 bytes of requests, after which the
+# session's sshd process is killed (later sessions are served whole); the
+# retry asks for the size (stat) and sends the rest.
+cat >"$d/cut-sftp" <<SH
+#!/bin/sh
+[ -e "$d/cut-done" ] && exec $SFTP_SERVER
+: >"$d/cut-done"
+dd iflag=count_bytes count=1000000 bs=65536 2>/dev/null | $SFTP_SERVER
+kill -KILL \$PPID
+SH
+chmod +x "$d/cut-sftp"
+port2=$(free_port)
+sed -e "s/^Port .*/Port $port2/" -e "s|^PidFile .*|PidFile $d/sshd2.pid|" \
+    -e "s|^Subsystem .*|Subsystem sftp $d/cut-sftp|" "$d/sshd_config" >"$d/sshd2_config"
+start sshd2 "$SSHD" -D -e -f "$d/sshd2_config"
+wait_until 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port2" 2>/dev/null || fail "the second sshd did not start"
+echo "[127.0.0.1]:$port2 $(cut -d' ' -f1,2 "$d/host_key.pub")" >>"$d/known_hosts"
+rc=0
+"$PT" copy "${ssh_opts[@]}" --retries 2 "$TEST_DIR/data.bin" \
+    "sftp://$user@127.0.0.1:$port2$remote/resume/cut.bin" >"$TEST_DIR/cut.jsonl" 2>"$TEST_DIR/cut.err" || rc=$?
+[[ $rc == 0 ]] || fail "cut sftp upload exited $rc: $(cat "$TEST_DIR/cut.err")"
+cmp "$TEST_DIR/data.bin" "$remote/resume/cut.bin" || fail "cut sftp upload: file differs"
+sent1=$(sed -n 's/.* \([0-9]*\) bytes moved in this attempt; retry 1 .*/\1/p' "$TEST_DIR/cut.err")
+had=$(sed -n 's/.*the server has \([0-9]*\) of [0-9]* bytes, sending the rest.*/\1/p' "$TEST_DIR/cut.err")
+[[ -n $sent1 && -n $had ]] && ((had > 0)) || fail "cut sftp upload was not resumed: $(cat "$TEST_DIR/cut.err")"
+# the first attempt moved what libcurl counted, or what the server had if
+# more (sftp counts what the server acknowledged)
+moved1=$((sent1 > had ? sent1 : had))
+check "$(event_of "$TEST_DIR/cut.jsonl" transfer.inv.local.single)" ".status == 0 and .retries == 1 and .bytes_transferred == $((moved1 + size - had))" "cut sftp upload: bytes moved (first attempt $moved1, then the rest after $had)"
+log "sftp upload cut after $had bytes: the rest sent ($((size - had)) bytes; $((moved1 + size - had)) counted over both attempts)"
 
 # a missing remote file: one attempt, a failure event
 rc=0

@@ -114,13 +114,47 @@ START_TEST(payload_block)
     pano_json *payload = pano_json_get(block, "payload");
     ck_assert(payload && payload->type == PANO_JSON_ARRAY && payload->u.items.len == 1);
     pano_json *item = payload->u.items.values[0];
-    ck_assert_ptr_null(pano_json_get(item, "event")); /* monitord sets its own */
+    /* The reader (pano-monitor, monitord) sets the envelope itself. */
+    ck_assert_ptr_null(pano_json_get(item, "event"));
+    ck_assert_ptr_null(pano_json_get(item, "event_id"));
+    ck_assert_ptr_null(pano_json_get(item, "wf_uuid"));
+    ck_assert_int_eq(pano_json_get_int(item, "nprocs", &ts), true);
     double perf;
     ck_assert(pano_json_get_number(pano_json_get(item, "POSIX_module_data"), "agg_perf_by_slowest",
                                    &perf) && perf > 3122 && perf < 3123);
     pano_json_free(block);
     free(out);
     free(err);
+    free(log);
+}
+END_TEST
+
+/* --json and --payload follow the event filter and the toggle like
+ * publishing does: one configuration, whatever the output. */
+START_TEST(filter_applies_to_every_output)
+{
+    char *log = fixture(LOG_350), cmd[2048], *out, *err;
+    const char *outputs[] = {"--json", "--payload"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s --set pano.events=kickstart.* %s", program, outputs[i],
+                 log);
+        ck_assert_int_eq(run(cmd, &out, &err), 0);
+        ck_assert_msg(out[0] == '\0', "%s printed a filtered event: %.200s", outputs[i], out);
+        free(out);
+        free(err);
+        snprintf(cmd, sizeof cmd, "%s %s --set pano.darshan.enabled=false %s", program,
+                 outputs[i], log);
+        ck_assert_int_eq(run(cmd, &out, &err), 0);
+        ck_assert_msg(out[0] == '\0', "%s printed with darshan off: %.200s", outputs[i], out);
+        free(out);
+        free(err);
+        snprintf(cmd, sizeof cmd, "%s %s --set pano.events=^darshan %s", program, outputs[i],
+                 log);
+        ck_assert_int_eq(run(cmd, &out, &err), 0);
+        ck_assert_msg(strstr(out, "darshan.perf"), "%s: nothing printed", outputs[i]);
+        free(out);
+        free(err);
+    }
     free(log);
 }
 END_TEST
@@ -400,6 +434,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, json_event_per_log);
     tcase_add_test(tc, payload_block);
+    tcase_add_test(tc, filter_applies_to_every_output);
     tcase_add_test(tc, bad_logs_fail_with_their_name);
     tcase_add_test(tc, wrapper_and_text_modes);
     tcase_add_test(tc, watch_publishes_each_new_log_once);

@@ -3,6 +3,8 @@
 #include "testutil.h"
 
 #include <check.h>
+#include <errno.h>
+#include <stdbool.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdint.h>
@@ -70,6 +72,19 @@ START_TEST(invalid_utf8_is_repaired_on_construction)
     pano_json *s = pano_json_string_len("ok\xff\xc3(end", 8);
     ck_assert_str_eq(s->u.string.text, "ok\xef\xbf\xbd\xef\xbf\xbd(end");
     pano_json_free(s);
+}
+END_TEST
+
+START_TEST(utf8_valid_prefix)
+{
+    ck_assert_uint_eq(pano_utf8_valid_prefix("abc", 3), 3);
+    ck_assert_uint_eq(pano_utf8_valid_prefix("a\xC3\xA9", 3), 3);
+    ck_assert_uint_eq(pano_utf8_valid_prefix("a\xC3", 2), 1);            /* truncated */
+    ck_assert_uint_eq(pano_utf8_valid_prefix("a\xC0\xAF", 3), 1);        /* overlong */
+    ck_assert_uint_eq(pano_utf8_valid_prefix("\xED\xA0\x80", 3), 0);     /* surrogate */
+    ck_assert_uint_eq(pano_utf8_valid_prefix("\xF4\x90\x80\x80", 4), 0); /* > U+10FFFF */
+    ck_assert_uint_eq(pano_utf8_valid_prefix("\xF0\x9F\x98\x80!", 5), 5);
+    ck_assert_uint_eq(pano_utf8_valid_prefix("ab\xFF", 3), 2);
 }
 END_TEST
 
@@ -165,14 +180,6 @@ static void assert_number_text(pano_json *number, const char *expected)
     pano_json_free(number);
 }
 
-static uint64_t next_random(uint64_t *state) /* xorshift64: reproducible */
-{
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    return *state;
-}
-
 START_TEST(numbers_are_written_as_printf_writes_them)
 {
     char expected[512];
@@ -184,7 +191,9 @@ START_TEST(numbers_are_written_as_printf_writes_them)
     /* Ties, values just beside them, signs, zeros and large magnitudes. */
     const double edges[] = {0.0, -0.0, 0.5, 1.5, 2.5, -2.5, 0.0000005, 0.0000015, 1e-7,
                             -1e-9, 0.9999995, 0.9999996, 123456.1234565, 1125899906842623.5,
-                            1125899906842624.0, 1e20, -1e30, 4503599627370497.0, 2.675};
+                            1125899906842624.0, 1e20, -1e30, 4503599627370497.0, 2.675,
+                            1795240767.1234565, 1795240767.9999996, 9007199254740991.0,
+                            9007199254740992.0, 0x1p53 - 0.5, 4503599627370495.5};
     for (size_t i = 0; i < sizeof edges / sizeof *edges; i++)
         for (int decimals = 0; decimals <= 12; decimals++) {
             snprintf(expected, sizeof expected, "%.*f", decimals, edges[i]);
@@ -192,13 +201,15 @@ START_TEST(numbers_are_written_as_printf_writes_them)
         }
     uint64_t state = 0x9E3779B97F4A7C15u;
     for (int i = 0; i < 200000; i++) {
-        uint64_t r = next_random(&state);
+        uint64_t r = pano_test_random(&state);
         int decimals = (int)(r % 10);
         double d;
-        if (i % 3 == 0) /* decimal-looking values with many digits: near ties */
+        if (i % 4 == 0) /* decimal-looking values with many digits: near ties */
             d = (double)(int64_t)(r >> 20) / 1e7 + 5e-7;
-        else if (i % 3 == 1) /* any magnitude */
+        else if (i % 4 == 1) /* any magnitude */
             d = ldexp((double)(r >> 11), (int)((r >> 3) % 120) - 90);
+        else if (i % 4 == 2) /* epoch times with microseconds, as events carry them */
+            d = 1.7e9 + (double)(r >> 20) / 1e7;
         else
             d = (double)(int64_t)r / 1e9;
         if (r & 1)
@@ -211,6 +222,277 @@ START_TEST(numbers_are_written_as_printf_writes_them)
 }
 END_TEST
 
+START_TEST(writer_extends_a_tree_and_repairs_text)
+{
+    pano_json *envelope = pano_json_object();
+    pano_json_set_str(envelope, "event", "darshan.perf");
+    pano_json_set_int(envelope, "seq", 3);
+    pano_buf out = {0};
+    pano_json_writer *w = pano_json_writer_new(&out);
+    pano_json_write_object_open(w);
+    pano_json_write_members(w, envelope);
+    pano_json_write_key(w, "bad\xff key");
+    pano_json_write_str(w, "caf\xc3"); /* truncated sequence */
+    pano_json_write_key(w, "list");
+    pano_json_write_array_open(w);
+    pano_json_write_double(w, 0.1, 3);
+    pano_json_write_double(w, 1.0 / 0.0, 3);
+    pano_json_write_bool(w, false);
+    pano_json_write_null(w);
+    pano_json_write_value(w, envelope);
+    pano_json_write_array_close(w);
+    pano_json_write_object_close(w);
+    pano_json_writer_free(w);
+    ck_assert_str_eq(out.data, "{\"event\":\"darshan.perf\",\"seq\":3,"
+                               "\"bad\xef\xbf\xbd key\":\"caf\xef\xbf\xbd\","
+                               "\"list\":[0.100,null,false,null,"
+                               "{\"event\":\"darshan.perf\",\"seq\":3}]}");
+    pano_json *back = parse(out.data); /* and it is valid JSON */
+    ck_assert_ptr_nonnull(back);
+    pano_json_free(back);
+    pano_buf_free(&out);
+
+    /* A tree key from the outside (a log's metadata) is repaired on output. */
+    pano_json_set_int(envelope, "k\x80", 1);
+    char *text = pano_json_serialize(envelope, NULL);
+    ck_assert_ptr_nonnull(strstr(text, "\"k\xef\xbf\xbd\":1"));
+    free(text);
+    pano_json_free(envelope);
+}
+END_TEST
+
+START_TEST(parse_duplicate_keys_last_wins)
+{
+    pano_json *v = parse("{\"a\":1,\"b\":{\"x\":[1]},\"a\":{\"c\":2},\"b\":3}");
+    ck_assert_ptr_nonnull(v);
+    char *s = pano_json_serialize(v, NULL);
+    ck_assert_str_eq(s, "{\"a\":{\"c\":2},\"b\":3}"); /* in the first key's place */
+    free(s);
+    pano_json_free(v);
+}
+END_TEST
+
+/* yajl decodes a lone low surrogate escape to bytes that are not UTF-8. */
+START_TEST(parse_repairs_strings_unless_raw)
+{
+    const char *text = "[\"\\udc00x\"]";
+    char err[256];
+    pano_json *v = parse(text);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_str_eq(v->u.items.values[0]->u.string.text, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDx");
+    pano_json_free(v);
+    pano_json_parse_options raw = {.raw_strings = true};
+    v = pano_json_parse_with(text, strlen(text), &raw, err, sizeof err);
+    ck_assert_ptr_nonnull(v);
+    ck_assert_str_eq(v->u.items.values[0]->u.string.text, "\xED\xB0\x80x");
+    ck_assert_uint_eq(v->u.items.values[0]->u.string.len, 4);
+    pano_json_free(v);
+}
+END_TEST
+
+/* An object with n keys k0..k(n-1), then key `again` once more. */
+static char *many_keys(int n, int again)
+{
+    pano_buf b = {0};
+    pano_buf_append(&b, "{", 1);
+    for (int i = 0; i < n; i++)
+        pano_buf_appendf(&b, "\"k%d\":%d,", i, i);
+    pano_buf_appendf(&b, "\"k%d\":-1}", again);
+    return b.data;
+}
+
+START_TEST(arena_parse_rejects_duplicate_keys)
+{
+    pano_arena a;
+    pano_arena_init(&a, 0);
+    pano_json_parse_options o = {.arena = &a, .reject_duplicates = true};
+    char err[256];
+    static const char *const ok[] = {
+        "{\"a\":{\"x\":1},\"b\":{\"x\":2}}",       /* the same key in sibling objects */
+        "{\"a\":{\"x\":1,\"y\":2},\"b\":{\"y\":3,\"x\":4}}", /* ... at a reused depth */
+        "{\"x\":{\"x\":{\"x\":1}}}",                 /* ... nested */
+        "{\"ab\":1,\"a\":2,\"abc\":3}",              /* prefixes are other keys */
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        pano_arena_reset(&a);
+        ck_assert_msg(pano_json_parse_with(ok[i], strlen(ok[i]), &o, err, sizeof err) != NULL,
+                      "%s: %s", ok[i], err);
+    }
+    pano_arena_reset(&a);
+    const char *dup = "{\"a\":{\"x\":1,\"y\":2},\"b\":{\"y\":3,\"y\":4}}";
+    ck_assert_ptr_null(pano_json_parse_with(dup, strlen(dup), &o, err, sizeof err));
+    ck_assert_str_eq(err, "duplicate field 'y'");
+    /* Hundreds of keys fill the key filter: every repeat is still found, and
+     * no distinct key is taken for one. */
+    for (int again = 0; again < 300; again += 37) {
+        char *text = many_keys(300, again);
+        pano_arena_reset(&a);
+        ck_assert_ptr_null(pano_json_parse_with(text, strlen(text), &o, err, sizeof err));
+        char expected[64];
+        snprintf(expected, sizeof expected, "duplicate field 'k%d'", again);
+        ck_assert_str_eq(err, expected);
+        free(text);
+    }
+    char *text = many_keys(300, 300);
+    pano_arena_reset(&a);
+    pano_json *v = pano_json_parse_with(text, strlen(text), &o, err, sizeof err);
+    ck_assert_msg(v != NULL, "%s", err);
+    ck_assert_uint_eq(v->u.items.len, 301);
+    free(text);
+    /* On the heap without the option, the last value wins. */
+    text = many_keys(300, 150);
+    v = parse(text);
+    ck_assert_uint_eq(v->u.items.len, 300);
+    int64_t k150;
+    ck_assert(pano_json_get_int(v, "k150", &k150) && k150 == -1);
+    pano_json_free(v);
+    free(text);
+    pano_arena_free(&a);
+}
+END_TEST
+
+START_TEST(arena_parse_limits_depth)
+{
+    pano_arena a;
+    pano_arena_init(&a, 0);
+    char err[256];
+    size_t depth = 10000;
+    char *deep = malloc(depth * 2);
+    memset(deep, '[', depth);
+    memset(deep + depth, ']', depth);
+    pano_json_parse_options o = {.arena = &a, .max_depth = 64};
+    ck_assert_ptr_null(pano_json_parse_with(deep, depth * 2, &o, err, sizeof err));
+    ck_assert_str_eq(err, "nesting too deep");
+    pano_arena_reset(&a);
+    pano_json *v = pano_json_parse_with(deep + depth - 64, 128, &o, err, sizeof err);
+    ck_assert_msg(v != NULL, "%s", err);
+    ck_assert_int_eq(v->type, PANO_JSON_ARRAY);
+    o.max_depth = 1;
+    pano_arena_reset(&a);
+    ck_assert_ptr_null(pano_json_parse_with("{\"a\":[1]}", 9, &o, err, sizeof err));
+    ck_assert_str_eq(err, "nesting too deep");
+    free(deep);
+    pano_arena_free(&a);
+}
+END_TEST
+
+/* After a reset the arena hands out the same memory again: a parse of the
+ * same document lands at the same addresses. A document larger than a chunk
+ * takes more chunks, which the next reset frees. */
+START_TEST(arena_reset_reuses_memory)
+{
+    pano_arena a;
+    pano_arena_init(&a, 0);
+    pano_json_parse_options o = {.arena = &a, .reject_duplicates = true};
+    const char *doc = "{\"event\":\"a.b\",\"ts\":1.5,\"tags\":[\"x\",\"y\"],\"n\":null}";
+    char err[256];
+    pano_json *first = pano_json_parse_with(doc, strlen(doc), &o, err, sizeof err);
+    ck_assert_ptr_nonnull(first);
+    char *expected = pano_json_serialize(first, NULL);
+    char *big = many_keys(2000, 2000);
+    for (int round = 0; round < 3; round++) {
+        pano_arena_reset(&a);
+        pano_json *v = pano_json_parse_with(big, strlen(big), &o, err, sizeof err);
+        ck_assert_msg(v != NULL, "%s", err);
+        ck_assert_uint_eq(v->u.items.len, 2001);
+        pano_arena_reset(&a);
+        v = pano_json_parse_with(doc, strlen(doc), &o, err, sizeof err);
+        ck_assert_ptr_eq(v, first);
+        char *again = pano_json_serialize(v, NULL);
+        ck_assert_str_eq(again, expected);
+        free(again);
+    }
+    free(big);
+    free(expected);
+    pano_arena_free(&a);
+}
+END_TEST
+
+/* The arena builds the same trees as the heap. */
+START_TEST(arena_and_heap_trees_match)
+{
+    static const char *const docs[] = {
+        "{\"a\":1,\"b\":[true,false,null],\"c\":{\"d\":\"\\u00e9\\n\"},\"e\":1.250,\"f\":-3e5}",
+        "[]", "{}", "\"x\"", "12345678901234567890", "[[[[1]]]]",
+        "{\"k0\":0,\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,"
+        "\"k9\":9,\"k10\":10,\"k11\":11,\"k12\":12,\"k13\":13,\"k14\":14,\"k15\":15,"
+        "\"k16\":16,\"k17\":17,\"k18\":18}",
+    };
+    pano_arena a;
+    pano_arena_init(&a, 1024); /* small chunks: growth is exercised */
+    pano_json_parse_options o = {.arena = &a};
+    char err[200];
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        pano_arena_reset(&a);
+        pano_json *in_arena = pano_json_parse_with(docs[i], strlen(docs[i]), &o, err, sizeof err);
+        ck_assert_msg(in_arena != NULL, "%s: %s", docs[i], err);
+        pano_json *on_heap = parse(docs[i]);
+        ck_assert_ptr_nonnull(on_heap);
+        char *x = pano_json_serialize(in_arena, NULL), *y = pano_json_serialize(on_heap, NULL);
+        ck_assert_str_eq(x, y);
+        free(x);
+        free(y);
+        pano_json_free(on_heap);
+    }
+    pano_arena_free(&a);
+}
+END_TEST
+
+/* Numbers are read exactly as strtoll (when in range) and strtod read them,
+ * fast paths included. */
+START_TEST(parse_reads_numbers_exactly)
+{
+    pano_arena a;
+    pano_arena_init(&a, 0);
+    pano_json_parse_options o = {.arena = &a};
+    uint64_t state = 4242;
+    char text[64], err[200];
+    static const char *const fixed[] = {"0.1", "-0.0", "0.000000000000000000001", "1e5",
+                                        "123456789012345.6", "1234567890123456.7", "9007199254740993.0",
+                                        "-9223372036854775808", "9223372036854775807",
+                                        "9223372036854775808", "-9223372036854775809",
+                                        "1700000000.123456", "3.0", "-12.25", "0.30000000000000004"};
+    for (int i = 0; i < 200000; i++) {
+        if (i < (int)(sizeof fixed / sizeof fixed[0]))
+            snprintf(text, sizeof text, "%s", fixed[i]);
+        else {
+            uint64_t r = pano_test_random(&state);
+            int digits = 1 + (int)(r % 18), point = (int)((r >> 8) % (uint64_t)(digits + 1));
+            int n = 0;
+            if (r & (1 << 20))
+                text[n++] = '-';
+            for (int d = 0; d < digits; d++) {
+                uint64_t x = pano_test_random(&state);
+                if (d == point && d > 0)
+                    text[n++] = '.';
+                /* No leading zero before more digits: that is not JSON. */
+                bool leading = d == 0 && digits > 1 && point != 1;
+                text[n++] = (char)('0' + (leading ? 1 + x % 9 : x % 10));
+            }
+            text[n] = '\0';
+        }
+        pano_arena_reset(&a);
+        pano_json *v = pano_json_parse_with(text, strlen(text), &o, err, sizeof err);
+        ck_assert_msg(v != NULL, "%s: %s", text, err);
+        errno = 0;
+        long long ll = strtoll(text, NULL, 10);
+        if (!strpbrk(text, ".eE") && errno == 0) {
+            ck_assert_int_eq(v->type, PANO_JSON_INT);
+            ck_assert_msg(v->u.integer == ll, "%s", text);
+            continue;
+        }
+        ck_assert_int_eq(v->type, PANO_JSON_DOUBLE);
+        double d = strtod(text, NULL);
+        ck_assert_msg(memcmp(&v->u.real.value, &d, sizeof d) == 0, "%s: %.17g != %.17g", text,
+                      v->u.real.value, d);
+        const char *dot = strchr(text, '.');
+        int decimals = dot && !strpbrk(text, "eE") ? (int)strlen(dot + 1) : -1;
+        ck_assert_int_eq(v->u.real.decimals, decimals);
+    }
+    pano_arena_free(&a);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("json");
@@ -218,6 +500,7 @@ int main(void)
     tcase_add_test(tc, build_and_serialize_keeps_order_and_formats);
     tcase_add_test(tc, round_trip_preserves_values);
     tcase_add_test(tc, invalid_utf8_is_repaired_on_construction);
+    tcase_add_test(tc, utf8_valid_prefix);
     tcase_add_test(tc, parse_rejects_bad_input_with_reason);
     tcase_add_test(tc, parse_limits_nesting_depth);
     tcase_add_test(tc, parse_uses_length_not_nul);
@@ -225,6 +508,14 @@ int main(void)
     tcase_add_test(tc, non_finite_doubles_become_null);
     tcase_add_test(tc, add_appends_in_order);
     tcase_add_test(tc, numbers_are_written_as_printf_writes_them);
+    tcase_add_test(tc, writer_extends_a_tree_and_repairs_text);
+    tcase_add_test(tc, parse_duplicate_keys_last_wins);
+    tcase_add_test(tc, parse_repairs_strings_unless_raw);
+    tcase_add_test(tc, arena_parse_rejects_duplicate_keys);
+    tcase_add_test(tc, arena_parse_limits_depth);
+    tcase_add_test(tc, arena_reset_reuses_memory);
+    tcase_add_test(tc, arena_and_heap_trees_match);
+    tcase_add_test(tc, parse_reads_numbers_exactly);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }

@@ -2,7 +2,6 @@
  * (broker-bridge/normalize.h), over pano's schemas and the Pegasus samples
  * in ../shared/fixtures/events. */
 #include "json.h"
-#include "fastjson.h"
 #include "mem.h"
 #include "normalize.h"
 #include "schema.h"
@@ -360,114 +359,6 @@ START_TEST(duplicate_fields)
 }
 END_TEST
 
-/* The arena parser builds the same tree as json.h's parser. */
-START_TEST(arena_parser_matches)
-{
-    static const char *const docs[] = {
-        "{\"a\":1,\"b\":[true,false,null],\"c\":{\"d\":\"\\u00e9\\n\"},\"e\":1.250,\"f\":-3e5}",
-        "[]", "{}", "\"x\"", "12345678901234567890", "[[[[1]]]]",
-        "{\"k0\":0,\"k1\":1,\"k2\":2,\"k3\":3,\"k4\":4,\"k5\":5,\"k6\":6,\"k7\":7,\"k8\":8,"
-        "\"k9\":9,\"k10\":10,\"k11\":11,\"k12\":12,\"k13\":13,\"k14\":14,\"k15\":15,"
-        "\"k16\":16,\"k17\":17,\"k18\":18}",
-    };
-    pano_arena a;
-    pano_arena_init(&a, 1024); /* small chunks: growth is exercised */
-    char err[200];
-    for (int round = 0; round < 3; round++)
-        for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
-            pano_arena_reset(&a);
-            pano_json *fast = pano_json_parse_arena(&a, docs[i], strlen(docs[i]), 64, err, sizeof err);
-            ck_assert_msg(fast != NULL, "%s: %s", docs[i], err);
-            pano_json *slow = pano_json_parse(docs[i], strlen(docs[i]), 64, err, sizeof err);
-            ck_assert_ptr_nonnull(slow);
-            char *x = pano_json_serialize(fast, NULL), *y = pano_json_serialize(slow, NULL);
-            ck_assert_str_eq(x, y);
-            free(x);
-            free(y);
-            pano_json_free(slow);
-        }
-    /* a big document takes several chunks */
-    char *big = pano_malloc(200000);
-    size_t n = 0;
-    big[n++] = '[';
-    for (int i = 0; i < 20000; i++)
-        n += (size_t)snprintf(big + n, 200000 - n, "%s\"s%d\"", i ? "," : "", i);
-    big[n++] = ']';
-    pano_arena_reset(&a);
-    pano_json *doc = pano_json_parse_arena(&a, big, n, 64, err, sizeof err);
-    ck_assert_ptr_nonnull(doc);
-    ck_assert_uint_eq(doc->u.items.len, 20000);
-    ck_assert_str_eq(doc->u.items.values[19999]->u.string.text, "s19999");
-    free(big);
-    ck_assert_ptr_null(pano_json_parse_arena(&a, "[1,", 3, 64, err, sizeof err));
-    ck_assert_ptr_null(pano_json_parse_arena(&a, "[[1]]", 5, 1, err, sizeof err));
-    ck_assert_str_eq(err, "nesting too deep");
-    ck_assert_ptr_null(pano_json_parse_arena(&a, "{\"a\\u0000\":1}", 13, 64, err, sizeof err));
-    pano_arena_free(&a);
-}
-END_TEST
-
-/* Numbers read by the arena parser's fast paths are bit for bit the ones
- * json.h's parser (strtod, strtoll) reads. */
-START_TEST(arena_numbers_exact)
-{
-    pano_arena a;
-    pano_arena_init(&a, 0);
-    srand(4242);
-    char text[64], err[200];
-    static const char *const fixed[] = {"0.1", "-0.0", "0.000000000000000000001", "1e5",
-                                        "123456789012345.6", "1234567890123456.7", "9007199254740993.0",
-                                        "-9223372036854775808", "9223372036854775807",
-                                        "9223372036854775808", "-9223372036854775809",
-                                        "00.5", "1700000000.123456", "3.0", "-12.25"};
-    for (int i = 0; i < 200000; i++) {
-        if (i < (int)(sizeof fixed / sizeof fixed[0]))
-            snprintf(text, sizeof text, "%s", fixed[i]);
-        else {
-            int digits = 1 + rand() % 18, point = rand() % (digits + 1);
-            int n = 0;
-            if (rand() % 2)
-                text[n++] = '-';
-            for (int d = 0; d < digits; d++) {
-                if (d == point && d > 0)
-                    text[n++] = '.';
-                text[n++] = (char)('0' + (d == 0 && digits > 1 ? 1 + rand() % 9 : rand() % 10));
-            }
-            text[n] = '\0';
-        }
-        pano_arena_reset(&a);
-        pano_json *fast = pano_json_parse_arena(&a, text, strlen(text), 4, err, sizeof err);
-        if (!fast) /* "-0" style leading zeros are not JSON: both refuse */
-            continue;
-        pano_json *slow = pano_json_parse(text, strlen(text), 4, err, sizeof err);
-        ck_assert_ptr_nonnull(slow);
-        ck_assert_int_eq(fast->type, slow->type);
-        if (fast->type == PANO_JSON_INT)
-            ck_assert_msg(fast->u.integer == slow->u.integer, "%s", text);
-        else {
-            ck_assert_msg(memcmp(&fast->u.real.value, &slow->u.real.value, sizeof(double)) == 0,
-                          "%s: %.17g != %.17g", text, fast->u.real.value, slow->u.real.value);
-            ck_assert_int_eq(fast->u.real.decimals, slow->u.real.decimals);
-        }
-        pano_json_free(slow);
-    }
-    pano_arena_free(&a);
-}
-END_TEST
-
-START_TEST(utf8_validator)
-{
-    ck_assert_uint_eq(pano_utf8_invalid_at("abc", 3), 3);
-    ck_assert_uint_eq(pano_utf8_invalid_at("a\xC3\xA9", 3), 3);
-    ck_assert_uint_eq(pano_utf8_invalid_at("a\xC3", 2), 1);            /* truncated */
-    ck_assert_uint_eq(pano_utf8_invalid_at("a\xC0\xAF", 3), 1);        /* overlong */
-    ck_assert_uint_eq(pano_utf8_invalid_at("\xED\xA0\x80", 3), 0);     /* surrogate */
-    ck_assert_uint_eq(pano_utf8_invalid_at("\xF4\x90\x80\x80", 4), 0); /* > U+10FFFF */
-    ck_assert_uint_eq(pano_utf8_invalid_at("\xF0\x9F\x98\x80!", 5), 5);
-    ck_assert_uint_eq(pano_utf8_invalid_at("ab\xFF", 3), 2);
-}
-END_TEST
-
 int main(void)
 {
     Suite *s = suite_create("normalize");
@@ -482,11 +373,8 @@ int main(void)
     tcase_add_test(tc, event_name_from_routing_key);
     tcase_add_test(tc, deterministic_event_id);
     tcase_add_test(tc, reasons);
-    tcase_add_test(tc, utf8_validator);
     tcase_add_test(tc, duplicate_fields);
     tcase_add_test(tc, own_and_foreign_events);
-    tcase_add_test(tc, arena_parser_matches);
-    tcase_add_test(tc, arena_numbers_exact);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }

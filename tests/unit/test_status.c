@@ -18,7 +18,8 @@ static pano_bridge_metrics sample(void)
 {
     pano_bridge_metrics m = {.received = 10, .received_bytes = 4000, .dead_lettered = 2,
                              .acked = 9, .in_flight = 1, .amqp_connected = true,
-                             .consuming = true, .start_time = 1700000000.5};
+                             .consuming = true, .start_time = 1700000000.5,
+                             .duplicates_skipped = 3, .dedup_ids = 6, .dedup_bytes = 2621536};
     m.produced[0] = 7; /* kickstart */
     m.produced[5] = 1; /* other */
     return m;
@@ -36,6 +37,11 @@ START_TEST(render)
     ck_assert_ptr_nonnull(strstr(out.data, "pano_bridge_messages_dead_lettered_total 2\n"));
     ck_assert_ptr_nonnull(strstr(out.data, "# TYPE pano_bridge_messages_in_flight gauge\n"
                                            "pano_bridge_messages_in_flight 1\n"));
+    ck_assert_ptr_nonnull(strstr(out.data, "# TYPE pano_bridge_duplicates_skipped_total counter\n"
+                                           "pano_bridge_duplicates_skipped_total 3\n"));
+    ck_assert_ptr_nonnull(strstr(out.data, "pano_bridge_dedup_window_ids 6\n"));
+    ck_assert_ptr_nonnull(strstr(out.data, "# TYPE pano_bridge_dedup_window_bytes gauge\n"
+                                           "pano_bridge_dedup_window_bytes 2621536\n"));
     ck_assert_ptr_nonnull(strstr(out.data, "pano_bridge_start_time_seconds 1700000000.500\n"));
     /* every sample line is "name[{labels}] value" */
     char *save, *copy = strdup(out.data);

@@ -287,6 +287,68 @@ START_TEST(failures_leave_nothing)
 }
 END_TEST
 
+/* An interrupt in the middle of a long list (here from the done callback
+ * of the 20th transfer): every transfer is reported once, those that had
+ * not started as such, and only completed copies exist. Each case runs in
+ * a process of its own (Check forks): the interrupt is process-wide. */
+static void interrupt_after_20(void *ctx, const pano_copy_result *r)
+{
+    on_done(ctx, r);
+    if (((results *)ctx)->n == 20)
+        pano_copy_interrupt();
+}
+
+static void interrupted_list(int jobs)
+{
+    pano_transfer_list l = {0};
+    ck_assert_int_eq(mkdir(path("many"), 0755), 0);
+    for (int i = 0; i < 1000; i++) {
+        char name[32], out[32], sha[65];
+        snprintf(name, sizeof name, "many/f%03d", i);
+        snprintf(out, sizeof out, "copy/f%03d", i);
+        make_file(name, 100, sha);
+        add(&l, path(name), path(out));
+    }
+    pano_copy_options o;
+    pano_copy_options_init(&o);
+    o.jobs = jobs;
+    results *res = calloc(1, sizeof *res);
+    pano_copy_callbacks cb = {.done = interrupt_after_20, .ctx = res};
+    char err[256];
+    long failed = pano_copy_run(&o, &l, &cb, err, sizeof err);
+    ck_assert_msg(failed > 0, "%s", err);
+    ck_assert_uint_eq(res->n, 1000);
+    bool seen[1000] = {false};
+    size_t ok = 0;
+    for (size_t k = 0; k < res->n; k++) {
+        pano_copy_result *r = &res->r[k];
+        ck_assert(!seen[r->index]);
+        seen[r->index] = true;
+        if (r->status == 0) {
+            ok++;
+            ck_assert_int_eq(size_of(l.items[r->index].dst_path), 100);
+        } else {
+            ck_assert_str_eq(r->error, "interrupted before it started");
+            ck_assert_uint_eq(r->bytes, 0);
+            ck_assert_int_eq(size_of(l.items[r->index].dst_path), -1);
+        }
+    }
+    ck_assert_uint_ge(ok, 20);
+    ck_assert_uint_eq(ok + (size_t)failed, 1000);
+    /* nothing but the completed copies in the destination */
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "test $(ls -A '%s' | wc -l) -eq %zu", path("copy"), ok);
+    ck_assert_int_eq(system(cmd), 0);
+    free(res);
+    pano_transfer_list_free(&l);
+}
+
+START_TEST(interrupted_inline) { interrupted_list(1); }
+END_TEST
+
+START_TEST(interrupted_on_workers) { interrupted_list(4); }
+END_TEST
+
 START_TEST(third_party_is_relayed)
 {
     /* Neither side local: relayed, and reported like any transfer when the
@@ -321,6 +383,8 @@ int main(void)
     tcase_add_test(tc, many_small_files);
     tcase_add_test(tc, failures_leave_nothing);
     tcase_add_test(tc, third_party_is_relayed);
+    tcase_add_test(tc, interrupted_inline);
+    tcase_add_test(tc, interrupted_on_workers);
     suite_add_tcase(s, tc);
     int rc = pano_test_run(s);
     curl_global_cleanup();
