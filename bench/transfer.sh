@@ -10,11 +10,18 @@
 #
 # Each case runs ROUNDS times (default 5), alternating which tool goes
 # first, with caches warm and dirty pages synced before each timed run;
-# the median wall time counts. A ratio is the baseline's time divided by
-# pano-transfer's (its throughput relative to the baseline's: >= 1 means
-# pano-transfer is at least as fast). The last line is
+# the median wall time counts. The small files each run copied are moved
+# aside, not deleted, until the end: on ext4 without a journal, creating a
+# file after many deletions costs a scan past every inode deleted in the
+# last minute (longer while that is not written back; recently_deleted() in
+# the inode allocator), whichever tool creates it, and that cost, which
+# grows from round to round and depends on which run deleted last, would be
+# measured instead of the tools. A ratio
+# is the baseline's time divided by pano-transfer's (its throughput
+# relative to the baseline's: >= 1 means pano-transfer is at least as
+# fast). The last line is
 #   RESULT transfer big_ratio=... small_ratio=...
-# Needs about 3 GiB in BENCH_DIR (default /tmp); everything is removed at
+# Needs about 3.5 GiB in BENCH_DIR (default /tmp); everything is removed at
 # the end.
 set -euo pipefail
 BUILD=$(cd "${1:-build}" && pwd)
@@ -47,7 +54,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", a / b }'; }
 
 echo "preparing $W: 1 GiB file and $SMALL_FILES small files" >&2
 head -c $((1024 * 1024 * 1024)) /dev/urandom >"$W/big"
-mkdir -p "$W/small"
+mkdir -p "$W/small" "$W/kept"
 # 1-8 KiB files, written in one go
 awk -v n="$SMALL_FILES" -v dir="$W/small" 'BEGIN { srand(42); pad = "x"; while (length(pad) < 8192) pad = pad pad;
     for (i = 1; i <= n; i++) { f = dir "/f" i; printf "%s", substr(pad, 1, 1024 + int(rand() * 7168)) > f; close(f) } }'
@@ -63,7 +70,8 @@ port=$(awk '{print $2}' "$W/httpd.port")
 
 declare -a cp_big pt_big cp_small pt_small curl_http pt_http
 declare -A cpu_times
-# one_run ARRAY OUTPUT CMD...: time CMD, check, remove OUTPUT.
+# one_run ARRAY OUTPUT CMD...: time CMD, check, remove OUTPUT (a directory
+# of small files is moved aside instead).
 one_run() {
     local -n times=$1
     local name=$1 out=$2
@@ -74,10 +82,11 @@ one_run() {
     cpu_times[$name]+=" ${t#* }"
     if [[ -d $out ]]; then
         [[ $(bytes_in "$out") == "$small_bytes" ]] || { echo "$* copied the wrong bytes" >&2; exit 1; }
+        mv "$out" "$W/kept/$name.${#times[@]}"
     else
         [[ $(stat -c %s "$out") == $((1024 * 1024 * 1024)) ]] || { echo "$* copied the wrong bytes" >&2; exit 1; }
+        rm -f "$out"
     fi
-    rm -rf "$out"
 }
 for r in $(seq 1 "$ROUNDS"); do
     big_cp() { one_run cp_big "$W/big.cp" cp "$W/big" "$W/big.cp"; }

@@ -268,7 +268,8 @@ const pano_config_key pano_config_keys[] = {
     {"pano.transfer.checksum", PANO_CFG_STR, "none", NOLIMIT, false, {0}, {0},
      "sha256: hash the data moved, verify local copies and report the digest; none."},
     {"pano.transfer.continue", PANO_CFG_BOOL, "false", NOLIMIT, false, {0}, {0},
-     "Resume a partial destination left by an earlier run (downloads with ranges)."},
+     "Resume a partial destination left by an earlier run (downloads with ranges; "
+     "ftp(s) and sftp uploads)."},
     {"pano.transfer.local_engine", PANO_CFG_STR, "native", NOLIMIT, false, {0}, {0},
      "Local-to-local copies: native (copy_file_range) or curl (libcurl file://)."},
     {"pano.transfer.src_site", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
