@@ -168,8 +168,7 @@ bool pano_proc_io_parse(const char *buf, size_t len, pano_proc_io *out)
 
 /* ---- reading /proc ---------------------------------------------------------- */
 
-/* Read /proc/<pid>/<what>, /proc/<pid>/task/<tid>/<what> when tid > 0, or
- * /proc/<what> when pid is 0,
+/* Read /proc/<pid>/<what>, or /proc/<pid>/task/<tid>/<what> when tid > 0,
  * into t->buf, NUL-terminated. *fd caches an open descriptor (-1: none yet).
  * Returns the length, or -1 (the file or the process is gone). */
 static ssize_t read_proc(pano_proctree *t, int *fd, pid_t pid, const char *what, pid_t tid)
@@ -179,10 +178,8 @@ static ssize_t read_proc(pano_proctree *t, int *fd, pid_t pid, const char *what,
         char path[96];
         if (tid > 0)
             snprintf(path, sizeof path, "/proc/%d/task/%d/%s", (int)pid, (int)tid, what);
-        else if (pid > 0)
-            snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, what);
         else
-            snprintf(path, sizeof path, "/proc/%s", what);
+            snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, what);
         *fd = open(path, O_RDONLY | O_CLOEXEC);
         if (*fd < 0)
             return -1;
@@ -342,7 +339,8 @@ void pano_proctree_free(pano_proctree *t)
         close_fd(t, &t->procs[i].children_fd);
     }
     close_fd(t, &t->root_children_fd);
-    close_fd(t, &t->last_pid_fd);
+    if (t->last_pid_fd >= 0)
+        close(t->last_pid_fd);
     free(t->procs);
     free(t->index);
     free(t->queue);
@@ -467,19 +465,29 @@ static bool read_process(pano_proctree *t, proc *p)
 /* The last pid the kernel allocated in our pid namespace, or -1. This is
  * also the last field of /proc/loadavg, but container file systems (LXCFS)
  * replace that file with one whose last field is the highest pid of the
- * container, refreshed every few seconds; nothing replaces the sysctl. */
+ * container, refreshed every few seconds; nothing replaces the sysctl. A
+ * small read: the kernel allocates and clears a buffer of the size asked. */
 static long last_pid(pano_proctree *t)
 {
     if (t->no_last_pid)
         return -1;
-    ssize_t len = read_proc(t, &t->last_pid_fd, 0, "sys/kernel/ns_last_pid", 0);
-    if (len < 0 && t->last_pid_fd < 0) {
-        t->no_last_pid = true;
-        pano_debug("no /proc/sys/kernel/ns_last_pid: every sample reads the children files");
-        return -1;
+    if (t->last_pid_fd < 0) {
+        t->last_pid_fd = open("/proc/sys/kernel/ns_last_pid", O_RDONLY | O_CLOEXEC);
+        if (t->last_pid_fd < 0) {
+            t->no_last_pid = true;
+            pano_debug("no /proc/sys/kernel/ns_last_pid (%s): every sample reads the "
+                       "children files",
+                       strerror(errno));
+            return -1;
+        }
     }
-    char *end = t->buf;
-    long pid = len > 0 ? strtol(t->buf, &end, 10) : -1;
+    char text[24];
+    ssize_t len = pread(t->last_pid_fd, text, sizeof text - 1, 0);
+    if (len <= 0)
+        return -1;
+    text[len] = '\0';
+    char *end;
+    long pid = strtol(text, &end, 10);
     return pid > 0 && (*end == '\n' || *end == '\0') ? pid : -1;
 }
 
