@@ -351,10 +351,6 @@ static bool slow_path(pano_normalizer *nz, const char *routing_key, const char *
     if (changed) {
         out->owned = pano_json_serialize(doc, &out->len);
         out->body = out->owned;
-        if (!out->body) {
-            reject(out, "cannot serialize the normalized event");
-            goto done;
-        }
     } else {
         out->body = body;
         out->len = len;

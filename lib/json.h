@@ -105,7 +105,8 @@ bool pano_json_get_number(const pano_json *object, const char *key,
 void pano_json_append(pano_json *array, pano_json *value);
 
 /* Compact JSON, NUL-terminated, length in *len (may be NULL). Free with free().
- * Non-finite doubles are written as null. */
+ * Never NULL (allocation failure aborts). Non-finite doubles are written as
+ * null. */
 char *pano_json_serialize(const pano_json *value, size_t *len);
 /* The same, appended to a buffer (a bulk body, a payload block). */
 void pano_json_serialize_to(pano_buf *out, const pano_json *value);

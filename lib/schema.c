@@ -1064,8 +1064,8 @@ static bool json_equal(const pano_json *a, const pano_json *b)
 static void value_text(const pano_json *v, char *out, size_t size)
 {
     char *s = pano_json_serialize(v, NULL);
-    snprintf(out, size, "%s", s ? s : "?");
-    if (s && strlen(s) >= size && size > 4)
+    snprintf(out, size, "%s", s);
+    if (strlen(s) >= size && size > 4)
         memcpy(out + size - 4, "...", 4);
     free(s);
 }
@@ -1168,7 +1168,7 @@ static bool check(const pano_schema *s, const pano_json *v, vctx *c)
             char *text = pano_json_serialize(s->enum_values, NULL);
             /* "[0,1]" -> "0, 1" */
             size_t o = 0;
-            for (const char *p = text ? text + 1 : ""; *p && o + 3 < sizeof list; p++) {
+            for (const char *p = text + 1; *p && o + 3 < sizeof list; p++) {
                 if (p[1] == '\0' && *p == ']')
                     break;
                 list[o++] = *p;

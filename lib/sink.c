@@ -409,10 +409,6 @@ int pano_sink_send(pano_sink *s, const pano_json *event, char *err, size_t errle
     }
     size_t len;
     char *json = pano_json_serialize(event, &len);
-    if (!json) {
-        snprintf(err, errlen, "cannot serialize event %s", name);
-        return -1;
-    }
     int rc = pano_sink_send_raw(s, name, pano_json_get_str(event, "event_id"), json, len,
                                 err, errlen);
     free(json);

@@ -99,11 +99,6 @@ void pano_publisher_send(pano_publisher *p, pano_json *event)
     it->id = id ? pano_strdup(id) : NULL;
     it->json = pano_json_serialize(event, &it->len);
     pano_json_free(event);
-    if (!it->json) {
-        pano_error("cannot serialize event %s", it->key);
-        free_item(it);
-        return;
-    }
     if (!p->threaded) {
         deliver(p, it);
         free_item(it);
