@@ -237,8 +237,9 @@ static long es_call(indexer *ix, const char *method, const char *path, const cha
     return status;
 }
 
-/* The templates from the schemas, and the indices the aliases point at. */
-static int setup_indices(indexer *ix)
+/* The index templates for this configuration, from the embedded schemas. */
+static int build_templates(const indexer *ix, pano_template **t, size_t *nt, char **warnings,
+                           char *err, size_t errlen)
 {
     pano_template_options opt = {
         .prefix = ix->prefix,
@@ -249,11 +250,16 @@ static int setup_indices(indexer *ix)
         .refresh_interval = pano_config_str(ix->cfg, "pano.indexer.refresh_interval"),
         .total_fields_limit = (int)pano_config_int(ix->cfg, "pano.indexer.total_fields_limit"),
     };
+    return pano_templates_build(pano_embedded_schemas, &opt, t, nt, warnings, err, errlen);
+}
+
+/* The templates from the schemas, and the indices the aliases point at. */
+static int setup_indices(indexer *ix)
+{
     pano_template *t;
     size_t nt;
     char err[512], *warnings = NULL;
-    if (pano_templates_build(pano_embedded_schemas, &opt, &t, &nt, &warnings, err,
-                             sizeof err) < 0) {
+    if (build_templates(ix, &t, &nt, &warnings, err, sizeof err) < 0) {
         pano_error("%s", err);
         return -1;
     }
@@ -1054,20 +1060,10 @@ static int run(indexer *ix)
 
 static int print_templates(indexer *ix)
 {
-    pano_template_options opt = {
-        .prefix = ix->prefix,
-        .fallback_index = ix->fallback_index,
-        .dead_letter_index = ix->dead_letter_index,
-        .shards = (int)pano_config_int(ix->cfg, "pano.indexer.shards"),
-        .replicas = (int)pano_config_int(ix->cfg, "pano.indexer.replicas"),
-        .refresh_interval = pano_config_str(ix->cfg, "pano.indexer.refresh_interval"),
-        .total_fields_limit = (int)pano_config_int(ix->cfg, "pano.indexer.total_fields_limit"),
-    };
     pano_template *t;
     size_t nt;
     char err[512], *warnings;
-    if (pano_templates_build(pano_embedded_schemas, &opt, &t, &nt, &warnings, err,
-                             sizeof err) < 0) {
+    if (build_templates(ix, &t, &nt, &warnings, err, sizeof err) < 0) {
         pano_error("%s", err);
         return 1;
     }

@@ -255,114 +255,126 @@ static size_t inflate_limit(uint64_t compressed)
     return limit < INFLATE_MIN_LIMIT ? INFLATE_MIN_LIMIT : limit;
 }
 
-/* zlib streams, several of them back to back (one per rank, for example). */
-static int inflate_zlib(const uint8_t *in, size_t in_len, darshan_buf *out, size_t limit,
-                        const char *what, uint64_t off, char *err, size_t errlen)
+/* zlib and bzip2 behind one decompression loop. */
+typedef union {
+    z_stream z;
+    bz_stream bz;
+} codec_state;
+
+typedef enum { CODEC_MORE, CODEC_STREAM_END, CODEC_CORRUPT } codec_status;
+
+typedef struct {
+    const char *name;
+    bool (*init)(codec_state *s);
+    void (*end)(codec_state *s);
+    /* Decompress from in[0..*in_len) into out[0..*out_len); the two lengths
+     * come back as what was consumed and produced. A corrupt stream gets a
+     * reason in detail. */
+    codec_status (*step)(codec_state *s, const uint8_t *in, unsigned *in_len, uint8_t *out,
+                         unsigned *out_len, char *detail, size_t detail_len);
+} codec;
+
+static bool zlib_init(codec_state *s)
 {
-    z_stream zs;
-    memset(&zs, 0, sizeof zs);
-    if (inflateInit(&zs) != Z_OK)
-        return fail(err, errlen, "cannot initialise zlib");
-    zs.next_in = (Bytef *)in;
-    size_t in_left = in_len;
-    int rc = 0;
-    for (;;) {
-        if (zs.avail_in == 0) {
-            size_t chunk = in_left < UINT_MAX ? in_left : UINT_MAX;
-            zs.avail_in = (uInt)chunk;
-            in_left -= chunk;
-        }
-        if (out->len == out->cap && !buf_grow(out, limit, in_len * 4)) {
-            rc = fail(err, errlen, "%s at offset %" PRIu64 " inflates to more than %zu bytes",
-                      what, off, limit);
-            break;
-        }
-        size_t room = out->cap - out->len;
-        zs.next_out = out->data + out->len;
-        zs.avail_out = room < UINT_MAX ? (uInt)room : UINT_MAX;
-        uInt before = zs.avail_out;
-        int z = inflate(&zs, Z_NO_FLUSH);
-        out->len += before - zs.avail_out;
-        if (z == Z_STREAM_END) {
-            if (zs.avail_in == 0 && in_left == 0)
-                break;
-            if (inflateReset(&zs) != Z_OK) {
-                rc = fail(err, errlen, "cannot reset zlib");
-                break;
-            }
-            continue;
-        }
-        if (z == Z_OK)
-            continue;
-        if (z == Z_BUF_ERROR && zs.avail_out == 0)
-            continue; /* output full: grow */
-        if (z == Z_BUF_ERROR)
-            rc = fail(err, errlen, "truncated compressed data in the %s at offset %" PRIu64,
-                      what, off);
-        else
-            rc = fail(err, errlen, "corrupt zlib data in the %s at offset %" PRIu64 " (%s)",
-                      what, off, zs.msg ? zs.msg : "error");
-        break;
-    }
-    inflateEnd(&zs);
-    return rc;
+    memset(&s->z, 0, sizeof s->z);
+    return inflateInit(&s->z) == Z_OK;
 }
 
-static int inflate_bzip2(const uint8_t *in, size_t in_len, darshan_buf *out, size_t limit,
-                         const char *what, uint64_t off, char *err, size_t errlen)
+static void zlib_end(codec_state *s) { inflateEnd(&s->z); }
+
+static codec_status zlib_step(codec_state *s, const uint8_t *in, unsigned *in_len, uint8_t *out,
+                              unsigned *out_len, char *detail, size_t detail_len)
 {
-    bz_stream bs;
-    memset(&bs, 0, sizeof bs);
-    if (BZ2_bzDecompressInit(&bs, 0, 0) != BZ_OK)
-        return fail(err, errlen, "cannot initialise bzip2");
-    bs.next_in = (char *)in;
-    size_t in_left = in_len;
+    s->z.next_in = (Bytef *)in;
+    s->z.avail_in = *in_len;
+    s->z.next_out = out;
+    s->z.avail_out = *out_len;
+    int z = inflate(&s->z, Z_NO_FLUSH);
+    *in_len -= s->z.avail_in;
+    *out_len -= s->z.avail_out;
+    if (z == Z_STREAM_END)
+        return CODEC_STREAM_END;
+    if (z == Z_OK || z == Z_BUF_ERROR) /* Z_BUF_ERROR: no progress possible, not fatal */
+        return CODEC_MORE;
+    snprintf(detail, detail_len, "%s", s->z.msg ? s->z.msg : "error");
+    return CODEC_CORRUPT;
+}
+
+static bool bzip2_init(codec_state *s)
+{
+    memset(&s->bz, 0, sizeof s->bz);
+    return BZ2_bzDecompressInit(&s->bz, 0, 0) == BZ_OK;
+}
+
+static void bzip2_end(codec_state *s) { BZ2_bzDecompressEnd(&s->bz); }
+
+static codec_status bzip2_step(codec_state *s, const uint8_t *in, unsigned *in_len, uint8_t *out,
+                               unsigned *out_len, char *detail, size_t detail_len)
+{
+    s->bz.next_in = (char *)in;
+    s->bz.avail_in = *in_len;
+    s->bz.next_out = (char *)out;
+    s->bz.avail_out = *out_len;
+    int b = BZ2_bzDecompress(&s->bz);
+    *in_len -= s->bz.avail_in;
+    *out_len -= s->bz.avail_out;
+    if (b == BZ_STREAM_END)
+        return CODEC_STREAM_END;
+    if (b == BZ_OK)
+        return CODEC_MORE;
+    snprintf(detail, detail_len, "error %d", b);
+    return CODEC_CORRUPT;
+}
+
+static const codec zlib_codec = {"zlib", zlib_init, zlib_end, zlib_step};
+static const codec bzip2_codec = {"bzip2", bzip2_init, bzip2_end, bzip2_step};
+
+/* Compressed streams, several of them back to back (one per rank, for
+ * example), into out, at most limit bytes. */
+static int inflate_streams(const codec *c, const uint8_t *in, size_t in_len, darshan_buf *out,
+                           size_t limit, const char *what, uint64_t off, char *err,
+                           size_t errlen)
+{
+    codec_state s;
+    if (!c->init(&s))
+        return fail(err, errlen, "cannot initialise %s", c->name);
+    size_t hint = in_len * 4;
     int rc = 0;
     for (;;) {
-        if (bs.avail_in == 0) {
-            size_t chunk = in_left < UINT_MAX ? in_left : UINT_MAX;
-            bs.avail_in = (unsigned)chunk;
-            in_left -= chunk;
-        }
-        if (out->len == out->cap && !buf_grow(out, limit, in_len * 4)) {
+        if (out->len == out->cap && !buf_grow(out, limit, hint)) {
             rc = fail(err, errlen, "%s at offset %" PRIu64 " inflates to more than %zu bytes",
                       what, off, limit);
             break;
         }
+        unsigned used = in_len < UINT_MAX ? (unsigned)in_len : UINT_MAX;
         size_t room = out->cap - out->len;
-        bs.next_out = (char *)out->data + out->len;
-        bs.avail_out = room < UINT_MAX ? (unsigned)room : UINT_MAX;
-        unsigned before = bs.avail_out;
-        int b = BZ2_bzDecompress(&bs);
-        out->len += before - bs.avail_out;
-        if (b == BZ_STREAM_END) {
-            if (bs.avail_in == 0 && in_left == 0)
+        unsigned made = room < UINT_MAX ? (unsigned)room : UINT_MAX;
+        char detail[128] = "";
+        codec_status st = c->step(&s, in, &used, out->data + out->len, &made, detail, sizeof detail);
+        in += used;
+        in_len -= used;
+        out->len += made;
+        if (st == CODEC_CORRUPT) {
+            rc = fail(err, errlen, "corrupt %s data in the %s at offset %" PRIu64 " (%s)",
+                      c->name, what, off, detail);
+            break;
+        }
+        if (st == CODEC_STREAM_END) {
+            if (in_len == 0)
                 break;
-            /* Another stream follows: start over. */
-            BZ2_bzDecompressEnd(&bs);
-            char *next = bs.next_in;
-            unsigned avail = bs.avail_in;
-            memset(&bs, 0, sizeof bs);
-            if (BZ2_bzDecompressInit(&bs, 0, 0) != BZ_OK)
-                return fail(err, errlen, "cannot initialise bzip2");
-            bs.next_in = next;
-            bs.avail_in = avail;
+            c->end(&s); /* another stream follows: start over */
+            if (!c->init(&s))
+                return fail(err, errlen, "cannot initialise %s", c->name);
             continue;
         }
-        if (b == BZ_OK) {
-            if (bs.avail_out > 0 && bs.avail_in == 0 && in_left == 0) {
-                /* bzip2 wants more input, and there is none. */
-                rc = fail(err, errlen, "truncated compressed data in the %s at offset %" PRIu64,
-                          what, off);
-                break;
-            }
-            continue;
+        /* Stuck with room to write: the input ended inside a stream. */
+        if (used == 0 && made == 0 && out->len < out->cap) {
+            rc = fail(err, errlen, "truncated compressed data in the %s at offset %" PRIu64, what,
+                      off);
+            break;
         }
-        rc = fail(err, errlen, "corrupt bzip2 data in the %s at offset %" PRIu64 " (error %d)",
-                  what, off, b);
-        break;
     }
-    BZ2_bzDecompressEnd(&bs);
+    c->end(&s);
     return rc;
 }
 
@@ -376,11 +388,11 @@ int darshan_log_inflate(const darshan_log *log, darshan_region region, const cha
     size_t in_len = (size_t)region.len;
     switch (log->compression) {
     case DARSHAN_COMP_ZLIB:
-        return inflate_zlib(in, in_len, out, inflate_limit(region.len), what, region.off, err,
-                            errlen);
+        return inflate_streams(&zlib_codec, in, in_len, out, inflate_limit(region.len), what,
+                               region.off, err, errlen);
     case DARSHAN_COMP_BZIP2:
-        return inflate_bzip2(in, in_len, out, inflate_limit(region.len), what, region.off, err,
-                             errlen);
+        return inflate_streams(&bzip2_codec, in, in_len, out, inflate_limit(region.len), what,
+                               region.off, err, errlen);
     case DARSHAN_COMP_NONE:
         while (out->cap < in_len)
             buf_grow(out, in_len, in_len);
