@@ -123,14 +123,8 @@ kill -KILL $sessions
 rc=0
 wait "$pt_pid" || rc=$?
 [[ $rc == 0 ]] || fail "cut ftp upload exited $rc: $(cat "$TEST_DIR/cut.err")"
-cmp "$d/root/pub/data.bin" "$cut" || fail "cut ftp upload: file differs"
-sent1=$(sed -n 's/.* \([0-9]*\) bytes moved in this attempt; retry 1 .*/\1/p' "$TEST_DIR/cut.err")
-had=$(sed -n 's/.*the server has \([0-9]*\) of [0-9]* bytes, sending the rest.*/\1/p' "$TEST_DIR/cut.err")
-[[ -n $sent1 && -n $had ]] && ((had > 0)) || fail "cut ftp upload was not resumed: $(cat "$TEST_DIR/cut.err")"
-# the first attempt moved what libcurl counted, or what the server had if
-# more (sftp counts what the server acknowledged)
-moved1=$((sent1 > had ? sent1 : had))
-check "$(event_of "$TEST_DIR/cut.jsonl" transfer.inv.local.single)" ".status == 0 and .retries == 1 and .bytes_transferred == $((moved1 + size - had))" "cut ftp upload: bytes moved (first attempt $moved1, then the rest after $had)"
+check_resumed_upload "cut ftp upload" "$d/root/pub/data.bin" "$cut" "$TEST_DIR/cut.jsonl" "$TEST_DIR/cut.err" "$size"
+had=$RESUMED_AT
 grep -q "OK UPLOAD: .*\"/incoming/cut.bin\", $((size - had)) bytes" "$d/slow.log" || fail "the server did not receive just the rest: $(grep UPLOAD "$d/slow.log")"
-log "ftp upload cut after $had bytes: the rest appended ($((size - had)) bytes; $((moved1 + size - had)) counted over both attempts)"
+log "ftp upload cut after $had bytes: the rest appended ($((size - had)) bytes; $MOVED counted over both attempts)"
 log "PASS"

@@ -23,6 +23,23 @@ event_of() { # FILE NAME [N]
     jq -c --arg n "$2" 'select(.event == $n)' "$1" | sed -n "${3:-1}p"
 }
 
+# check_resumed_upload WHAT SRC COPY JSONL ERR SIZE: an upload cut mid-way
+# and retried arrived whole, was resumed (the retry sent the rest of what
+# the server had), and its event counts the bytes of both attempts. Sets
+# RESUMED_AT (what the server had) and MOVED (bytes counted).
+check_resumed_upload() {
+    local what=$1 src=$2 copy=$3 jsonl=$4 err=$5 size=$6 sent1
+    cmp "$src" "$copy" || fail "$what: file differs"
+    sent1=$(sed -n 's/.* \([0-9]*\) bytes moved in this attempt; retry 1 .*/\1/p' "$err")
+    RESUMED_AT=$(sed -n 's/.*the server has \([0-9]*\) of [0-9]* bytes, sending the rest.*/\1/p' "$err")
+    [[ -n $sent1 && -n $RESUMED_AT ]] && ((RESUMED_AT > 0)) || fail "$what was not resumed: $(cat "$err")"
+    # the first attempt moved what libcurl counted, or what the server had
+    # if more (sftp counts what the server acknowledged)
+    MOVED=$(((sent1 > RESUMED_AT ? sent1 : RESUMED_AT) + size - RESUMED_AT))
+    check "$(event_of "$jsonl" transfer.inv.local.single)" ".status == 0 and .retries == 1 and .bytes_transferred == $MOVED" \
+        "$what: bytes moved (the rest after $RESUMED_AT)"
+}
+
 # Start the test HTTP server on ROOT; sets HTTP_PORT and HTTP_LOG.
 start_httpd() { # ROOT
     local root=$1

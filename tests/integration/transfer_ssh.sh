@@ -120,15 +120,8 @@ rc=0
 "$PT" copy "${ssh_opts[@]}" --retries 2 "$TEST_DIR/data.bin" \
     "sftp://$user@127.0.0.1:$port2$remote/resume/cut.bin" >"$TEST_DIR/cut.jsonl" 2>"$TEST_DIR/cut.err" || rc=$?
 [[ $rc == 0 ]] || fail "cut sftp upload exited $rc: $(cat "$TEST_DIR/cut.err")"
-cmp "$TEST_DIR/data.bin" "$remote/resume/cut.bin" || fail "cut sftp upload: file differs"
-sent1=$(sed -n 's/.* \([0-9]*\) bytes moved in this attempt; retry 1 .*/\1/p' "$TEST_DIR/cut.err")
-had=$(sed -n 's/.*the server has \([0-9]*\) of [0-9]* bytes, sending the rest.*/\1/p' "$TEST_DIR/cut.err")
-[[ -n $sent1 && -n $had ]] && ((had > 0)) || fail "cut sftp upload was not resumed: $(cat "$TEST_DIR/cut.err")"
-# the first attempt moved what libcurl counted, or what the server had if
-# more (sftp counts what the server acknowledged)
-moved1=$((sent1 > had ? sent1 : had))
-check "$(event_of "$TEST_DIR/cut.jsonl" transfer.inv.local.single)" ".status == 0 and .retries == 1 and .bytes_transferred == $((moved1 + size - had))" "cut sftp upload: bytes moved (first attempt $moved1, then the rest after $had)"
-log "sftp upload cut after $had bytes: the rest sent ($((size - had)) bytes; $((moved1 + size - had)) counted over both attempts)"
+check_resumed_upload "cut sftp upload" "$TEST_DIR/data.bin" "$remote/resume/cut.bin" "$TEST_DIR/cut.jsonl" "$TEST_DIR/cut.err" "$size"
+log "sftp upload cut after $RESUMED_AT bytes: the rest sent ($((size - RESUMED_AT)) bytes; $MOVED counted over both attempts)"
 
 # a missing remote file: one attempt, a failure event
 rc=0

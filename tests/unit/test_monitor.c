@@ -189,6 +189,17 @@ static void sample_until_stable(pano_proctree *t, pano_tree_totals *out)
                   "pids were allocated all the time for 20 s: no stable sample");
 }
 
+/* The next sample finds n processes, and so do the stable samples that
+ * follow it, which read only the processes already known. */
+static void expect_procs(pano_proctree *t, uint64_t n, pano_tree_totals *full,
+                         pano_tree_totals *stable)
+{
+    ck_assert_int_eq(pano_proctree_sample(t, full), 0);
+    ck_assert_uint_eq(full->procs, n);
+    sample_until_stable(t, stable);
+    ck_assert_uint_eq(stable->procs, n);
+}
+
 START_TEST(tree_changes_are_seen_after_stable_samples)
 {
     /* The test process is the monitor: orphans come back to it. */
@@ -212,11 +223,8 @@ START_TEST(tree_changes_are_seen_after_stable_samples)
     close(report[1]);
     usleep(100000);
     pano_tree_totals full, stable;
-    ck_assert_int_eq(pano_proctree_sample(t, &full), 0);
-    ck_assert_uint_eq(full.procs, 3);
     /* Nothing changes: the known processes are read alone, same totals. */
-    sample_until_stable(t, &stable);
-    ck_assert_uint_eq(stable.procs, 3);
+    expect_procs(t, 3, &full, &stable);
     ck_assert_uint_eq(stable.threads, full.threads);
     ck_assert_uint_eq(stable.vm, full.vm);
     ck_assert(stable.utime == full.utime && stable.stime == full.stime);
@@ -224,19 +232,13 @@ START_TEST(tree_changes_are_seen_after_stable_samples)
     /* A new process (a fork allocates a pid) is found at once. */
     pid_t b = sleeper();
     usleep(20000);
-    ck_assert_int_eq(pano_proctree_sample(t, &full), 0);
-    ck_assert_uint_eq(full.procs, 4);
-    sample_until_stable(t, &stable);
-    ck_assert_uint_eq(stable.procs, 4);
+    expect_procs(t, 4, &full, &stable);
 
     /* The middle one dies: its child comes back to us (no pid allocated)
      * and stays counted; the dead one is gone. */
     ck_assert_int_eq(kill(middle, SIGKILL), 0);
     ck_assert_int_eq(waitpid(middle, NULL, 0), middle);
-    ck_assert_int_eq(pano_proctree_sample(t, &full), 0);
-    ck_assert_uint_eq(full.procs, 3);
-    sample_until_stable(t, &stable);
-    ck_assert_uint_eq(stable.procs, 3);
+    expect_procs(t, 3, &full, &stable);
 
     /* A process ends between samples: gone from the next one. */
     ck_assert_int_eq(kill(a, SIGKILL), 0);
