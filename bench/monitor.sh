@@ -12,6 +12,11 @@
 #               monitor's CPU time (all its threads) is what it reports in
 #               kickstart.inv.end (getrusage RUSAGE_SELF), median of REPS
 #   wall_ratio  median monitored wall time / median unmonitored wall time
+#   ms/sample   the monitor's CPU time per sample: its CPU time less the fixed
+#               cost of a run (start, first and last sample, exit: measured on
+#               `pano-monitor -- true` in the same run), over the samples taken
+#   steady_pct  ms/sample / interval: the cost per second of a long task,
+#               which the fixed cost no longer weighs on
 # Events go to a JSON-lines file, or to a broker with BENCH_AMQP_URL=amqp://...
 # Ends with one line:
 #   RESULT monitor cpu_pct_1s=<tree64 at 1 s> cpu_pct_100ms=<tree64 at 0.1 s> wall_ratio=<worst case>
@@ -53,7 +58,7 @@ run_case() {
     local w=$1 interval=$2 i start end
     local -a args
     read -r -a args <<<"$(task_args "$w")"
-    : >"$TMP/plain" && : >"$TMP/mon" && : >"$TMP/pct" && : >"$TMP/samples"
+    : >"$TMP/plain" && : >"$TMP/mon" && : >"$TMP/pct" && : >"$TMP/samples" && : >"$TMP/cpu"
     for ((i = 0; i < REPS; i++)); do
         start=$EPOCHREALTIME
         "$WORKLOAD" "${args[@]}" >/dev/null
@@ -70,25 +75,49 @@ run_case() {
         jq -r --arg wall "$wall" 'select(.event == "kickstart.inv.end")
             | (.monitor_utime + .monitor_stime) / ($wall | tonumber) * 100' "$TMP/events" >>"$TMP/pct"
         jq -r 'select(.event == "kickstart.inv.end") | .samples' "$TMP/events" >>"$TMP/samples"
+        monitor_cpu_ms "$TMP/events" >>"$TMP/cpu"
     done
-    local pct plain mon samples
+    local pct plain mon samples cpu
     pct=$(median <"$TMP/pct")
+    cpu=$(median <"$TMP/cpu")
     plain=$(median <"$TMP/plain")
     mon=$(median <"$TMP/mon")
     samples=$(median <"$TMP/samples")
-    printf '%s %s %s %s %s\n' "$pct" "$(calc "$mon / $plain")" "$samples" "$plain" "$mon"
+    printf '%s %s %s %s %s %s\n' "$pct" "$(calc "$mon / $plain")" "$samples" "$plain" "$mon" \
+        "$(calc "($cpu - $FIXED_MS) / $samples")"
+}
+
+# The monitor's own CPU time in ms, from the end event of an events file.
+monitor_cpu_ms() {
+    jq -r 'select(.event == "kickstart.inv.end") | (.monitor_utime + .monitor_stime) * 1000' "$1"
+}
+
+# The fixed cost of a monitored run, in ms: the median over 21 runs of a
+# task that exits at once (start, two samples, end event, exit).
+fixed_cost_ms() {
+    local i
+    : >"$TMP/fixed"
+    for ((i = 0; i < 21; i++)); do
+        rm -f "$TMP/events"
+        "$MONITOR" -o "$TMP/events" -- "$WORKLOAD" exit 0 >/dev/null
+        monitor_cpu_ms "$TMP/events" >>"$TMP/fixed"
+    done
+    median <"$TMP/fixed"
 }
 
 echo "pano-monitor overhead: WORK=$WORK s, REPS=$REPS, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), events: $dest" >&2
-printf '%-8s %8s %12s %10s %8s %10s %10s\n' workload interval cpu_pct wall_ratio samples plain_s monitored_s >&2
+FIXED_MS=$(fixed_cost_ms)
+printf "fixed cost of a monitored run: %.2f ms of monitor CPU\n" "$FIXED_MS" >&2
+printf '%-8s %8s %12s %10s %8s %10s %10s %10s %11s\n' workload interval cpu_pct wall_ratio samples plain_s \
+    monitored_s ms/sample steady_pct >&2
 declare -A PCT RATIO
 for interval in 1 0.1; do
     for w in single tree64; do
-        read -r pct ratio samples plain mon < <(run_case "$w" "$interval")
+        read -r pct ratio samples plain mon per_sample < <(run_case "$w" "$interval")
         PCT[$w,$interval]=$pct
         RATIO[$w,$interval]=$ratio
-        printf '%-8s %8s %12.4f %10.4f %8s %10.3f %10.3f\n' "$w" "$interval" "$pct" "$ratio" "$samples" \
-            "$plain" "$mon" >&2
+        printf '%-8s %8s %12.4f %10.4f %8s %10.3f %10.3f %10.3f %11.4f\n' "$w" "$interval" "$pct" "$ratio" \
+            "$samples" "$plain" "$mon" "$per_sample" "$(calc "$per_sample / ($interval * 1000) * 100")" >&2
     done
 done
 worst=$(printf '%s\n' "${RATIO[@]}" | sort -g | tail -1)
