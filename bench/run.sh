@@ -15,7 +15,8 @@ names=("$@")
 results=()
 for name in "${names[@]}"; do
     echo "==== bench/$name.sh"
-    out=$(bash "bench/$name.sh" 2>&1 | tee /dev/stderr | grep '^RESULT ' | tail -n 1)
+    # -a: when stderr is a log file, tee would otherwise truncate it
+    out=$(bash "bench/$name.sh" 2>&1 | tee -a /dev/stderr | grep '^RESULT ' | tail -n 1)
     results+=("${out:-RESULT $name failed}")
 done
 echo
