@@ -105,6 +105,11 @@ int main(int argc, char **argv)
         return 2;
     }
     pano_config *cfg = pano_config_new();
+    char env_err[256];
+    if (pano_config_load_env(cfg, env_err, sizeof env_err) < 0) {
+        fprintf(stderr, "darshan_bench: %s\n", env_err);
+        return 2;
+    }
     pano_source *src = pano_source_new(cfg);
     double log_sum = 0, worst = 0, read_all_log_sum = 0;
     int measured = 0, read_all = 0;

@@ -8,15 +8,37 @@
 # Needs a build (meson setup build && ninja -C build) and, for bridge,
 # indexer and e2e, the local stack (deploy/local/pano-stack up). Run it on a
 # quiet machine: the ratios hold under load, absolute rates do not.
+#
+# Between two benchmarks it waits (up to PANO_BENCH_SETTLE seconds, default
+# 120) for the 1-minute load average to fall below half the CPU count: the
+# services keep working after a benchmark (Elasticsearch merges the segments
+# of a million documents), and the next benchmark would measure that too.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 names=("$@")
 ((${#names[@]})) || names=(monitor darshan transfer bridge indexer e2e)
+settle_max=${PANO_BENCH_SETTLE:-120}
+tmp=$(mktemp -d /tmp/pano-bench-run.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+load1() { cut -d' ' -f1 /proc/loadavg; }
+settle() {
+    local quiet waited=0
+    quiet=$(awk -v n="$(nproc)" 'BEGIN { print n / 2 }')
+    while ((waited < settle_max)) && awk -v l="$(load1)" -v q="$quiet" 'BEGIN { exit !(l >= q) }'; do
+        sleep 5
+        waited=$((waited + 5))
+    done
+    echo "(waited ${waited} s for the machine to settle: load $(load1))" >&2
+}
+
 results=()
-for name in "${names[@]}"; do
-    echo "==== bench/$name.sh"
-    # -a: when stderr is a log file, tee would otherwise truncate it
-    out=$(bash "bench/$name.sh" 2>&1 | tee -a /dev/stderr | grep '^RESULT ' | tail -n 1)
+for i in "${!names[@]}"; do
+    name=${names[$i]}
+    ((i == 0)) || settle
+    echo "==== bench/$name.sh" >&2
+    bash "bench/$name.sh" 2>&1 | tee "$tmp/$name.log" >&2
+    out=$(grep '^RESULT ' "$tmp/$name.log" | tail -n 1)
     results+=("${out:-RESULT $name failed}")
 done
 echo
