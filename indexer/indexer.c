@@ -925,27 +925,10 @@ static void finish_batch(indexer *ix)
 
 /* ---- setup ---------------------------------------------------------------- */
 
-/* librdkafka properties from "name=value,name=value". */
-static int set_extra_properties(rd_kafka_conf_t *conf, const char *list, char *err,
-                                size_t errlen)
-{
-    if (!list || !*list)
-        return 0;
-    char *copy = pano_strdup(list), *save = NULL;
-    int rc = 0;
-    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        if (!eq) {
-            snprintf(err, errlen, "pano.indexer.kafka_properties: '%s' is not name=value", tok);
-            rc = -1;
-            break;
-        }
-        *eq = '\0';
-        rc = pano_kafka_conf_set(conf, tok, eq + 1, err, errlen);
-    }
-    free(copy);
-    return rc;
-}
+/* What pano.indexer.kafka_properties may not change: offsets are stored
+ * only once Elasticsearch settled everything before them. */
+static const char *const consumer_reserved[] = {"group.id", "enable.auto.offset.store",
+                                                "enable.auto.commit", NULL};
 
 static rd_kafka_t *create_consumer(indexer *ix, char *err, size_t errlen)
 {
@@ -957,8 +940,8 @@ static rd_kafka_t *create_consumer(indexer *ix, char *err, size_t errlen)
         pano_kafka_conf_set(conf, "enable.auto.offset.store", "false", err, errlen) < 0 ||
         pano_kafka_conf_set(conf, "enable.auto.commit", "true", err, errlen) < 0 ||
         pano_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, errlen) < 0 ||
-        set_extra_properties(conf, pano_config_str(ix->cfg, "pano.indexer.kafka_properties"),
-                             err, errlen) < 0) {
+        pano_kafka_conf_set_list(conf, ix->cfg, "pano.indexer.kafka_properties",
+                                 consumer_reserved, err, errlen) < 0) {
         rd_kafka_conf_destroy(conf);
         return NULL;
     }

@@ -115,6 +115,11 @@ const pano_config_key pano_config_keys[] = {
      "installation)."},
     {"pano.bridge.linger", PANO_CFG_DOUBLE, "0.02", 0, 10, false, {0}, {0},
      "Seconds the Kafka producer waits to fill a batch (librdkafka linger.ms)."},
+    {"pano.bridge.kafka_properties", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Extra librdkafka producer properties, name=value[,name=value...] (e.g. "
+     "compression.type=zstd; the bridge's default is lz4). The properties the bridge sets "
+     "itself (enable.idempotence, acks, partitioner, linger.ms, message.timeout.ms, ...) "
+     "are refused."},
     {"pano.bridge.delivery_timeout", PANO_CFG_DOUBLE, "0", 0, 86400, false, {0}, {0},
      "Seconds librdkafka keeps trying to deliver a message before reporting a failure, "
      "after which the bridge produces it again (0: librdkafka retries until Kafka takes "

@@ -3,7 +3,10 @@
 #include "event.h"
 #include "log.h"
 
+#include "mem.h"
+
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* librdkafka's syslog levels onto pano's. */
@@ -26,6 +29,40 @@ int pano_kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *val
         return -1;
     }
     return 0;
+}
+
+int pano_kafka_conf_set_list(rd_kafka_conf_t *conf, const pano_config *cfg, const char *key,
+                             const char *const *reserved, char *err, size_t errlen)
+{
+    const char *list = pano_config_str(cfg, key);
+    if (!list || !*list)
+        return 0;
+    char *copy = pano_strdup(list), *save = NULL;
+    int rc = 0, item = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
+        item++;
+        char *eq = strchr(tok, '=');
+        if (!eq || eq == tok) {
+            snprintf(err, errlen, "%s: item %d is not name=value", key, item);
+            rc = -1;
+            break;
+        }
+        *eq = '\0';
+        for (size_t i = 0; reserved && reserved[i]; i++)
+            if (strcmp(tok, reserved[i]) == 0) {
+                snprintf(err, errlen, "%s: %s is set by the program itself and cannot be changed",
+                         key, tok);
+                rc = -1;
+            }
+        if (rc == 0 && pano_kafka_conf_set(conf, tok, eq + 1, err, errlen) < 0) {
+            char why[384];
+            snprintf(why, sizeof why, "%s", err);
+            snprintf(err, errlen, "%s: %s", key, why);
+            rc = -1;
+        }
+    }
+    free(copy);
+    return rc;
 }
 
 rd_kafka_conf_t *pano_kafka_conf_new(const pano_config *cfg, char *err, size_t errlen)

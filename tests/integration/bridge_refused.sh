@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Messages Kafka refuses for good never loop: the test's custom topic takes
-# at most 4 KB (max.message.bytes), so valid 8 KB events there are refused
+# at most 4 KB (max.message.bytes), so valid 8 KB events there (random text:
+# the bridge compresses with lz4, which cannot shrink them) are refused
 # with MSG_SIZE_TOO_LARGE and go to the dead-letter topic with the reason;
 # with the dead-letter topic limited too, the bridge rejects them to the
 # queue's dead-letter exchange (RabbitMQ keeps them in <queue>.dead).

@@ -85,7 +85,7 @@ static void usage(FILE *out)
             "  -r, --rate R          at most R messages/s (default unlimited)\n"
             "  -t, --timeout S       give up after S seconds (default 600)\n"
             "  -l, --newline         end every body with a newline\n"
-            "  -P, --pad BYTES       add a \"pad\" field of BYTES characters to valid events\n");
+            "  -P, --pad BYTES       add a \"pad\" field of BYTES random characters to valid events\n");
 }
 
 /* A deterministic UUID-looking string for workflow w. */
@@ -117,8 +117,17 @@ static size_t valid_event(const load *l, uint64_t i, char *buf, size_t size, con
         return 0;
     if (l->o.pad) {
         n += snprintf(buf + n, size - (size_t)n, ",\"pad\":\"");
-        memset(buf + n, 'p', l->o.pad);
-        n += (int)l->o.pad;
+        /* Random letters and digits: a compressing producer cannot shrink
+         * the event below its size (bridge_refused counts on that). */
+        static const char alphabet[] =
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        uint64_t x = 0x9e3779b97f4a7c15ULL * (i + 1);
+        for (uint64_t k = 0; k < l->o.pad; k++) {
+            x ^= x << 13; /* xorshift64 */
+            x ^= x >> 7;
+            x ^= x << 17;
+            buf[n++] = alphabet[x & 63];
+        }
         buf[n++] = '"';
     }
     n += snprintf(buf + n, size - (size_t)n, "}%s", l->o.newline ? "\n" : "");

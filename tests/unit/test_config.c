@@ -1,6 +1,7 @@
 /* Configuration: properties syntax, precedence file < env < command line,
  * validation errors that name the key, Pegasus aliases. */
 #include "config.h"
+#include "kafka.h"
 #include "testutil.h"
 
 #include <stdio.h>
@@ -141,6 +142,53 @@ START_TEST(bad_values_name_the_key_and_origin)
 }
 END_TEST
 
+/* The value librdkafka holds for a property, or "" when it has none. */
+static const char *kafka_value(rd_kafka_conf_t *conf, const char *name, char *buf, size_t size)
+{
+    if (rd_kafka_conf_get(conf, name, buf, &size) != RD_KAFKA_CONF_OK)
+        buf[0] = '\0';
+    return buf;
+}
+
+START_TEST(kafka_property_lists)
+{
+    static const char *const reserved[] = {"acks", NULL};
+    char err[512], value[64];
+    pano_config *c = pano_config_new();
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    /* unset: nothing changes */
+    ck_assert_int_eq(pano_kafka_conf_set_list(conf, c, "pano.bridge.kafka_properties", reserved,
+                                              err, sizeof err), 0);
+    ck_assert_int_eq(pano_config_set(c, "pano.bridge.kafka_properties",
+                                     "compression.type=lz4,linger.ms=7", PANO_CFG_CLI, err,
+                                     sizeof err), 0);
+    ck_assert_int_eq(pano_kafka_conf_set_list(conf, c, "pano.bridge.kafka_properties", reserved,
+                                              err, sizeof err), 0);
+    ck_assert_str_eq(kafka_value(conf, "compression.type", value, sizeof value), "lz4");
+    ck_assert_str_eq(kafka_value(conf, "linger.ms", value, sizeof value), "7");
+
+    /* a reserved name, an item without '=', an unknown property: refused,
+     * with the key named and no value repeated */
+    static const char *const bad[][2] = {
+        {"acks=0", "acks is set by the program itself"},
+        {"linger.ms=1,secret-token", "item 2 is not name=value"},
+        {"no.such.property=1", "no.such.property"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_int_eq(pano_config_set(c, "pano.bridge.kafka_properties", bad[i][0],
+                                         PANO_CFG_CLI, err, sizeof err), 0);
+        ck_assert_int_eq(pano_kafka_conf_set_list(conf, c, "pano.bridge.kafka_properties",
+                                                  reserved, err, sizeof err), -1);
+        ck_assert_msg(strstr(err, "pano.bridge.kafka_properties") && strstr(err, bad[i][1]),
+                      "%s", err);
+        ck_assert_msg(!strstr(err, "secret-token"), "%s", err);
+    }
+    ck_assert_str_eq(kafka_value(conf, "acks", value, sizeof value), "-1"); /* unchanged: all */
+    rd_kafka_conf_destroy(conf);
+    pano_config_free(c);
+}
+END_TEST
+
 START_TEST(missing_file_is_an_error)
 {
     pano_config *c = pano_config_new();
@@ -188,6 +236,7 @@ int main(void)
     tcase_add_test(tc, precedence_file_env_cli);
     tcase_add_test(tc, pegasus_environment_aliases);
     tcase_add_test(tc, bad_values_name_the_key_and_origin);
+    tcase_add_test(tc, kafka_property_lists);
     tcase_add_test(tc, missing_file_is_an_error);
     tcase_add_test(tc, secret_values_are_redacted_in_dumps);
     tcase_add_test(tc, find_config_argument);
