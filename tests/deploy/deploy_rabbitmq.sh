@@ -27,7 +27,10 @@ jq --arg v "$vhost" --arg u "$user" --arg h "$hash" '
 curl -fsS -u guest:guest -H 'Content-Type: application/json' -X POST "$MGMT/api/definitions" \
     --data-binary @"$TEST_DIR/definitions.json" >/dev/null || fail "the broker refused the definitions"
 log "imported the definitions as vhost $vhost, user $user"
-curl -fsS -u guest:guest "$MGMT/api/queues/$vhost/pano.events" | jq -e '.arguments["x-dead-letter-exchange"] == "pano.dlx"' >/dev/null ||
+# disable_stats: RabbitMQ 3.10's management database can crash (badkey) when
+# asked for the statistics of a queue created a moment ago, and then fails
+# every later request until the node restarts.
+curl -fsS -u guest:guest "$MGMT/api/queues/$vhost/pano.events?disable_stats=true" | jq -e '.arguments["x-dead-letter-exchange"] == "pano.dlx"' >/dev/null ||
     fail "queue pano.events without its dead-letter exchange"
 curl -fsS -u guest:guest "$MGMT/api/policies/$vhost" | jq -e 'length == 1' >/dev/null || fail "policy missing"
 
