@@ -13,8 +13,8 @@
 #               kickstart.inv.end (getrusage RUSAGE_SELF), median of REPS
 #   wall_ratio  median monitored wall time / median unmonitored wall time
 #   ms/sample   the monitor's CPU time per sample: its CPU time less the fixed
-#               cost of a run (start, first and last sample, exit: measured on
-#               `pano-monitor -- true` in the same run), over the samples taken
+#               cost of a run (start, first and last sample, exit: measured in
+#               the same run on a task that exits at once), over the samples taken
 #   steady_pct  ms/sample / interval: the cost per second of a long task,
 #               which the fixed cost no longer weighs on
 # Events go to a JSON-lines file, or to a broker with BENCH_AMQP_URL=amqp://...
@@ -69,13 +69,13 @@ run_case() {
         start=$EPOCHREALTIME
         "$MONITOR" -i "$interval" -o "$TMP/events" -- "$WORKLOAD" "${args[@]}" >/dev/null
         end=$EPOCHREALTIME
-        local wall
+        local wall cpu_ms
         wall=$(calc "$end - $start")
         echo "$wall" >>"$TMP/mon"
-        jq -r --arg wall "$wall" 'select(.event == "kickstart.inv.end")
-            | (.monitor_utime + .monitor_stime) / ($wall | tonumber) * 100' "$TMP/events" >>"$TMP/pct"
+        cpu_ms=$(monitor_cpu_ms "$TMP/events")
+        echo "$cpu_ms" >>"$TMP/cpu"
+        { calc "$cpu_ms / 10 / $wall"; echo; } >>"$TMP/pct" # ms / (s * 1000) * 100
         jq -r 'select(.event == "kickstart.inv.end") | .samples' "$TMP/events" >>"$TMP/samples"
-        monitor_cpu_ms "$TMP/events" >>"$TMP/cpu"
     done
     local pct plain mon samples cpu
     pct=$(median <"$TMP/pct")

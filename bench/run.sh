@@ -23,9 +23,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
 settle() {
-    local quiet waited=0
-    quiet=$(awk -v n="$(nproc)" 'BEGIN { print n / 2 }')
-    while ((waited < settle_max)) && awk -v l="$(load1)" -v q="$quiet" 'BEGIN { exit !(l >= q) }'; do
+    local waited=0
+    while ((waited < settle_max)) && awk -v l="$(load1)" -v n="$(nproc)" 'BEGIN { exit !(l >= n / 2) }'; do
         sleep 5
         waited=$((waited + 5))
     done

@@ -525,7 +525,13 @@ static rd_kafka_t *create_producer(bridge *b, char *err, size_t errlen)
     /* Above what the bridge can have in flight, so that a full queue is rare:
      * this channel's window, one of a previous channel, retries. */
     snprintf(queue, sizeof queue, "%d", 4 * b->prefetch + 10000);
-    const char *const own[][2] = {
+    /* Batches of events shrink about 10x with lz4: Kafka stores, replicates
+     * and serves a tenth of the bytes. A default: compression.type may be
+     * changed. */
+    if (pano_kafka_conf_set(conf, "compression.type", "lz4", err, errlen) < 0)
+        goto fail;
+    /* The bridge's own settings: its guarantees and bounds depend on them. */
+    const pano_kafka_property own[] = {
         {"enable.idempotence", "true"},
         {"acks", "all"},
         {"client.id", "pano-bridge"},
@@ -539,23 +545,8 @@ static rd_kafka_t *create_producer(bridge *b, char *err, size_t errlen)
         {"message.timeout.ms", timeout},
         {"queue.buffering.max.messages", queue},
     };
-    enum { N_OWN = sizeof own / sizeof own[0] };
-    /* The bridge's own settings, which pano.bridge.kafka_properties may not
-     * change: its guarantees and bounds depend on them. */
-    const char *reserved[N_OWN + 1];
-    for (size_t i = 0; i < N_OWN; i++) {
-        if (pano_kafka_conf_set(conf, own[i][0], own[i][1], err, errlen) < 0)
-            goto fail;
-        reserved[i] = own[i][0];
-    }
-    reserved[N_OWN] = NULL;
-    /* Batches of events shrink about 10x with lz4: Kafka stores, replicates
-     * and serves a tenth of the bytes. A default: compression.type may be
-     * changed. */
-    if (pano_kafka_conf_set(conf, "compression.type", "lz4", err, errlen) < 0)
-        goto fail;
-    if (pano_kafka_conf_set_list(conf, b->cfg, "pano.bridge.kafka_properties", reserved, err,
-                                 errlen) < 0)
+    if (pano_kafka_conf_apply(conf, own, sizeof own / sizeof own[0], b->cfg,
+                              "pano.bridge.kafka_properties", err, errlen) < 0)
         goto fail;
     rd_kafka_conf_set_opaque(conf, b);
     rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);

@@ -925,23 +925,21 @@ static void finish_batch(indexer *ix)
 
 /* ---- setup ---------------------------------------------------------------- */
 
-/* What pano.indexer.kafka_properties may not change: offsets are stored
- * only once Elasticsearch settled everything before them. */
-static const char *const consumer_reserved[] = {"group.id", "enable.auto.offset.store",
-                                                "enable.auto.commit", NULL};
-
 static rd_kafka_t *create_consumer(indexer *ix, char *err, size_t errlen)
 {
     rd_kafka_conf_t *conf = pano_kafka_conf_new(ix->cfg, err, errlen);
     if (!conf)
         return NULL;
-    if (pano_kafka_conf_set(conf, "group.id", pano_config_str(ix->cfg, "pano.indexer.group"),
-                            err, errlen) < 0 ||
-        pano_kafka_conf_set(conf, "enable.auto.offset.store", "false", err, errlen) < 0 ||
-        pano_kafka_conf_set(conf, "enable.auto.commit", "true", err, errlen) < 0 ||
-        pano_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, errlen) < 0 ||
-        pano_kafka_conf_set_list(conf, ix->cfg, "pano.indexer.kafka_properties",
-                                 consumer_reserved, err, errlen) < 0) {
+    /* The indexer's own settings: offsets are stored only once
+     * Elasticsearch settled everything before them. */
+    const pano_kafka_property own[] = {
+        {"group.id", pano_config_str(ix->cfg, "pano.indexer.group")},
+        {"enable.auto.offset.store", "false"},
+        {"enable.auto.commit", "true"},
+    };
+    if (pano_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, errlen) < 0 ||
+        pano_kafka_conf_apply(conf, own, sizeof own / sizeof own[0], ix->cfg,
+                              "pano.indexer.kafka_properties", err, errlen) < 0) {
         rd_kafka_conf_destroy(conf);
         return NULL;
     }

@@ -203,7 +203,8 @@ const pano_config_key pano_config_keys[] = {
      "IPv4 address the status port listens on."},
     {"pano.indexer.kafka_properties", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
      "Extra librdkafka consumer properties, name=value[,name=value...] "
-     "(e.g. session.timeout.ms=10000)."},
+     "(e.g. session.timeout.ms=10000). group.id, enable.auto.offset.store and "
+     "enable.auto.commit are the indexer's own and are refused."},
 
     /* ---- pano-monitor, pano-emit, the metric API and the spool ---- */
     {"pano.monitor.interval", PANO_CFG_DOUBLE, "1", 0.05, 3600, false,

@@ -2,7 +2,6 @@
 
 #include "event.h"
 #include "log.h"
-
 #include "mem.h"
 
 #include <stdio.h>
@@ -31,13 +30,24 @@ int pano_kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *val
     return 0;
 }
 
-int pano_kafka_conf_set_list(rd_kafka_conf_t *conf, const pano_config *cfg, const char *key,
-                             const char *const *reserved, char *err, size_t errlen)
+static bool is_own(const char *name, const pano_kafka_property *own, size_t n_own)
 {
+    for (size_t i = 0; i < n_own; i++)
+        if (strcmp(name, own[i].name) == 0)
+            return true;
+    return false;
+}
+
+int pano_kafka_conf_apply(rd_kafka_conf_t *conf, const pano_kafka_property *own, size_t n_own,
+                          const pano_config *cfg, const char *key, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < n_own; i++)
+        if (pano_kafka_conf_set(conf, own[i].name, own[i].value, err, errlen) < 0)
+            return -1;
     const char *list = pano_config_str(cfg, key);
     if (!list || !*list)
         return 0;
-    char *copy = pano_strdup(list), *save = NULL;
+    char *copy = pano_strdup(list), *save = NULL, why[384];
     int rc = 0, item = 0;
     for (char *tok = strtok_r(copy, ",", &save); tok && rc == 0; tok = strtok_r(NULL, ",", &save)) {
         item++;
@@ -45,18 +55,14 @@ int pano_kafka_conf_set_list(rd_kafka_conf_t *conf, const pano_config *cfg, cons
         if (!eq || eq == tok) {
             snprintf(err, errlen, "%s: item %d is not name=value", key, item);
             rc = -1;
-            break;
+            continue;
         }
         *eq = '\0';
-        for (size_t i = 0; reserved && reserved[i]; i++)
-            if (strcmp(tok, reserved[i]) == 0) {
-                snprintf(err, errlen, "%s: %s is set by the program itself and cannot be changed",
-                         key, tok);
-                rc = -1;
-            }
-        if (rc == 0 && pano_kafka_conf_set(conf, tok, eq + 1, err, errlen) < 0) {
-            char why[384];
-            snprintf(why, sizeof why, "%s", err);
+        if (is_own(tok, own, n_own)) {
+            snprintf(err, errlen, "%s: %s is set by the program itself and cannot be changed",
+                     key, tok);
+            rc = -1;
+        } else if (pano_kafka_conf_set(conf, tok, eq + 1, why, sizeof why) < 0) {
             snprintf(err, errlen, "%s: %s", key, why);
             rc = -1;
         }

@@ -22,13 +22,19 @@ rd_kafka_conf_t *pano_kafka_conf_new(const pano_config *cfg, char *err, size_t e
 int pano_kafka_conf_set(rd_kafka_conf_t *conf, const char *name, const char *value,
                         char *err, size_t errlen);
 
-/* Set the librdkafka properties listed in the configuration key `key`, as
- * "name=value[,name=value...]" (unset or empty: nothing). A name found in
- * `reserved` (NULL-terminated, may be NULL) is refused: the program sets
- * it itself because its guarantees depend on it. Errors name the key and
- * the property, never the value (it may be a password). */
-int pano_kafka_conf_set_list(rd_kafka_conf_t *conf, const pano_config *cfg, const char *key,
-                             const char *const *reserved, char *err, size_t errlen);
+/* A librdkafka property a program sets itself: name and value. */
+typedef struct {
+    const char *name, *value;
+} pano_kafka_property;
+
+/* Set the program's own properties, then the ones the user lists in the
+ * configuration key `key` as "name=value[,name=value...]" (unset or empty:
+ * none). The user may not name one of the program's own: its guarantees
+ * and bounds depend on them (properties set before this call are mere
+ * defaults). Errors name the key and the property, never the value (it may
+ * be a password). */
+int pano_kafka_conf_apply(rd_kafka_conf_t *conf, const pano_kafka_property *own, size_t n_own,
+                          const pano_config *cfg, const char *key, char *err, size_t errlen);
 
 /* The topic of an event family: prefix + family. */
 void pano_kafka_topic(const pano_config *cfg, const char *family, char *out, size_t size);
