@@ -145,11 +145,11 @@ private_stack_up() {
     export PANO_KAFKA_BROKERS=$KAFKA
 }
 
-# private_stack SERVICE down|up
+# private_stack SERVICE COMMAND [ARGS...]: pano-stack's down, up, rabbitmqctl ...
 private_stack() {
-    PANO_STACK_DIR=$PRIVATE_STACK "$STACK" --only "$1" --offline --timeout 240 "$2" \
+    PANO_STACK_DIR=$PRIVATE_STACK "$STACK" --only "$1" --offline --timeout 240 "${@:2}" \
         >>"$TEST_DIR/private-stack.log" 2>&1 ||
-        { tail -20 "$TEST_DIR/private-stack.log" >&2; fail "private stack: $1 $2 failed"; }
+        { tail -20 "$TEST_DIR/private-stack.log" >&2; fail "private stack: ${*:1} failed"; }
 }
 
 bridge_cleanup() {

@@ -20,8 +20,9 @@ load=$!
 # 1. RabbitMQ
 wait_until 120 at_least pano_bridge_messages_acked_total 8000 || fail "bridge too slow: $(m pano_bridge_messages_acked_total)"
 log "restarting RabbitMQ after $(m pano_bridge_messages_acked_total) acks"
-private_stack rabbitmq down
-sleep 2
+# Stopped by its own CLI, which returns while the node is still going down:
+# 'up' straight after must wait for it and start a new one.
+private_stack rabbitmq rabbitmqctl stop
 private_stack rabbitmq up
 log "RabbitMQ is back"
 wait_until 120 at_least pano_bridge_amqp_connections_total 2 || fail "the bridge did not reconnect"
