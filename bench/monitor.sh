@@ -7,19 +7,28 @@
 #   single  one CPU-bound process burning WORK seconds of CPU
 #   tree64  64 processes burning WORK*2 seconds of CPU together (all cores busy)
 # each run unmonitored and monitored, alternately, REPS times, at intervals
-# of 1 s and 0.1 s, in the same run of this script. Reported per case:
-#   cpu_pct     monitor CPU seconds / task wall seconds x 100, where the
-#               monitor's CPU time (all its threads) is what it reports in
-#               kickstart.inv.end (getrusage RUSAGE_SELF), median of REPS
-#   wall_ratio  median monitored wall time / median unmonitored wall time
-#   ms/sample   the monitor's CPU time per sample: its CPU time less the fixed
-#               cost of a run (start, first and last sample, exit: measured in
-#               the same run on a task that exits at once), over the samples taken
-#   steady_pct  ms/sample / interval: the cost per second of a long task,
-#               which the fixed cost no longer weighs on
-# Events go to a JSON-lines file, or to a broker with BENCH_AMQP_URL=amqp://...
+# of 1 s and 0.1 s, in the same run of this script, plus REPS monitored runs
+# of twice the work. Reported per case (medians of REPS):
+#   run_pct     monitor CPU seconds / task wall seconds x 100 for the task of
+#               WORK seconds, where the monitor's CPU time (all its threads) is
+#               what it reports in kickstart.inv.end (getrusage RUSAGE_SELF)
+#   wall_ratio  monitored wall time / unmonitored wall time
+#   ms/sample   what one more sample costs: the monitor CPU time the task of
+#               2*WORK seconds took more than the task of WORK seconds, over
+#               the samples it took more (start, exit and the discovery and
+#               teardown of the task's processes cancel out)
+#   cpu_pct     ms/sample / interval: the overhead of sampling at that
+#               interval, monitor CPU seconds per task wall second
+#   once_ms     what the run of WORK seconds cost besides its samples: start,
+#               exit, and finding and letting go of the task's processes
+# and, once, the fixed cost of a monitored run (a task that exits at once).
+# Events go to a JSON-lines file, or to a broker with
+# BENCH_AMQP_URL=amqp://USER:PASS@HOST:PORT/VHOST/EXCHANGE, where EXCHANGE is
+# the bench's own: it is declared with a queue to read the events back, and
+# both are deleted at the end (e.g. .../%2F/pano-bench).
 # Ends with one line:
 #   RESULT monitor cpu_pct_1s=<tree64 at 1 s> cpu_pct_100ms=<tree64 at 0.1 s> wall_ratio=<worst case>
+#          run_pct_1s=<tree64 at 1 s> run_pct_100ms=<tree64 at 0.1 s>
 # Environment: WORK (default 10), REPS (default 3).
 set -euo pipefail
 
@@ -35,7 +44,14 @@ TMP=$(mktemp -d /tmp/pano-bench.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 export PANO_SPOOL_DIR="$TMP/spool"
 export PANO_WF_UUID=${PANO_WF_UUID:-pano-bench}
+QUEUE=""
 if [[ -n ${BENCH_AMQP_URL:-} ]]; then
+    # The events are read back from a queue of the bench's own (the monitor
+    # reports its CPU time in kickstart.inv.end).
+    QUEUE_TOOL="$BUILD/tests/integration/pano-queue"
+    QUEUE="pano-bench-monitor-$$"
+    "$QUEUE_TOOL" declare "$BENCH_AMQP_URL" "$QUEUE" || { echo "cannot declare a queue at the broker" >&2; exit 2; }
+    trap '"$QUEUE_TOOL" delete "$BENCH_AMQP_URL" "$QUEUE" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
     export PANO_AMQP_URL=$BENCH_AMQP_URL
     dest="broker $(sed -E 's#//[^@]*@#//***@#' <<<"$BENCH_AMQP_URL")"
 else
@@ -46,45 +62,64 @@ fi
 calc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
 median() { sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
+# task_args WORKLOAD SCALE: the workload's arguments for SCALE times WORK
 task_args() {
     case $1 in
-    single) echo "burn $WORK" ;;
-    tree64) echo "work 64 $((WORK * 2))" ;;
+    single) echo "burn $((WORK * $2))" ;;
+    tree64) echo "work 64 $((WORK * 2 * $2))" ;;
     esac
 }
 
-# run_case WORKLOAD INTERVAL: prints "cpu_pct wall_ratio samples"
+# monitored INTERVAL ARGS...: runs the task under the monitor; appends the
+# wall time to $TMP/mon.$scale, and the monitor's CPU ms and the samples taken
+# to $TMP/cpu.$scale and $TMP/samples.$scale (scale: the caller's)
+monitored() {
+    local interval=$1 start end
+    shift
+    rm -f "$TMP/events"
+    start=$EPOCHREALTIME
+    "$MONITOR" -i "$interval" -o "$TMP/events" -- "$WORKLOAD" "$@" >/dev/null
+    end=$EPOCHREALTIME
+    collect_events
+    { calc "$end - $start"; echo; } >>"$TMP/mon.$scale"
+    monitor_cpu_ms "$TMP/events" >>"$TMP/cpu.$scale"
+    jq -r 'select(.event == "kickstart.inv.end") | .samples' "$TMP/events" >>"$TMP/samples.$scale"
+}
+
+# run_case WORKLOAD INTERVAL: prints
+#   "run_pct wall_ratio samples plain_s monitored_s ms/sample once_ms"
 run_case() {
-    local w=$1 interval=$2 i start end
-    local -a args
-    read -r -a args <<<"$(task_args "$w")"
-    : >"$TMP/plain" && : >"$TMP/mon" && : >"$TMP/pct" && : >"$TMP/samples" && : >"$TMP/cpu"
+    local w=$1 interval=$2 i start end scale
+    local -a args args2
+    read -r -a args <<<"$(task_args "$w" 1)"
+    read -r -a args2 <<<"$(task_args "$w" 2)"
+    rm -f "$TMP"/plain "$TMP"/{mon,cpu,samples}.*
     for ((i = 0; i < REPS; i++)); do
         start=$EPOCHREALTIME
         "$WORKLOAD" "${args[@]}" >/dev/null
         end=$EPOCHREALTIME
         { calc "$end - $start"; echo; } >>"$TMP/plain"
-
-        rm -f "$TMP/events"
-        start=$EPOCHREALTIME
-        "$MONITOR" -i "$interval" -o "$TMP/events" -- "$WORKLOAD" "${args[@]}" >/dev/null
-        end=$EPOCHREALTIME
-        local wall cpu_ms
-        wall=$(calc "$end - $start")
-        echo "$wall" >>"$TMP/mon"
-        cpu_ms=$(monitor_cpu_ms "$TMP/events")
-        echo "$cpu_ms" >>"$TMP/cpu"
-        { calc "$cpu_ms / 10 / $wall"; echo; } >>"$TMP/pct" # ms / (s * 1000) * 100
-        jq -r 'select(.event == "kickstart.inv.end") | .samples' "$TMP/events" >>"$TMP/samples"
+        scale=1 monitored "$interval" "${args[@]}"
+        scale=2 monitored "$interval" "${args2[@]}"
     done
-    local pct plain mon samples cpu
-    pct=$(median <"$TMP/pct")
-    cpu=$(median <"$TMP/cpu")
+    local plain mon cpu samples cpu2 samples2 per_sample
     plain=$(median <"$TMP/plain")
-    mon=$(median <"$TMP/mon")
-    samples=$(median <"$TMP/samples")
-    printf '%s %s %s %s %s %s\n' "$pct" "$(calc "$mon / $plain")" "$samples" "$plain" "$mon" \
-        "$(calc "($cpu - $FIXED_MS) / $samples")"
+    mon=$(median <"$TMP/mon.1")
+    cpu=$(median <"$TMP/cpu.1")
+    samples=$(median <"$TMP/samples.1")
+    cpu2=$(median <"$TMP/cpu.2")
+    samples2=$(median <"$TMP/samples.2")
+    per_sample=$(calc "($cpu2 - $cpu) / ($samples2 - $samples)")
+    printf '%s %s %s %s %s %s %s\n' "$(calc "$cpu / 10 / $mon")" "$(calc "$mon / $plain")" \
+        "$samples" "$plain" "$mon" "$per_sample" "$(calc "$cpu - $samples * $per_sample")"
+}
+
+# collect_events: the events of the monitor that just ran, in $TMP/events
+# (written there by -o, or taken from the bench's queue).
+collect_events() {
+    if [[ -n $QUEUE ]]; then
+        "$QUEUE_TOOL" drain "$BENCH_AMQP_URL" "$QUEUE" 0.3 >"$TMP/events"
+    fi
 }
 
 # The monitor's own CPU time in ms, from the end event of an events file.
@@ -100,6 +135,7 @@ fixed_cost_ms() {
     for ((i = 0; i < 21; i++)); do
         rm -f "$TMP/events"
         "$MONITOR" -o "$TMP/events" -- "$WORKLOAD" exit 0 >/dev/null
+        collect_events
         monitor_cpu_ms "$TMP/events" >>"$TMP/fixed"
     done
     median <"$TMP/fixed"
@@ -108,19 +144,21 @@ fixed_cost_ms() {
 echo "pano-monitor overhead: WORK=$WORK s, REPS=$REPS, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), events: $dest" >&2
 FIXED_MS=$(fixed_cost_ms)
 printf "fixed cost of a monitored run: %.2f ms of monitor CPU\n" "$FIXED_MS" >&2
-printf '%-8s %8s %12s %10s %8s %10s %10s %10s %11s\n' workload interval cpu_pct wall_ratio samples plain_s \
-    monitored_s ms/sample steady_pct >&2
-declare -A PCT RATIO
+printf '%-8s %8s %9s %10s %8s %9s %11s %10s %9s %9s\n' workload interval run_pct wall_ratio samples \
+    plain_s monitored_s ms/sample cpu_pct once_ms >&2
+declare -A PCT RUN_PCT RATIO
 for interval in 1 0.1; do
     for w in single tree64; do
-        read -r pct ratio samples plain mon per_sample < <(run_case "$w" "$interval")
+        read -r run_pct ratio samples plain mon per_sample once < <(run_case "$w" "$interval")
+        pct=$(calc "$per_sample / ($interval * 1000) * 100")
         PCT[$w,$interval]=$pct
+        RUN_PCT[$w,$interval]=$run_pct
         RATIO[$w,$interval]=$ratio
-        printf '%-8s %8s %12.4f %10.4f %8s %10.3f %10.3f %10.3f %11.4f\n' "$w" "$interval" "$pct" "$ratio" \
-            "$samples" "$plain" "$mon" "$per_sample" "$(calc "$per_sample / ($interval * 1000) * 100")" >&2
+        printf '%-8s %8s %9.4f %10.4f %8s %9.3f %11.3f %10.3f %9.4f %9.2f\n' "$w" "$interval" "$run_pct" \
+            "$ratio" "$samples" "$plain" "$mon" "$per_sample" "$pct" "$once" >&2
     done
 done
 worst=$(printf '%s\n' "${RATIO[@]}" | sort -g | tail -1)
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg) (wall ratios mean little on a loaded machine)" >&2
-printf 'RESULT monitor cpu_pct_1s=%.4f cpu_pct_100ms=%.4f wall_ratio=%.4f\n' \
-    "${PCT[tree64,1]}" "${PCT[tree64,0.1]}" "$worst"
+printf 'RESULT monitor cpu_pct_1s=%.4f cpu_pct_100ms=%.4f wall_ratio=%.4f run_pct_1s=%.4f run_pct_100ms=%.4f\n' \
+    "${PCT[tree64,1]}" "${PCT[tree64,0.1]}" "$worst" "${RUN_PCT[tree64,1]}" "${RUN_PCT[tree64,0.1]}"
