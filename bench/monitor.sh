@@ -9,7 +9,7 @@
 # each run unmonitored and monitored, alternately, REPS times, at intervals
 # of 1 s and 0.1 s, in the same run of this script, plus REPS monitored runs
 # of twice the work. Reported per case (medians of REPS):
-#   run_pct     monitor CPU seconds / task wall seconds x 100 for the task of
+#   cpu_pct     monitor CPU seconds / task wall seconds x 100 for the task of
 #               WORK seconds, where the monitor's CPU time (all its threads) is
 #               what it reports in kickstart.inv.end (getrusage RUSAGE_SELF)
 #   wall_ratio  monitored wall time / unmonitored wall time
@@ -17,7 +17,7 @@
 #               2*WORK seconds took more than the task of WORK seconds, over
 #               the samples it took more (start, exit and the discovery and
 #               teardown of the task's processes cancel out)
-#   cpu_pct     ms/sample / interval: the overhead of sampling at that
+#   sample_pct  ms/sample / interval: the overhead of sampling at that
 #               interval, monitor CPU seconds per task wall second
 #   once_ms     what the run of WORK seconds cost besides its samples: start,
 #               exit, and finding and letting go of the task's processes
@@ -28,7 +28,7 @@
 # both are deleted at the end (e.g. .../%2F/pano-bench).
 # Ends with one line:
 #   RESULT monitor cpu_pct_1s=<tree64 at 1 s> cpu_pct_100ms=<tree64 at 0.1 s> wall_ratio=<worst case>
-#          run_pct_1s=<tree64 at 1 s> run_pct_100ms=<tree64 at 0.1 s>
+#          sample_pct_1s=<tree64 at 1 s> sample_pct_100ms=<tree64 at 0.1 s>
 # Environment: WORK (default 10), REPS (default 3).
 set -euo pipefail
 
@@ -87,7 +87,7 @@ monitored() {
 }
 
 # run_case WORKLOAD INTERVAL: prints
-#   "run_pct wall_ratio samples plain_s monitored_s ms/sample once_ms"
+#   "cpu_pct wall_ratio samples plain_s monitored_s ms/sample once_ms"
 run_case() {
     local w=$1 interval=$2 i start end scale
     local -a args args2
@@ -144,21 +144,21 @@ fixed_cost_ms() {
 echo "pano-monitor overhead: WORK=$WORK s, REPS=$REPS, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), events: $dest" >&2
 FIXED_MS=$(fixed_cost_ms)
 printf "fixed cost of a monitored run: %.2f ms of monitor CPU\n" "$FIXED_MS" >&2
-printf '%-8s %8s %9s %10s %8s %9s %11s %10s %9s %9s\n' workload interval run_pct wall_ratio samples \
-    plain_s monitored_s ms/sample cpu_pct once_ms >&2
-declare -A PCT RUN_PCT RATIO
+printf '%-8s %8s %9s %10s %8s %9s %11s %10s %9s %9s\n' workload interval cpu_pct wall_ratio samples \
+    plain_s monitored_s ms/sample sample_pct once_ms >&2
+declare -A PCT SAMPLE_PCT RATIO
 for interval in 1 0.1; do
     for w in single tree64; do
-        read -r run_pct ratio samples plain mon per_sample once < <(run_case "$w" "$interval")
-        pct=$(calc "$per_sample / ($interval * 1000) * 100")
+        read -r pct ratio samples plain mon per_sample once < <(run_case "$w" "$interval")
+        sample_pct=$(calc "$per_sample / ($interval * 1000) * 100")
         PCT[$w,$interval]=$pct
-        RUN_PCT[$w,$interval]=$run_pct
+        SAMPLE_PCT[$w,$interval]=$sample_pct
         RATIO[$w,$interval]=$ratio
-        printf '%-8s %8s %9.4f %10.4f %8s %9.3f %11.3f %10.3f %9.4f %9.2f\n' "$w" "$interval" "$run_pct" \
-            "$ratio" "$samples" "$plain" "$mon" "$per_sample" "$pct" "$once" >&2
+        printf '%-8s %8s %9.4f %10.4f %8s %9.3f %11.3f %10.3f %9.4f %9.2f\n' "$w" "$interval" "$pct" \
+            "$ratio" "$samples" "$plain" "$mon" "$per_sample" "$sample_pct" "$once" >&2
     done
 done
 worst=$(printf '%s\n' "${RATIO[@]}" | sort -g | tail -1)
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg) (wall ratios mean little on a loaded machine)" >&2
-printf 'RESULT monitor cpu_pct_1s=%.4f cpu_pct_100ms=%.4f wall_ratio=%.4f run_pct_1s=%.4f run_pct_100ms=%.4f\n' \
-    "${PCT[tree64,1]}" "${PCT[tree64,0.1]}" "$worst" "${RUN_PCT[tree64,1]}" "${RUN_PCT[tree64,0.1]}"
+printf 'RESULT monitor cpu_pct_1s=%.4f cpu_pct_100ms=%.4f wall_ratio=%.4f sample_pct_1s=%.4f sample_pct_100ms=%.4f\n' \
+    "${PCT[tree64,1]}" "${PCT[tree64,0.1]}" "$worst" "${SAMPLE_PCT[tree64,1]}" "${SAMPLE_PCT[tree64,0.1]}"
