@@ -41,17 +41,20 @@ REPS=${REPS:-3}
 command -v jq >/dev/null || { echo "jq is needed" >&2; exit 2; }
 
 TMP=$(mktemp -d /tmp/pano-bench.XXXXXX)
-trap 'rm -rf "$TMP"' EXIT
+QUEUE=""
+cleanup() {
+    [[ -z $QUEUE ]] || "$QUEUE_TOOL" delete "$BENCH_AMQP_URL" "$QUEUE" >/dev/null 2>&1
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
 export PANO_SPOOL_DIR="$TMP/spool"
 export PANO_WF_UUID=${PANO_WF_UUID:-pano-bench}
-QUEUE=""
 if [[ -n ${BENCH_AMQP_URL:-} ]]; then
     # The events are read back from a queue of the bench's own (the monitor
     # reports its CPU time in kickstart.inv.end).
     QUEUE_TOOL="$BUILD/tests/integration/pano-queue"
     QUEUE="pano-bench-monitor-$$"
     "$QUEUE_TOOL" declare "$BENCH_AMQP_URL" "$QUEUE" || { echo "cannot declare a queue at the broker" >&2; exit 2; }
-    trap '"$QUEUE_TOOL" delete "$BENCH_AMQP_URL" "$QUEUE" >/dev/null 2>&1; rm -rf "$TMP"' EXIT
     export PANO_AMQP_URL=$BENCH_AMQP_URL
     dest="broker $(sed -E 's#//[^@]*@#//***@#' <<<"$BENCH_AMQP_URL")"
 else
@@ -70,12 +73,12 @@ task_args() {
     esac
 }
 
-# monitored INTERVAL ARGS...: runs the task under the monitor; appends the
-# wall time to $TMP/mon.$scale, and the monitor's CPU ms and the samples taken
-# to $TMP/cpu.$scale and $TMP/samples.$scale (scale: the caller's)
+# monitored SCALE INTERVAL ARGS...: runs the task under the monitor; appends
+# the wall time to $TMP/mon.SCALE, and the monitor's CPU ms and the samples
+# taken to $TMP/cpu.SCALE and $TMP/samples.SCALE
 monitored() {
-    local interval=$1 start end
-    shift
+    local scale=$1 interval=$2 start end
+    shift 2
     rm -f "$TMP/events"
     start=$EPOCHREALTIME
     "$MONITOR" -i "$interval" -o "$TMP/events" -- "$WORKLOAD" "$@" >/dev/null
@@ -89,7 +92,7 @@ monitored() {
 # run_case WORKLOAD INTERVAL: prints
 #   "cpu_pct wall_ratio samples plain_s monitored_s ms/sample once_ms"
 run_case() {
-    local w=$1 interval=$2 i start end scale
+    local w=$1 interval=$2 i start end
     local -a args args2
     read -r -a args <<<"$(task_args "$w" 1)"
     read -r -a args2 <<<"$(task_args "$w" 2)"
@@ -99,8 +102,8 @@ run_case() {
         "$WORKLOAD" "${args[@]}" >/dev/null
         end=$EPOCHREALTIME
         { calc "$end - $start"; echo; } >>"$TMP/plain"
-        scale=1 monitored "$interval" "${args[@]}"
-        scale=2 monitored "$interval" "${args2[@]}"
+        monitored 1 "$interval" "${args[@]}"
+        monitored 2 "$interval" "${args2[@]}"
     done
     local plain mon cpu samples cpu2 samples2 per_sample
     plain=$(median <"$TMP/plain")

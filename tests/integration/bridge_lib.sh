@@ -149,7 +149,7 @@ private_stack_up() {
 private_stack() {
     PANO_STACK_DIR=$PRIVATE_STACK "$STACK" --only "$1" --offline --timeout 240 "${@:2}" \
         >>"$TEST_DIR/private-stack.log" 2>&1 ||
-        { tail -20 "$TEST_DIR/private-stack.log" >&2; fail "private stack: ${*:1} failed"; }
+        { tail -20 "$TEST_DIR/private-stack.log" >&2; fail "private stack: $* failed"; }
 }
 
 bridge_cleanup() {
