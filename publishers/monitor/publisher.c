@@ -21,6 +21,7 @@ struct pano_publisher {
     pthread_mutex_t lock;
     pthread_cond_t more, room;
     uint64_t lost;
+    bool waiting_for_room; /* pano_publisher_send waits in p->room */
     item *head, *tail;
     size_t queued_bytes;
     bool stopping;
@@ -68,8 +69,12 @@ static void *run(void *arg)
         deliver(p, it);
         pthread_mutex_lock(&p->lock);
         p->queued_bytes -= it->len;
-        pthread_cond_signal(&p->room);
+        bool wake = p->waiting_for_room;
+        pthread_mutex_unlock(&p->lock);
+        if (wake)
+            pthread_cond_signal(&p->room);
         free_item(it);
+        pthread_mutex_lock(&p->lock);
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -105,16 +110,24 @@ void pano_publisher_send(pano_publisher *p, pano_json *event)
         return;
     }
     pthread_mutex_lock(&p->lock);
-    while (p->queued_bytes > 0 && p->queued_bytes + it->len > PANO_PUBLISHER_QUEUE_MAX)
+    while (p->queued_bytes > 0 && p->queued_bytes + it->len > PANO_PUBLISHER_QUEUE_MAX) {
+        p->waiting_for_room = true;
         pthread_cond_wait(&p->room, &p->lock);
+    }
+    p->waiting_for_room = false;
+    bool was_empty = !p->head;
     if (p->tail)
         p->tail->next = it;
     else
         p->head = it;
     p->tail = it;
     p->queued_bytes += it->len;
-    pthread_cond_signal(&p->more);
     pthread_mutex_unlock(&p->lock);
+    /* Signalled after unlocking, so that the thread woken does not block at
+     * once on the lock still held; and only when it may be waiting (a queue
+     * that was not empty is being worked on). */
+    if (was_empty)
+        pthread_cond_signal(&p->more);
 }
 
 void pano_publisher_stop(pano_publisher *p, pano_sink_stats *stats)
