@@ -17,6 +17,10 @@
  * Past this many, files are opened and closed on every read. */
 #define MAX_KEPT_FDS 600
 
+/* At most this many new pids are looked at instead of a full walk (see
+ * no_new_member). */
+#define MAX_LOOKS 16
+
 typedef struct {
     pid_t pid;
     int stat_fd, io_fd, children_fd;
@@ -55,6 +59,10 @@ struct pano_proctree {
     bool no_last_pid; /* the kernel does not say (no CONFIG_CHECKPOINT_RESTORE) */
     long walk_last_pid;
     bool clean, settled;
+    /* Pids allocated since the previous sample that had no /proc entry
+     * when looked at (see no_new_member) */
+    pid_t pending[MAX_LOOKS];
+    size_t npending;
     uint64_t stable_walks;
     pid_t ignored;
     pid_t *queue;
@@ -611,6 +619,55 @@ static bool stable_walk(pano_proctree *t, walk_sums *w)
             out->field = t->last.field;                                                        \
     } while (0)
 
+/* Whether the pids allocated since the previous sample (from
+ * t->walk_last_pid to pid_now), and those still pending from it, went to
+ * processes and threads outside the tree: then the tree has no new member
+ * and may be read without the children files, as when no pid was
+ * allocated. A process of the tree or a thread of one has a parent in the
+ * tree (the root's orphans have the root). A pid without a /proc entry
+ * belongs to a process that has exited, or to one being created and not
+ * yet linked to its parent, which a full walk would miss as well: those
+ * of this round are looked at again at the next sample. Looking at a pid
+ * costs an open and a read, a full walk one read per process: past
+ * MAX_LOOKS, or one look per 6 known processes, this gives up. */
+static bool no_new_member(pano_proctree *t, long pid_now)
+{
+    pid_t look[2 * MAX_LOOKS];
+    size_t n = 0;
+    if (pid_now < 0 || t->walk_last_pid < 0 || pid_now < t->walk_last_pid)
+        goto changed; /* unknown, or the pids wrapped around */
+    size_t fresh = (size_t)(pid_now - t->walk_last_pid);
+    if (fresh + t->npending > MAX_LOOKS || 6 * (fresh + t->npending) > t->count)
+        goto changed;
+    for (size_t i = 0; i < t->npending; i++)
+        look[n++] = t->pending[i];
+    for (long pid = t->walk_last_pid + 1; pid <= pid_now; pid++)
+        look[n++] = (pid_t)pid;
+    t->npending = 0;
+    for (size_t i = 0; i < n; i++) {
+        int fd = -1;
+        ssize_t len = read_proc(t, &fd, look[i], "stat", 0);
+        if (fd >= 0) {
+            close(fd);
+            t->kept_fds--;
+        }
+        pano_proc_stat st;
+        if (len < 0) {
+            if (look[i] > t->walk_last_pid) /* new this round: maybe not linked yet */
+                t->pending[t->npending++] = look[i];
+            continue;
+        }
+        if (!pano_proc_stat_parse(t->buf, (size_t)len, &st) || st.ppid == t->root ||
+            find(t, st.ppid))
+            goto changed;
+    }
+    return true;
+
+changed:
+    t->npending = 0;
+    return false;
+}
+
 int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
 {
     /* Processes join the tree only by fork, which allocates a pid. When no
@@ -620,9 +677,13 @@ int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
      * children files are not. A walk is settled when it saw no process or
      * thread go (one that goes mid-walk can hide its children from it) and
      * no pid was allocated between its start and the start of the walk
-     * before it (so nothing it missed can be newer than that walk). */
+     * before it (so nothing it missed can be newer than that walk). Pids
+     * allocated to processes outside the tree (other jobs, daemons on the
+     * node) count as none allocated, when they are few (no_new_member). */
     long pid_now = t->children_files ? last_pid(t) : -1;
-    bool same_pids = pid_now >= 0 && pid_now == t->walk_last_pid;
+    bool same_pids = pid_now >= 0 && pid_now == t->walk_last_pid && t->npending == 0;
+    if (!same_pids)
+        same_pids = no_new_member(t, pid_now);
     t->walk_last_pid = pid_now;
     walk_sums w;
     memset(&w, 0, sizeof w);

@@ -164,14 +164,22 @@ START_TEST(tree_counts_children_and_the_reaped)
 }
 END_TEST
 
-/* A child that sleeps until killed. */
-static pid_t sleeper(void)
+/* A child that sleeps until killed; or, with a lifeline (the read end of
+ * a pipe whose write end the test holds), until the test is gone, so that
+ * a test that fails leaves nothing behind. */
+static pid_t sleeper(int lifeline)
 {
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
+        char x;
+        while (lifeline >= 0 && read(lifeline, &x, 1) != 0)
+            ;
         for (;;)
-            pause();
+            if (lifeline < 0)
+                pause();
+            else
+                _exit(0);
     }
     return pid;
 }
@@ -205,13 +213,13 @@ START_TEST(tree_changes_are_seen_after_stable_samples)
     /* The test process is the monitor: orphans come back to it. */
     ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
     pano_proctree *t = pano_proctree_new(getpid());
-    pid_t a = sleeper();
+    pid_t a = sleeper(-1);
     int report[2];
     ck_assert_int_eq(pipe(report), 0);
     pid_t middle = fork(); /* a child with a child of its own */
     ck_assert_int_ge(middle, 0);
     if (middle == 0) {
-        pid_t grandchild = sleeper();
+        pid_t grandchild = sleeper(-1);
         if (write(report[1], &grandchild, sizeof grandchild) != (ssize_t)sizeof grandchild)
             _exit(1);
         for (;;)
@@ -230,7 +238,7 @@ START_TEST(tree_changes_are_seen_after_stable_samples)
     ck_assert(stable.utime == full.utime && stable.stime == full.stime);
 
     /* A new process (a fork allocates a pid) is found at once. */
-    pid_t b = sleeper();
+    pid_t b = sleeper(-1);
     usleep(20000);
     expect_procs(t, 4, &full, &stable);
 
@@ -252,6 +260,92 @@ START_TEST(tree_changes_are_seen_after_stable_samples)
     ck_assert_int_eq(kill(grandchild, SIGKILL), 0);
     ck_assert_int_eq(waitpid(grandchild, NULL, 0), grandchild);
     pano_proctree_free(t);
+}
+END_TEST
+
+/* How many children the kernel lists for pid (its main thread). */
+static int children_of(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    int n = 0, child;
+    while (fscanf(f, "%d", &child) == 1)
+        n++;
+    fclose(f);
+    return n;
+}
+
+START_TEST(forks_outside_the_tree_do_not_unsettle_it)
+{
+    /* The tree: a child of ours (in a process group of its own, killed at
+     * the end) with 12 children, which forks one more on request. All of
+     * them go when the test does (EOF on go or life). */
+    int go[2], life[2];
+    ck_assert_int_eq(pipe(go), 0);
+    ck_assert_int_eq(pipe(life), 0);
+    pid_t root = fork();
+    ck_assert_int_ge(root, 0);
+    if (root == 0) {
+        close(go[1]);
+        close(life[1]);
+        if (setpgid(0, 0) < 0)
+            _exit(1);
+        for (int i = 0; i < 12; i++)
+            sleeper(life[0]);
+        char x;
+        while (read(go[0], &x, 1) == 1)
+            sleeper(life[0]);
+        _exit(0);
+    }
+    pano_proctree *t = pano_proctree_new(root);
+    pano_tree_totals s;
+    for (int i = 0; i < 400; i++) {
+        ck_assert_int_eq(pano_proctree_sample(t, &s), 0);
+        if (s.procs == 12)
+            break;
+        usleep(5000);
+    }
+    ck_assert_uint_eq(s.procs, 12);
+    sample_until_stable(t, &s);
+
+    /* A process outside the tree comes and goes: the tree stays settled
+     * (other forks on the machine may unsettle it: tried a few times). */
+    bool kept = false;
+    for (int i = 0; i < 20 && !kept; i++) {
+        uint64_t before = pano_proctree_stable_walks(t);
+        pid_t outsider = fork();
+        ck_assert_int_ge(outsider, 0);
+        if (outsider == 0)
+            _exit(0);
+        ck_assert_int_eq(waitpid(outsider, NULL, 0), outsider);
+        ck_assert_int_eq(pano_proctree_sample(t, &s), 0);
+        ck_assert_uint_eq(s.procs, 12);
+        kept = pano_proctree_stable_walks(t) == before + 1;
+        if (!kept)
+            sample_until_stable(t, &s);
+    }
+    ck_assert_msg(kept, "every fork outside the tree led to a full walk");
+
+    /* A fork inside it is found by the first sample after the new process
+     * is linked to its parent. */
+    ck_assert_int_eq(write(go[1], "x", 1), 1);
+    for (int i = 0; i < 400 && children_of(root) != 13; i++)
+        usleep(5000);
+    ck_assert_int_eq(children_of(root), 13);
+    ck_assert_int_eq(pano_proctree_sample(t, &s), 0);
+    ck_assert_uint_eq(s.procs, 13);
+    sample_until_stable(t, &s);
+    ck_assert_uint_eq(s.procs, 13);
+
+    pano_proctree_free(t);
+    ck_assert_int_eq(kill(-root, SIGKILL), 0);
+    ck_assert_int_eq(waitpid(root, NULL, 0), root);
+    close(go[0]);
+    close(go[1]);
+    close(life[0]);
+    close(life[1]);
 }
 END_TEST
 
@@ -493,6 +587,7 @@ int main(void)
     tcase_add_test(tc, io_parse);
     tcase_add_test(tc, tree_counts_children_and_the_reaped);
     tcase_add_test(tc, tree_changes_are_seen_after_stable_samples);
+    tcase_add_test(tc, forks_outside_the_tree_do_not_unsettle_it);
     tcase_add_test(tc, markers_split_at_every_position);
     tcase_add_test(tc, oversized_and_unterminated_blocks);
     tcase_add_test(tc, blocks_become_events);
