@@ -73,18 +73,38 @@ struct pano_proctree {
 
 /* ---- parsing -------------------------------------------------------------- */
 
+/* The decimal number at p (before stop), in *v. Returns the first byte after
+ * it, or NULL when there is no digit. Parsed in place: this runs for every
+ * process of the tree at every sample. */
+static const char *parse_decimal(const char *p, const char *stop, uint64_t *v)
+{
+    const char *digits = p;
+    uint64_t value = 0;
+    while (p < stop && *p >= '0' && *p <= '9')
+        value = value * 10 + (uint64_t)(*p++ - '0');
+    *v = value;
+    return p == digits ? NULL : p;
+}
+
+/* The fields of /proc/PID/stat kept (numbered from 1 as in proc(5)); the
+ * others are stepped over without being converted. */
+#define STAT_FIELD(n) (UINT64_C(1) << (n))
+static const uint64_t stat_fields_kept = STAT_FIELD(4) | STAT_FIELD(14) | STAT_FIELD(15) |
+                                         STAT_FIELD(16) | STAT_FIELD(17) | STAT_FIELD(20) |
+                                         STAT_FIELD(22) | STAT_FIELD(23) | STAT_FIELD(24) |
+                                         STAT_FIELD(42);
+
 bool pano_proc_stat_parse(const char *buf, size_t len, pano_proc_stat *out)
 {
     memset(out, 0, sizeof *out);
+    const char *stop = buf + len;
     const char *open = memchr(buf, '(', len);
     const char *close = memrchr(buf, ')', len);
-    if (!open || !close || close < open)
+    if (!open || !close || close < open || open - buf > 24)
         return false;
-    char *end;
-    long pid = strtol(buf, &end, 10);
-    if (open - buf > 24)
-        return false;
-    if (end == buf || pid <= 0)
+    uint64_t pid;
+    const char *end = parse_decimal(buf, stop, &pid);
+    if (!end || *end != ' ' || pid == 0 || pid > INT32_MAX)
         return false;
     out->pid = (int)pid;
     size_t clen = (size_t)(close - open - 1);
@@ -93,36 +113,27 @@ bool pano_proc_stat_parse(const char *buf, size_t len, pano_proc_stat *out)
     memcpy(out->comm, open + 1, clen);
     out->comm[clen] = '\0';
 
-    /* Fields 3.. after ") ". */
+    /* Fields 3.. after ") ", one space apart. */
+    uint64_t field[43];
     const char *p = close + 1;
-    const char *stop = buf + len;
-    uint64_t field[43] = {0};
     int n = 3;
-    while (p < stop && n <= 42) {
-        while (p < stop && *p == ' ')
-            p++;
-        if (p >= stop || *p == '\n')
+    for (; n <= 42; n++) {
+        if (p >= stop || *p != ' ' || ++p >= stop || *p == '\n')
             break;
         if (n == 3) {
             out->state = *p;
             while (p < stop && *p != ' ')
                 p++;
-            n++;
-            continue;
-        }
-        /* Decimal digits, parsed in place (this runs for every process
-         * of the tree at every sample). */
-        bool neg = *p == '-';
-        if (neg)
-            p++;
-        uint64_t v = 0;
-        const char *digits = p;
-        while (p < stop && *p >= '0' && *p <= '9')
-            v = v * 10 + (uint64_t)(*p++ - '0');
-        if (p == digits || (p < stop && *p != ' ' && *p != '\n'))
-            return false;
-        field[n] = neg ? (uint64_t)-(int64_t)v : v;
-        n++;
+        } else if (stat_fields_kept & STAT_FIELD(n)) {
+            bool negative = *p == '-';
+            if (!(p = parse_decimal(p + negative, stop, &field[n])) ||
+                (p < stop && *p != ' ' && *p != '\n'))
+                return false;
+            if (negative)
+                field[n] = (uint64_t)(-(int64_t)field[n]);
+        } else
+            while (p < stop && *p != ' ' && *p != '\n')
+                p++;
     }
     if (n <= 24) /* everything up to rss is required */
         return false;
@@ -148,25 +159,27 @@ bool pano_proc_io_parse(const char *buf, size_t len, pano_proc_io *out)
         size_t len, offset;
     } keys[] = {KEY(rchar), KEY(wchar), KEY(syscr), KEY(syscw), KEY(read_bytes), KEY(write_bytes)};
 #undef KEY
+    const size_t nkeys = sizeof keys / sizeof keys[0];
     int found = 0;
+    size_t next = 0; /* the kernel writes them in this order: tried first */
     const char *p = buf, *stop = buf + len;
     while (p < stop) {
         const char *eol = memchr(p, '\n', (size_t)(stop - p));
         if (!eol)
             eol = stop;
         const char *colon = memchr(p, ':', (size_t)(eol - p));
-        for (size_t k = 0; colon && k < sizeof keys / sizeof keys[0]; k++) {
+        for (size_t tries = 0, k = next; colon && tries < nkeys; tries++, k = (k + 1) % nkeys) {
             if ((size_t)(colon - p) != keys[k].len || memcmp(p, keys[k].name, keys[k].len) != 0)
                 continue;
-            /* The decimal value, parsed in place (every process, every sample). */
             const char *d = colon + 1;
             while (d < eol && *d == ' ')
                 d++;
-            uint64_t v = 0;
-            for (; d < eol && *d >= '0' && *d <= '9'; d++)
-                v = v * 10 + (uint64_t)(*d - '0');
-            *(uint64_t *)((char *)out + keys[k].offset) = v;
-            found++;
+            uint64_t v;
+            if (parse_decimal(d, eol, &v)) {
+                *(uint64_t *)((char *)out + keys[k].offset) = v;
+                found++;
+            }
+            next = (k + 1) % nkeys;
             break;
         }
         p = eol + 1;
