@@ -28,7 +28,6 @@ struct pano_sink {
     double retry_at; /* no connection attempt before (pano_now()) */
     double backoff;  /* seconds, doubles after each failed connection */
     bool spooled;    /* this sink put something in the spool */
-    double seen_empty_at; /* when the spool was last found empty (pano_now()) */
     pano_sink_stats stats;
     /* file */
     FILE *out;
@@ -271,16 +270,8 @@ static pano_spool_result replay_one(void *user, const char *key, const char *id,
 /* Replay what waits in the spool. True when it is empty afterwards. */
 static bool drain_spool(pano_sink *s, double lock_wait, char *err, size_t errlen)
 {
-    /* Looking costs a directory read: once a second is enough to pick up
-     * what other processes left (what we spool ourselves resets this). */
-    double now = pano_now();
-    if (lock_wait == 0 && now - s->seen_empty_at < 1.0)
+    if (!pano_spool_pending(s->spool))
         return true;
-    if (!pano_spool_pending(s->spool)) {
-        s->seen_empty_at = now;
-        return true;
-    }
-    s->seen_empty_at = 0;
     if (pano_now() < s->retry_at) {
         snprintf(err, errlen, "broker unreachable, retrying in %.1f s",
                  s->retry_at - pano_now());
@@ -302,7 +293,6 @@ static int spool_event(pano_sink *s, const char *key, const char *id, const char
         pano_warn("event(s) kept in spool %s for later delivery (%s)",
                   pano_spool_path(s->spool), why);
     s->spooled = true;
-    s->seen_empty_at = 0;
     s->stats.spooled++;
     return 0;
 }

@@ -29,6 +29,10 @@ struct pano_spool {
     uint64_t max_bytes;
     uint64_t cached_bytes; /* our estimate of the entries' total size */
     uint64_t dropped;
+    /* The directory's mtime when it was last found empty, if that mtime
+     * was old enough to tell every later change apart (see pano_spool_pending) */
+    struct timespec empty_mtime;
+    bool empty_known;
 };
 
 typedef struct {
@@ -396,8 +400,20 @@ int pano_spool_put(pano_spool *sp, const char *routing_key, const char *event_id
     return 0;
 }
 
-bool pano_spool_pending(const pano_spool *sp)
+bool pano_spool_pending(pano_spool *sp)
 {
+    /* Entries come and go by name in this directory, which changes its
+     * mtime: the same mtime as when it was found empty means it still is,
+     * for the cost of an fstat instead of a directory read. Timestamps are
+     * as coarse as the kernel's clock tick: a change within the same tick
+     * as the one before could keep the mtime, so an mtime is trusted only
+     * when it was a second old already when the directory was read. */
+    struct stat st;
+    bool have_mtime = fstat(sp->dirfd, &st) == 0;
+    if (have_mtime && sp->empty_known && st.st_mtim.tv_sec == sp->empty_mtime.tv_sec &&
+        st.st_mtim.tv_nsec == sp->empty_mtime.tv_nsec)
+        return false;
+    sp->empty_known = false;
     int fd = dup(sp->dirfd);
     if (fd < 0)
         return false;
@@ -412,6 +428,11 @@ bool pano_spool_pending(const pano_spool *sp)
     while (!found && (de = readdir(d)))
         found = is_entry_name(de->d_name);
     closedir(d);
+    if (!found && have_mtime &&
+        pano_now() - ((double)st.st_mtim.tv_sec + (double)st.st_mtim.tv_nsec / 1e9) > 1.0) {
+        sp->empty_mtime = st.st_mtim;
+        sp->empty_known = true;
+    }
     return found;
 }
 

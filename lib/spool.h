@@ -57,7 +57,7 @@ int pano_spool_put(pano_spool *sp, const char *routing_key, const char *event_id
                    const char *json, size_t len, char *err, size_t errlen);
 
 /* Whether any entry waits in the directory (by any process). */
-bool pano_spool_pending(const pano_spool *sp);
+bool pano_spool_pending(pano_spool *sp);
 
 /* What a replay callback reports for one entry. */
 typedef enum {

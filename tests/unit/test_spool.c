@@ -79,6 +79,44 @@ START_TEST(replays_in_order_and_keeps_ids)
 }
 END_TEST
 
+START_TEST(entries_of_others_are_seen_in_a_quiet_spool)
+{
+    /* A spool found empty long after its last change is then checked by
+     * its mtime alone: an entry another process adds is still seen, and
+     * so is one added in the same clock tick as a change before it. */
+    char err[256];
+    pano_spool *mine = pano_spool_open(root, "amqp://u@h:5672/v/x", 1 << 20, err, sizeof err);
+    pano_spool *other = pano_spool_open(root, "amqp://u@h:5672/v/x", 1 << 20, err, sizeof err);
+    ck_assert_msg(mine && other, "%s", err);
+    int dir = open(pano_spool_path(mine), O_RDONLY | O_DIRECTORY);
+    ck_assert_int_ge(dir, 0);
+    struct timespec old[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+    for (int round = 0; round < 3; round++) {
+        ck_assert_int_eq(futimens(dir, old), 0);
+        ck_assert(!pano_spool_pending(mine));
+        ck_assert(!pano_spool_pending(mine)); /* by the mtime */
+        put(other, "custom.metric", "x-1", "{\"seq\":1}");
+        ck_assert(pano_spool_pending(mine));
+        collector c = {0};
+        ck_assert_int_eq(pano_spool_replay(mine, collect, &c, 0, err, sizeof err), 1);
+        ck_assert(!pano_spool_pending(mine)); /* changed just now: read again */
+    }
+    /* Changed within the same tick as the last change: its mtime stays.
+     * A directory changed less than a second before it was read is read
+     * again every time. */
+    ck_assert_int_eq(futimens(dir, (struct timespec[]){{.tv_nsec = UTIME_NOW}, {.tv_nsec = UTIME_NOW}}), 0);
+    ck_assert(!pano_spool_pending(mine));
+    struct stat before;
+    ck_assert_int_eq(fstat(dir, &before), 0);
+    put(other, "custom.metric", "x-2", "{\"seq\":2}");
+    ck_assert_int_eq(futimens(dir, (struct timespec[]){before.st_atim, before.st_mtim}), 0);
+    ck_assert(pano_spool_pending(mine));
+    close(dir);
+    pano_spool_close(mine);
+    pano_spool_close(other);
+}
+END_TEST
+
 START_TEST(incomplete_entries_are_never_replayed)
 {
     char err[256];
@@ -201,6 +239,7 @@ int main(void)
     TCase *tc = tcase_create("spool");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, replays_in_order_and_keeps_ids);
+    tcase_add_test(tc, entries_of_others_are_seen_in_a_quiet_spool);
     tcase_add_test(tc, incomplete_entries_are_never_replayed);
     tcase_add_test(tc, full_spool_drops_the_oldest);
     tcase_add_test(tc, rejected_entries_are_removed);
