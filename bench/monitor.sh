@@ -21,6 +21,8 @@
 #               interval, monitor CPU seconds per task wall second
 #   once_ms     what the run of WORK seconds cost besides its samples: start,
 #               exit, and finding and letting go of the task's processes
+# and, for 64 processes, the task length from which the CPU target holds
+# (sample_pct + once_ms / task length),
 # and, once, the fixed cost of a monitored run (a task that exits at once).
 # Events go to a JSON-lines file, or to a broker with
 # BENCH_AMQP_URL=amqp://USER:PASS@HOST:PORT/VHOST/EXCHANGE, where EXCHANGE is
@@ -149,7 +151,7 @@ FIXED_MS=$(fixed_cost_ms)
 printf "fixed cost of a monitored run: %.2f ms of monitor CPU\n" "$FIXED_MS" >&2
 printf '%-8s %8s %9s %10s %8s %9s %11s %10s %9s %9s\n' workload interval cpu_pct wall_ratio samples \
     plain_s monitored_s ms/sample sample_pct once_ms >&2
-declare -A PCT SAMPLE_PCT RATIO
+declare -A PCT SAMPLE_PCT RATIO ONCE
 for interval in 1 0.1; do
     for w in single tree64; do
         read -r pct ratio samples plain mon per_sample once < <(run_case "$w" "$interval")
@@ -157,9 +159,20 @@ for interval in 1 0.1; do
         PCT[$w,$interval]=$pct
         SAMPLE_PCT[$w,$interval]=$sample_pct
         RATIO[$w,$interval]=$ratio
+        ONCE[$w,$interval]=$once
         printf '%-8s %8s %9.4f %10.4f %8s %9.3f %11.3f %10.3f %9.4f %9.2f\n' "$w" "$interval" "$pct" \
             "$ratio" "$samples" "$plain" "$mon" "$per_sample" "$sample_pct" "$once" >&2
     done
+done
+# The monitor's CPU over a task of T seconds is about sample_pct plus what
+# the run pays once over T: from which task length the target holds.
+for interval in 1 0.1; do
+    target=$([[ $interval == 1 ]] && echo 0.1 || echo 1)
+    awk -v i="$interval" -v t="$target" -v s="${SAMPLE_PCT[tree64,$interval]}" \
+        -v o="${ONCE[tree64,$interval]}" 'BEGIN {
+        if (s >= t) printf "tree64 at %s s: sampling alone costs %.4f %%, over the %s %% target\n", i, s, t
+        else printf "tree64 at %s s: %.4f %% + %.1f ms once; within %s %% for tasks of %.0f s or more\n", i, s, o, t, (o > 0 ? o : 0) / 1000 / ((t - s) / 100)
+    }' >&2
 done
 worst=$(printf '%s\n' "${RATIO[@]}" | sort -g | tail -1)
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg) (wall ratios mean little on a loaded machine)" >&2
