@@ -53,8 +53,8 @@ struct pano_proctree {
     /* Skipping the children files (see pano_proctree_sample): the last pid
      * the kernel allocated when the previous walk started (-1: unknown),
      * whether the walk under way saw no process or thread go, and whether
-     * the tree is settled: the previous walk was clean and no pid was
-     * allocated since the one before it started. */
+     * the tree is settled: the previous walk was clean and no pid went to
+     * the tree since the one before it started. */
     int last_pid_fd;
     bool no_last_pid; /* the kernel does not say (no CONFIG_CHECKPOINT_RESTORE) */
     long walk_last_pid;
@@ -694,21 +694,22 @@ int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
      * allocated to processes outside the tree (other jobs, daemons on the
      * node) count as none allocated, when they are few (no_new_member). */
     long pid_now = t->children_files ? last_pid(t) : -1;
-    bool same_pids = pid_now >= 0 && pid_now == t->walk_last_pid && t->npending == 0;
-    if (!same_pids)
-        same_pids = no_new_member(t, pid_now);
+    /* no pid went to the tree since the previous walk began */
+    bool quiet = pid_now >= 0 && pid_now == t->walk_last_pid && t->npending == 0;
+    if (!quiet)
+        quiet = no_new_member(t, pid_now);
     t->walk_last_pid = pid_now;
     walk_sums w;
     memset(&w, 0, sizeof w);
     t->round++;
-    if (same_pids && t->settled && stable_walk(t, &w))
+    if (quiet && t->settled && stable_walk(t, &w))
         t->stable_walks++;
     else {
         memset(&w, 0, sizeof w);
         t->round++;
         if (full_walk(t, &w) < 0)
             return -1;
-        t->settled = same_pids && t->clean;
+        t->settled = quiet && t->clean;
     }
 
     uint64_t blkio = 0;
