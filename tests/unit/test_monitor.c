@@ -280,8 +280,11 @@ static int children_of(pid_t pid)
 START_TEST(forks_outside_the_tree_do_not_unsettle_it)
 {
     /* The tree: a child of ours (in a process group of its own, killed at
-     * the end) with 12 children, which forks one more on request. All of
-     * them go when the test does (EOF on go or life). */
+     * the end) with KIDS children, which forks one more on request. All
+     * of them go when the test does (EOF on go or life). A few new pids
+     * are looked at instead of a walk (one per 6 processes known): the
+     * tree is large enough for other forks not to get in the way. */
+    enum { KIDS = 30 };
     int go[2], life[2];
     ck_assert_int_eq(pipe(go), 0);
     ck_assert_int_eq(pipe(life), 0);
@@ -292,7 +295,7 @@ START_TEST(forks_outside_the_tree_do_not_unsettle_it)
         close(life[1]);
         if (setpgid(0, 0) < 0)
             _exit(1);
-        for (int i = 0; i < 12; i++)
+        for (int i = 0; i < KIDS; i++)
             sleeper(life[0]);
         char x;
         while (read(go[0], &x, 1) == 1)
@@ -303,17 +306,19 @@ START_TEST(forks_outside_the_tree_do_not_unsettle_it)
     pano_tree_totals s;
     for (int i = 0; i < 400; i++) {
         ck_assert_int_eq(pano_proctree_sample(t, &s), 0);
-        if (s.procs == 12)
+        if (s.procs == KIDS)
             break;
         usleep(5000);
     }
-    ck_assert_uint_eq(s.procs, 12);
+    ck_assert_uint_eq(s.procs, KIDS);
     sample_until_stable(t, &s);
 
     /* A process outside the tree comes and goes: the tree stays settled
      * (other forks on the machine may unsettle it: tried a few times). */
     bool kept = false;
-    for (int i = 0; i < 20 && !kept; i++) {
+    for (int i = 0; i < 50 && !kept; i++) {
+        usleep(5000);
+        ck_assert_int_eq(pano_proctree_sample(t, &s), 0);
         uint64_t before = pano_proctree_stable_walks(t);
         pid_t outsider = fork();
         ck_assert_int_ge(outsider, 0);
@@ -321,23 +326,21 @@ START_TEST(forks_outside_the_tree_do_not_unsettle_it)
             _exit(0);
         ck_assert_int_eq(waitpid(outsider, NULL, 0), outsider);
         ck_assert_int_eq(pano_proctree_sample(t, &s), 0);
-        ck_assert_uint_eq(s.procs, 12);
+        ck_assert_uint_eq(s.procs, KIDS);
         kept = pano_proctree_stable_walks(t) == before + 1;
-        if (!kept)
-            sample_until_stable(t, &s);
     }
     ck_assert_msg(kept, "every fork outside the tree led to a full walk");
 
     /* A fork inside it is found by the first sample after the new process
      * is linked to its parent. */
     ck_assert_int_eq(write(go[1], "x", 1), 1);
-    for (int i = 0; i < 400 && children_of(root) != 13; i++)
+    for (int i = 0; i < 400 && children_of(root) != KIDS + 1; i++)
         usleep(5000);
-    ck_assert_int_eq(children_of(root), 13);
+    ck_assert_int_eq(children_of(root), KIDS + 1);
     ck_assert_int_eq(pano_proctree_sample(t, &s), 0);
-    ck_assert_uint_eq(s.procs, 13);
+    ck_assert_uint_eq(s.procs, KIDS + 1);
     sample_until_stable(t, &s);
-    ck_assert_uint_eq(s.procs, 13);
+    ck_assert_uint_eq(s.procs, KIDS + 1);
 
     pano_proctree_free(t);
     ck_assert_int_eq(kill(-root, SIGKILL), 0);
