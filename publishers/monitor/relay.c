@@ -1,6 +1,7 @@
 #include "relay.h"
 
 #include "log.h"
+#include "mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +15,8 @@ void pano_relay_init(pano_relay *r, const char *name, int in_fd, int out_fd,
                      pano_payload_scanner *scanner)
 {
     memset(r, 0, sizeof *r);
+    /* Not zeroed: its pages are mapped only when the task writes that much. */
+    r->buf = pano_malloc(PANO_RELAY_BUF);
     r->name = name;
     r->in_fd = in_fd;
     r->out_fd = out_fd;
@@ -85,7 +88,7 @@ void pano_relay_handle(pano_relay *r, short revents)
     }
     if (r->in_fd < 0)
         return;
-    ssize_t n = read(r->in_fd, r->buf, sizeof r->buf);
+    ssize_t n = read(r->in_fd, r->buf, PANO_RELAY_BUF);
     if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
         return;
     if (n <= 0) {
@@ -109,6 +112,8 @@ void pano_relay_close(pano_relay *r)
 {
     write_out(r, false);
     close_input(r);
+    free(r->buf);
+    r->buf = NULL;
 }
 
 pid_t pano_relay_detach(pano_relay *relays, size_t n)

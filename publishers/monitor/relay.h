@@ -29,7 +29,7 @@ typedef struct {
     int in_fd;        /* read end of the task's pipe, -1 once closed */
     int out_fd;       /* where the bytes go */
     bool out_limited; /* pipe or socket: write at most PIPE_BUF after POLLOUT */
-    char buf[PANO_RELAY_BUF];
+    char *buf;       /* PANO_RELAY_BUF bytes, touched only as output comes */
     size_t off, len; /* pending output */
     uint64_t bytes;  /* passed through so far */
     pano_payload_scanner *scanner; /* may be NULL */
@@ -45,7 +45,7 @@ void pano_relay_poll_fd(const pano_relay *r, struct pollfd *pfd);
 /* Act on the revents of that pollfd. */
 void pano_relay_handle(pano_relay *r, short revents);
 /* Stop reading (the linger time is over): close the pipe after writing
- * out, blocking, what was already read. */
+ * out, blocking, what was already read, and release the buffer. */
 void pano_relay_close(pano_relay *r);
 
 /* Descendants of the task still hold its output open after the linger
