@@ -250,6 +250,15 @@ static void close_fd(pano_proctree *t, int *fd)
     }
 }
 
+/* read_proc() for a file read once: its descriptor is not kept. */
+static ssize_t read_proc_once(pano_proctree *t, pid_t pid, const char *what, pid_t tid)
+{
+    int fd = -1;
+    ssize_t len = read_proc(t, &fd, pid, what, tid);
+    close_fd(t, &fd);
+    return len;
+}
+
 /* ---- the process table ------------------------------------------------------ */
 
 static void rebuild_index(pano_proctree *t)
@@ -415,15 +424,10 @@ static void push_children(pano_proctree *t, size_t *n, pid_t pid, int *main_fd, 
         long tid = strtol(de->d_name, NULL, 10);
         if (tid <= 0 || tid == pid)
             continue;
-        int fd = -1;
-        if (read_proc(t, &fd, pid, "children", (pid_t)tid) >= 0)
+        if (read_proc_once(t, pid, "children", (pid_t)tid) >= 0)
             push_list(t, n);
         else
             t->clean = false; /* the thread is gone: its children moved */
-        if (fd >= 0) {
-            close(fd);
-            t->kept_fds--;
-        }
     }
     closedir(d);
 }
@@ -446,12 +450,7 @@ static proc_link *scan_links(pano_proctree *t, size_t *count)
     while ((de = readdir(d))) {
         if (!isdigit((unsigned char)de->d_name[0]))
             continue;
-        int fd = -1;
-        ssize_t len = read_proc(t, &fd, (pid_t)atoi(de->d_name), "stat", 0);
-        if (fd >= 0) {
-            close(fd);
-            t->kept_fds--;
-        }
+        ssize_t len = read_proc_once(t, (pid_t)atoi(de->d_name), "stat", 0);
         pano_proc_stat st;
         if (len < 0 || !pano_proc_stat_parse(t->buf, (size_t)len, &st))
             continue;
@@ -645,7 +644,7 @@ static bool stable_walk(pano_proctree *t, walk_sums *w)
  * MAX_LOOKS, or one look per 6 known processes, this gives up. */
 static bool no_new_member(pano_proctree *t, long pid_now)
 {
-    pid_t look[2 * MAX_LOOKS];
+    pid_t look[MAX_LOOKS];
     size_t n = 0;
     if (pid_now < 0 || t->walk_last_pid < 0 || pid_now < t->walk_last_pid)
         goto changed; /* unknown, or the pids wrapped around */
@@ -658,12 +657,7 @@ static bool no_new_member(pano_proctree *t, long pid_now)
         look[n++] = (pid_t)pid;
     t->npending = 0;
     for (size_t i = 0; i < n; i++) {
-        int fd = -1;
-        ssize_t len = read_proc(t, &fd, look[i], "stat", 0);
-        if (fd >= 0) {
-            close(fd);
-            t->kept_fds--;
-        }
+        ssize_t len = read_proc_once(t, look[i], "stat", 0);
         pano_proc_stat st;
         if (len < 0) {
             if (look[i] > t->walk_last_pid) /* new this round: maybe not linked yet */
@@ -766,10 +760,7 @@ void pano_proctree_zombie(pano_proctree *t, pid_t pid)
     ssize_t len = read_proc(t, fdp, pid, "io", 0);
     if (len >= 0)
         t->zombie_ok = pano_proc_io_parse(t->buf, (size_t)len, &t->zombie_io);
-    if (fd >= 0) {
-        close(fd);
-        t->kept_fds--;
-    }
+    close_fd(t, &fd);
     /* Its last iowait reading, for the record. */
     if (p) {
         len = read_proc(t, &p->stat_fd, pid, "stat", 0);
