@@ -5,6 +5,7 @@
 #include "proctree.h"
 #include "testutil.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,14 +173,13 @@ static pid_t sleeper(int lifeline)
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
-        char x;
-        while (lifeline >= 0 && read(lifeline, &x, 1) != 0)
-            ;
-        for (;;)
-            if (lifeline < 0)
+        if (lifeline < 0)
+            for (;;)
                 pause();
-            else
-                _exit(0);
+        char x;
+        while (read(lifeline, &x, 1) < 0 && errno == EINTR)
+            ;
+        _exit(0);
     }
     return pid;
 }
