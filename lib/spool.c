@@ -157,18 +157,27 @@ static entry *list_entries(pano_spool *sp, size_t *count, uint64_t *total)
     return list;
 }
 
+/* The name of a destination's directory: 64-bit FNV-1a of the destination.
+ * A hash for naming, not for security (the directory is the user's own);
+ * SHA-256 from libcrypto would cost every publisher about 1 ms of CPU at
+ * start, initialising OpenSSL. */
+static uint64_t name_hash(const char *destination)
+{
+    uint64_t h = 0xcbf29ce484222325u;
+    for (const unsigned char *p = (const unsigned char *)destination; *p; p++)
+        h = (h ^ *p) * 0x100000001b3u;
+    return h;
+}
+
 pano_spool *pano_spool_open(const char *root, const char *destination, uint64_t max_bytes,
                             char *err, size_t errlen)
 {
     if (make_dirs(root, err, errlen) < 0 || check_dir(root, err, errlen) < 0)
         return NULL;
-    char hash[33];
-    pano_event_id_of(destination, strlen(destination), hash);
-    hash[16] = '\0';
     pano_spool *sp = pano_calloc(1, sizeof *sp);
     sp->dirfd = sp->lockfd = -1;
     sp->max_bytes = max_bytes;
-    sp->path = pano_asprintf("%s/%s", root, hash);
+    sp->path = pano_asprintf("%s/%016" PRIx64, root, name_hash(destination));
     if (mkdir(sp->path, 0700) < 0 && errno != EEXIST) {
         snprintf(err, errlen, "cannot create %s: %s", sp->path, strerror(errno));
         goto fail;
