@@ -353,9 +353,16 @@ int pano_sink_send_raw(pano_sink *s, const char *routing_key, const char *event_
         s->stats.sent++;
         return 0;
     }
-    if (rc > 0) { /* the broker answered: keeping it would block the spool forever */
-        snprintf(err, errlen, "%s", why);
-        s->stats.failed++;
+    if (rc > 0) { /* the broker answered: in the spool it would block it forever */
+        char kept[512];
+        if (pano_spool_reject(s->spool, routing_key, event_id, json, len, why, kept,
+                              sizeof kept) == 0) {
+            snprintf(err, errlen, "%s; kept in %s/rejected", why, pano_spool_path(s->spool));
+            s->stats.rejected++;
+        } else {
+            snprintf(err, errlen, "%s; and %s", why, kept);
+            s->stats.failed++;
+        }
         return -1;
     }
     return spool_event(s, routing_key, event_id, json, len, why, err, errlen);

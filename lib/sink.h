@@ -83,7 +83,8 @@ typedef struct {
     uint64_t spooled;  /* stored in the spool */
     uint64_t replayed; /* delivered from the spool (by this sink) */
     uint64_t dropped;  /* dropped from a full spool by this sink */
-    uint64_t failed;   /* refused, or neither delivered nor spooled */
+    uint64_t rejected; /* refused by the broker, put aside in the spool */
+    uint64_t failed;   /* neither delivered nor kept */
 } pano_sink_stats;
 
 pano_sink_stats pano_sink_get_stats(const pano_sink *sink);

@@ -19,6 +19,8 @@
 #define ENTRY_MAGIC "PANO-SPOOL 1\n"
 /* Entries larger than this are not spooled (and not read back). */
 #define ENTRY_MAX (256u * 1024 * 1024)
+/* The subdirectory of events the broker refused (pano_spool_reject). */
+#define REJECTED_DIR "rejected"
 /* Temporary files left by a crashed writer are removed after this long. */
 #define STALE_TMP_SECONDS 3600
 
@@ -113,11 +115,11 @@ static int cmp_entry(const void *a, const void *b)
 }
 
 /* The entries in name (= spool) order; removes stale temporary files. */
-static entry *list_entries(pano_spool *sp, size_t *count, uint64_t *total)
+static entry *list_entries(int dirfd, size_t *count, uint64_t *total)
 {
     *count = 0;
     *total = 0;
-    int fd = dup(sp->dirfd);
+    int fd = dup(dirfd);
     if (fd < 0)
         return NULL;
     DIR *d = fdopendir(fd);
@@ -133,14 +135,14 @@ static entry *list_entries(pano_spool *sp, size_t *count, uint64_t *total)
     while ((de = readdir(d))) {
         struct stat st;
         if (strncmp(de->d_name, ".tmp-", 5) == 0) {
-            if (fstatat(sp->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+            if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
                 now - st.st_mtime > STALE_TMP_SECONDS)
-                unlinkat(sp->dirfd, de->d_name, 0);
+                unlinkat(dirfd, de->d_name, 0);
             continue;
         }
         if (!is_entry_name(de->d_name))
             continue;
-        if (fstatat(sp->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+        if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
             continue;
         if (*count == cap) {
             cap = cap ? 2 * cap : 64;
@@ -206,7 +208,7 @@ pano_spool *pano_spool_open(const char *root, const char *destination, uint64_t 
         }
     }
     size_t count;
-    free(list_entries(sp, &count, &sp->cached_bytes));
+    free(list_entries(sp->dirfd, &count, &sp->cached_bytes));
     if (count)
         pano_info("spool %s holds %zu undelivered event(s)", sp->path, count);
     return sp;
@@ -316,7 +318,7 @@ static void trim(pano_spool *sp)
         return;
     size_t count;
     uint64_t total;
-    entry *list = list_entries(sp, &count, &total);
+    entry *list = list_entries(sp->dirfd, &count, &total);
     uint64_t dropped_now = 0;
     for (size_t i = 0; i < count && total > sp->max_bytes; i++) {
         if (unlinkat(sp->dirfd, list[i].name, 0) < 0)
@@ -354,56 +356,68 @@ static void new_entry_name(char *out, size_t size)
              (unsigned long)getpid(), c);
 }
 
-int pano_spool_put(pano_spool *sp, const char *routing_key, const char *event_id,
-                   const char *json, size_t len, char *err, size_t errlen)
+/* Write one entry into the directory dirfd (path for messages), atomically:
+ * a hidden temporary file, fsync'ed, renamed into place, the directory
+ * fsync'ed. why, if not NULL, is recorded in the header. Returns the entry's
+ * size, or 0 with a message in err. */
+static uint64_t write_entry(int dirfd, const char *path, const char *routing_key,
+                            const char *event_id, const char *why, const char *json, size_t len,
+                            char *err, size_t errlen)
 {
     if (!event_id)
         event_id = "";
     if (strchr(routing_key, '\n') || strchr(event_id, '\n')) {
         snprintf(err, errlen, "routing key or event id holds a line break");
-        return -1;
+        return 0;
     }
     if (len > ENTRY_MAX) {
         snprintf(err, errlen, "event of %zu bytes is too large for the spool", len);
-        return -1;
+        return 0;
     }
     char name[64], tmp[80];
     new_entry_name(name, sizeof name);
     snprintf(tmp, sizeof tmp, ".tmp-%s", name);
-    char *header = pano_asprintf(ENTRY_MAGIC "key=%s\nid=%s\nlen=%zu\n\n", routing_key,
-                                 event_id, len);
-    int fd = openat(sp->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    /* The reason is one line, for people: line breaks in it become spaces. */
+    char *reason = why ? pano_asprintf("why=%.1000s\n", why) : NULL;
+    for (char *c = reason; c && c[1]; c++)
+        if (*c == '\n')
+            *c = ' ';
+    char *header = pano_asprintf(ENTRY_MAGIC "key=%s\nid=%s\nlen=%zu\n%s\n", routing_key,
+                                 event_id, len, reason ? reason : "");
+    free(reason);
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
-        snprintf(err, errlen, "cannot create a spool entry in %s: %s", sp->path,
-                 strerror(errno));
+        snprintf(err, errlen, "cannot create a spool entry in %s: %s", path, strerror(errno));
         free(header);
-        return -1;
+        return 0;
     }
     size_t hlen = strlen(header);
-    int rc = 0;
-    if (write_all(fd, header, hlen) < 0 || write_all(fd, json, len) < 0 || fsync(fd) < 0) {
-        snprintf(err, errlen, "cannot write a spool entry in %s: %s", sp->path,
-                 strerror(errno));
-        rc = -1;
-    }
+    bool ok = write_all(fd, header, hlen) == 0 && write_all(fd, json, len) == 0 && fsync(fd) == 0;
     free(header);
-    if (close(fd) < 0 && rc == 0) {
-        snprintf(err, errlen, "cannot write a spool entry in %s: %s", sp->path,
-                 strerror(errno));
-        rc = -1;
+    ok = close(fd) == 0 && ok;
+    if (!ok)
+        snprintf(err, errlen, "cannot write a spool entry in %s: %s", path, strerror(errno));
+    if (ok && renameat(dirfd, tmp, dirfd, name) < 0) {
+        snprintf(err, errlen, "cannot store a spool entry in %s: %s", path, strerror(errno));
+        ok = false;
     }
-    if (rc == 0 && renameat(sp->dirfd, tmp, sp->dirfd, name) < 0) {
-        snprintf(err, errlen, "cannot store a spool entry in %s: %s", sp->path,
-                 strerror(errno));
-        rc = -1;
+    if (!ok) {
+        unlinkat(dirfd, tmp, 0);
+        return 0;
     }
-    if (rc < 0) {
-        unlinkat(sp->dirfd, tmp, 0);
+    if (fsync(dirfd) < 0)
+        pano_warn("fsync of spool %s: %s", path, strerror(errno));
+    return hlen + len;
+}
+
+int pano_spool_put(pano_spool *sp, const char *routing_key, const char *event_id,
+                   const char *json, size_t len, char *err, size_t errlen)
+{
+    uint64_t size = write_entry(sp->dirfd, sp->path, routing_key, event_id, NULL, json, len,
+                                err, errlen);
+    if (size == 0)
         return -1;
-    }
-    if (fsync(sp->dirfd) < 0)
-        pano_warn("fsync of spool %s: %s", sp->path, strerror(errno));
-    sp->cached_bytes += hlen + len;
+    sp->cached_bytes += size;
     if (sp->cached_bytes > sp->max_bytes)
         trim(sp);
     return 0;
@@ -487,6 +501,9 @@ static char *read_entry(pano_spool *sp, const char *name, const char **key, cons
     i[-1] = '\0';
     l[-1] = '\0';
     *end = '\0';
+    char *reason = strstr(l, "\nwhy="); /* in entries put aside by pano_spool_reject */
+    if (reason)
+        *reason = '\0';
     char *stop;
     unsigned long long n = strtoull(l + 4, &stop, 10);
     char *payload = end + 2;
@@ -500,6 +517,46 @@ static char *read_entry(pano_spool *sp, const char *name, const char **key, cons
     *body = payload;
     *len = (size_t)n;
     return data;
+}
+
+int pano_spool_reject(pano_spool *sp, const char *routing_key, const char *event_id,
+                      const char *json, size_t len, const char *why, char *err, size_t errlen)
+{
+    if (mkdirat(sp->dirfd, REJECTED_DIR, 0700) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %s/" REJECTED_DIR ": %s", sp->path, strerror(errno));
+        return -1;
+    }
+    int dirfd = openat(sp->dirfd, REJECTED_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dirfd < 0) {
+        snprintf(err, errlen, "cannot open %s/" REJECTED_DIR ": %s", sp->path, strerror(errno));
+        return -1;
+    }
+    size_t count;
+    uint64_t total;
+    free(list_entries(dirfd, &count, &total));
+    char *path = pano_asprintf("%s/" REJECTED_DIR, sp->path);
+    int rc = -1;
+    if (total + len > sp->max_bytes)
+        snprintf(err, errlen, "%s is full (%" PRIu64 " bytes, pano.spool.max_size)", path,
+                 total);
+    else if (write_entry(dirfd, path, routing_key, event_id, why, json, len, err, errlen) > 0)
+        rc = 0;
+    free(path);
+    close(dirfd);
+    return rc;
+}
+
+/* A spooled event the broker refused: kept aside, or at least logged. */
+static void put_aside(pano_spool *sp, const char *key, const char *id, const char *body,
+                      size_t len, const char *why)
+{
+    char err[512];
+    if (pano_spool_reject(sp, key, *id ? id : NULL, body, len, why, err, sizeof err) == 0)
+        pano_error("spooled event refused by the broker (%s); kept in %s/" REJECTED_DIR, why,
+                   sp->path);
+    else
+        pano_error("spooled event refused by the broker (%s), and %s; removed: %.*s", why, err,
+                   (int)len, body);
 }
 
 int pano_spool_replay(pano_spool *sp, pano_spool_send_fn send, void *user, double lock_wait,
@@ -518,7 +575,7 @@ int pano_spool_replay(pano_spool *sp, pano_spool_send_fn send, void *user, doubl
     }
     size_t count;
     uint64_t total;
-    entry *list = list_entries(sp, &count, &total);
+    entry *list = list_entries(sp->dirfd, &count, &total);
     int sent = 0, rc = 0;
     for (size_t e = 0; e < count; e++) {
         const char *key, *id, *body;
@@ -539,8 +596,7 @@ int pano_spool_replay(pano_spool *sp, pano_spool_send_fn send, void *user, doubl
             break;
         }
         if (r == PANO_SPOOL_REJECTED)
-            pano_error("spooled event refused by the broker (%s), removed: %.*s", err,
-                       (int)len, body);
+            put_aside(sp, key, id, body, len, err);
         else
             sent++;
         if (unlinkat(sp->dirfd, list[e].name, 0) < 0)

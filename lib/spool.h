@@ -23,6 +23,9 @@
  * deleted, each one logged as an error, and counted (pano_spool_dropped(),
  * and a persistent counter in the directory reported on the next replay).
  *
+ * Events the broker refuses are not replayed: they are put aside, with the
+ * reason, in <dir>/rejected (pano_spool_reject).
+ *
  * Concurrency. Several processes on a node (monitors, pano-emit) share a
  * spool. Writers need no lock (names are unique). Replay and trimming hold an
  * exclusive flock on <dir>/.lock, so no entry is replayed twice at once.
@@ -56,13 +59,21 @@ const char *pano_spool_path(const pano_spool *sp);
 int pano_spool_put(pano_spool *sp, const char *routing_key, const char *event_id,
                    const char *json, size_t len, char *err, size_t errlen);
 
+/* Put aside an event the broker refused (unroutable, nacked), with the reason,
+ * in the destination's "rejected" subdirectory: an entry like the others, plus
+ * a "why=" header line, that replay does not touch. Moving it back into the
+ * destination's directory queues it again. The subdirectory holds at most
+ * max_bytes too. Returns 0, or -1 with a message in err (full, disk error). */
+int pano_spool_reject(pano_spool *sp, const char *routing_key, const char *event_id,
+                      const char *json, size_t len, const char *why, char *err, size_t errlen);
+
 /* Whether any entry waits in the directory (by any process). */
 bool pano_spool_pending(pano_spool *sp);
 
 /* What a replay callback reports for one entry. */
 typedef enum {
     PANO_SPOOL_SENT = 0,     /* delivered: the entry is removed */
-    PANO_SPOOL_REJECTED = 1, /* the broker refused it: logged in full, removed */
+    PANO_SPOOL_REJECTED = 1, /* the broker refused it: put aside (pano_spool_reject) */
     PANO_SPOOL_FAILED = -1,  /* not delivered: replay stops, the entry stays */
 } pano_spool_result;
 

@@ -742,12 +742,12 @@ int main(int argc, char **argv)
 
     pano_sink_stats stats;
     pano_publisher_stop(m.pub, &stats);
-    if (stats.spooled || stats.failed || stats.dropped)
+    if (stats.spooled || stats.rejected || stats.failed || stats.dropped)
         pano_info("events: %llu sent, %llu replayed, %llu spooled, %llu dropped from the "
-                  "spool, %llu lost",
+                  "spool, %llu refused by the broker (kept aside), %llu lost",
                   (unsigned long long)stats.sent, (unsigned long long)stats.replayed,
                   (unsigned long long)stats.spooled, (unsigned long long)stats.dropped,
-                  (unsigned long long)stats.failed);
+                  (unsigned long long)stats.rejected, (unsigned long long)stats.failed);
     for (size_t i = 0; i < m.nrelays; i++)
         pano_payload_scanner_free(m.relays[i].scanner);
     pano_proctree_free(m.tree);

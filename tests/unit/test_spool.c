@@ -168,7 +168,32 @@ START_TEST(full_spool_drops_the_oldest)
 }
 END_TEST
 
-START_TEST(rejected_entries_are_removed)
+/* The one entry file in dir (NULL if none or several); its name in name. */
+static char *only_entry(const char *dir, char name[64])
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return NULL;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)))
+        if (strstr(de->d_name, ".ev") && n++ == 0)
+            snprintf(name, 64, "%.63s", de->d_name);
+    closedir(d);
+    if (n != 1)
+        return NULL;
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    static char text[1024];
+    size_t got = fread(text, 1, sizeof text - 1, f);
+    text[got] = '\0';
+    fclose(f);
+    return text;
+}
+
+START_TEST(rejected_entries_are_put_aside_with_the_reason)
 {
     char err[256];
     pano_spool *sp = pano_spool_open(root, "dest", 1 << 20, err, sizeof err);
@@ -179,6 +204,44 @@ START_TEST(rejected_entries_are_removed)
     ck_assert_int_eq(pano_spool_replay(sp, collect, &c, 0, err, sizeof err), 1);
     ck_assert_int_eq(c.n, 2);
     ck_assert(!pano_spool_pending(sp));
+    /* kept aside, with the reason, and not replayed again */
+    char dir[512], name[64];
+    snprintf(dir, sizeof dir, "%s/rejected", pano_spool_path(sp));
+    char *text = only_entry(dir, name);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_str_eq(text, "PANO-SPOOL 1\nkey=k\nid=1\nlen=2\nwhy=unroutable\n\n{}");
+    collector again = {0};
+    ck_assert_int_eq(pano_spool_replay(sp, collect, &again, 0, err, sizeof err), 0);
+    ck_assert_int_eq(again.n, 0);
+    /* moved back, it is queued again, as it was */
+    char from[600], to[600];
+    snprintf(from, sizeof from, "%s/%s", dir, name);
+    snprintf(to, sizeof to, "%s/%s", pano_spool_path(sp), name);
+    ck_assert_int_eq(rename(from, to), 0);
+    ck_assert(pano_spool_pending(sp));
+    ck_assert_int_eq(pano_spool_replay(sp, collect, &again, 0, err, sizeof err), 1);
+    ck_assert_str_eq(again.got[0], "k|1|{}");
+    pano_spool_close(sp);
+}
+END_TEST
+
+START_TEST(rejected_events_are_bounded_and_their_reason_is_one_line)
+{
+    char err[256];
+    pano_spool *sp = pano_spool_open(root, "dest", 200, err, sizeof err);
+    ck_assert_ptr_nonnull(sp);
+    ck_assert_int_eq(pano_spool_reject(sp, "k", NULL, "{\"a\":1}", 7, "two\nlines", err,
+                                       sizeof err), 0);
+    char dir[512], name[64];
+    snprintf(dir, sizeof dir, "%s/rejected", pano_spool_path(sp));
+    char *text = only_entry(dir, name);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_str_eq(text, "PANO-SPOOL 1\nkey=k\nid=\nlen=7\nwhy=two lines\n\n{\"a\":1}");
+    char big[150];
+    memset(big, ' ', sizeof big);
+    ck_assert_int_eq(pano_spool_reject(sp, "k", "2", big, sizeof big, "no", err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "rejected is full"), "%s", err);
+    ck_assert_ptr_nonnull(only_entry(dir, name)); /* the first one is kept */
     pano_spool_close(sp);
 }
 END_TEST
@@ -242,7 +305,8 @@ int main(void)
     tcase_add_test(tc, entries_of_others_are_seen_in_a_quiet_spool);
     tcase_add_test(tc, incomplete_entries_are_never_replayed);
     tcase_add_test(tc, full_spool_drops_the_oldest);
-    tcase_add_test(tc, rejected_entries_are_removed);
+    tcase_add_test(tc, rejected_entries_are_put_aside_with_the_reason);
+    tcase_add_test(tc, rejected_events_are_bounded_and_their_reason_is_one_line);
     tcase_add_test(tc, one_replayer_at_a_time);
     tcase_add_test(tc, unsafe_directories_are_refused);
     suite_add_tcase(s, tc);
