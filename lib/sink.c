@@ -354,13 +354,14 @@ int pano_sink_send_raw(pano_sink *s, const char *routing_key, const char *event_
         return 0;
     }
     if (rc > 0) { /* the broker answered: in the spool it would block it forever */
-        char kept[512];
-        if (pano_spool_reject(s->spool, routing_key, event_id, json, len, why, kept,
-                              sizeof kept) == 0) {
-            snprintf(err, errlen, "%s; kept in %s/rejected", why, pano_spool_path(s->spool));
+        char not_kept[512];
+        if (pano_spool_reject(s->spool, routing_key, event_id, json, len, why, not_kept,
+                              sizeof not_kept) == 0) {
+            snprintf(err, errlen, "%s; kept in %s/" PANO_SPOOL_REJECTED_DIR, why,
+                     pano_spool_path(s->spool));
             s->stats.rejected++;
         } else {
-            snprintf(err, errlen, "%s; and %s", why, kept);
+            snprintf(err, errlen, "%s; and %s", why, not_kept);
             s->stats.failed++;
         }
         return -1;

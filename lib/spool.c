@@ -19,8 +19,6 @@
 #define ENTRY_MAGIC "PANO-SPOOL 1\n"
 /* Entries larger than this are not spooled (and not read back). */
 #define ENTRY_MAX (256u * 1024 * 1024)
-/* The subdirectory of events the broker refused (pano_spool_reject). */
-#define REJECTED_DIR "rejected"
 /* Temporary files left by a crashed writer are removed after this long. */
 #define STALE_TMP_SECONDS 3600
 
@@ -522,27 +520,30 @@ static char *read_entry(pano_spool *sp, const char *name, const char **key, cons
 int pano_spool_reject(pano_spool *sp, const char *routing_key, const char *event_id,
                       const char *json, size_t len, const char *why, char *err, size_t errlen)
 {
-    if (mkdirat(sp->dirfd, REJECTED_DIR, 0700) < 0 && errno != EEXIST) {
-        snprintf(err, errlen, "cannot create %s/" REJECTED_DIR ": %s", sp->path, strerror(errno));
-        return -1;
+    char *path = pano_asprintf("%s/" PANO_SPOOL_REJECTED_DIR, sp->path);
+    int dirfd = -1, rc = -1;
+    if (mkdirat(sp->dirfd, PANO_SPOOL_REJECTED_DIR, 0700) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno));
+        goto out;
     }
-    int dirfd = openat(sp->dirfd, REJECTED_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    dirfd = openat(sp->dirfd, PANO_SPOOL_REJECTED_DIR,
+                   O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dirfd < 0) {
-        snprintf(err, errlen, "cannot open %s/" REJECTED_DIR ": %s", sp->path, strerror(errno));
-        return -1;
+        snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        goto out;
     }
     size_t count;
     uint64_t total;
     free(list_entries(dirfd, &count, &total));
-    char *path = pano_asprintf("%s/" REJECTED_DIR, sp->path);
-    int rc = -1;
     if (total + len > sp->max_bytes)
         snprintf(err, errlen, "%s is full (%" PRIu64 " bytes, pano.spool.max_size)", path,
                  total);
     else if (write_entry(dirfd, path, routing_key, event_id, why, json, len, err, errlen) > 0)
         rc = 0;
+out:
+    if (dirfd >= 0)
+        close(dirfd);
     free(path);
-    close(dirfd);
     return rc;
 }
 
@@ -551,9 +552,9 @@ static void put_aside(pano_spool *sp, const char *key, const char *id, const cha
                       size_t len, const char *why)
 {
     char err[512];
-    if (pano_spool_reject(sp, key, *id ? id : NULL, body, len, why, err, sizeof err) == 0)
-        pano_error("spooled event refused by the broker (%s); kept in %s/" REJECTED_DIR, why,
-                   sp->path);
+    if (pano_spool_reject(sp, key, id, body, len, why, err, sizeof err) == 0)
+        pano_error("spooled event refused by the broker (%s); kept in %s/" PANO_SPOOL_REJECTED_DIR,
+                   why, sp->path);
     else
         pano_error("spooled event refused by the broker (%s), and %s; removed: %.*s", why, err,
                    (int)len, body);

@@ -59,6 +59,9 @@ const char *pano_spool_path(const pano_spool *sp);
 int pano_spool_put(pano_spool *sp, const char *routing_key, const char *event_id,
                    const char *json, size_t len, char *err, size_t errlen);
 
+/* The subdirectory of a destination's directory for refused events. */
+#define PANO_SPOOL_REJECTED_DIR "rejected"
+
 /* Put aside an event the broker refused (unroutable, nacked), with the reason,
  * in the destination's "rejected" subdirectory: an entry like the others, plus
  * a "why=" header line, that replay does not touch. Moving it back into the
