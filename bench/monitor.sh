@@ -21,6 +21,11 @@
 #               interval, monitor CPU seconds per task wall second
 #   once_ms     what the run of WORK seconds cost besides its samples: start,
 #               exit, and finding and letting go of the task's processes
+#   bare_pct    the baseline: the same, for proc_sampler (bench/proc_sampler.c),
+#               a bare sampler that only walks the tree and reads every
+#               process's stat and io at the same interval: what any monitor
+#               that reads /proc pays here
+#   vs_bare     cpu_pct / bare_pct
 # and, for 64 processes, the task length from which the CPU target holds
 # (sample_pct + once_ms / task length),
 # and, once, the fixed cost of a monitored run (a task that exits at once).
@@ -31,15 +36,18 @@
 # Ends with one line:
 #   RESULT monitor cpu_pct_1s=<tree64 at 1 s> cpu_pct_100ms=<tree64 at 0.1 s> wall_ratio=<worst case>
 #          sample_pct_1s=<tree64 at 1 s> sample_pct_100ms=<tree64 at 0.1 s>
+#          bare_pct_1s=… bare_pct_100ms=… vs_bare_1s=… vs_bare_100ms=… (tree64)
 # Environment: WORK (default 10), REPS (default 3).
 set -euo pipefail
 
 BUILD=${1:-build}
 MONITOR="$BUILD/publishers/monitor/pano-monitor"
 WORKLOAD="$BUILD/tests/integration/pano-workload"
+SAMPLER="$BUILD/bench/proc_sampler"
 WORK=${WORK:-10}
 REPS=${REPS:-3}
-[[ -x $MONITOR && -x $WORKLOAD ]] || { echo "build first: $MONITOR, $WORKLOAD" >&2; exit 2; }
+[[ -x $MONITOR && -x $WORKLOAD && -x $SAMPLER ]] ||
+    { echo "build first: $MONITOR, $WORKLOAD, $SAMPLER" >&2; exit 2; }
 command -v jq >/dev/null || { echo "jq is needed" >&2; exit 2; }
 
 TMP=$(mktemp -d /tmp/pano-bench.XXXXXX)
@@ -91,14 +99,26 @@ monitored() {
     jq -r 'select(.event == "kickstart.inv.end") | .samples' "$TMP/events" >>"$TMP/samples.$scale"
 }
 
+# bare INTERVAL ARGS...: runs the task under the baseline sampler; appends
+# its CPU ms to $TMP/bare.cpu and the task's wall time to $TMP/bare.wall
+bare() {
+    local interval=$1 start end
+    shift
+    start=$EPOCHREALTIME
+    "$SAMPLER" "$interval" "$TMP/bare" "$WORKLOAD" "$@" >/dev/null
+    end=$EPOCHREALTIME
+    { calc "$end - $start"; echo; } >>"$TMP/bare.wall"
+    sed -n 's/^end .*cpu_ms=//p' "$TMP/bare" >>"$TMP/bare.cpu"
+}
+
 # run_case WORKLOAD INTERVAL: prints
-#   "cpu_pct wall_ratio samples plain_s monitored_s ms/sample once_ms"
+#   "cpu_pct wall_ratio samples plain_s monitored_s ms/sample once_ms bare_pct"
 run_case() {
     local w=$1 interval=$2 i start end
     local -a args args2
     read -r -a args <<<"$(task_args "$w" 1)"
     read -r -a args2 <<<"$(task_args "$w" 2)"
-    rm -f "$TMP"/plain "$TMP"/{mon,cpu,samples}.*
+    rm -f "$TMP"/plain "$TMP"/{mon,cpu,samples,bare}.*
     for ((i = 0; i < REPS; i++)); do
         start=$EPOCHREALTIME
         "$WORKLOAD" "${args[@]}" >/dev/null
@@ -106,6 +126,7 @@ run_case() {
         { calc "$end - $start"; echo; } >>"$TMP/plain"
         monitored 1 "$interval" "${args[@]}"
         monitored 2 "$interval" "${args2[@]}"
+        bare "$interval" "${args[@]}"
     done
     local plain mon cpu samples cpu2 samples2 per_sample
     plain=$(median <"$TMP/plain")
@@ -115,8 +136,9 @@ run_case() {
     cpu2=$(median <"$TMP/cpu.2")
     samples2=$(median <"$TMP/samples.2")
     per_sample=$(calc "($cpu2 - $cpu) / ($samples2 - $samples)")
-    printf '%s %s %s %s %s %s %s\n' "$(calc "$cpu / 10 / $mon")" "$(calc "$mon / $plain")" \
-        "$samples" "$plain" "$mon" "$per_sample" "$(calc "$cpu - $samples * $per_sample")"
+    printf '%s %s %s %s %s %s %s %s\n' "$(calc "$cpu / 10 / $mon")" "$(calc "$mon / $plain")" \
+        "$samples" "$plain" "$mon" "$per_sample" "$(calc "$cpu - $samples * $per_sample")" \
+        "$(calc "$(median <"$TMP/bare.cpu") / 10 / $(median <"$TMP/bare.wall")")"
 }
 
 # collect_events: the events of the monitor that just ran, in $TMP/events
@@ -149,19 +171,21 @@ fixed_cost_ms() {
 echo "pano-monitor overhead: WORK=$WORK s, REPS=$REPS, $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), events: $dest" >&2
 FIXED_MS=$(fixed_cost_ms)
 printf "fixed cost of a monitored run: %.2f ms of monitor CPU\n" "$FIXED_MS" >&2
-printf '%-8s %8s %9s %10s %8s %9s %11s %10s %9s %9s\n' workload interval cpu_pct wall_ratio samples \
-    plain_s monitored_s ms/sample sample_pct once_ms >&2
-declare -A PCT SAMPLE_PCT RATIO ONCE
+printf '%-8s %8s %9s %10s %8s %9s %11s %10s %9s %9s %9s %8s\n' workload interval cpu_pct \
+    wall_ratio samples plain_s monitored_s ms/sample sample_pct once_ms bare_pct vs_bare >&2
+declare -A PCT SAMPLE_PCT RATIO ONCE BARE
 for interval in 1 0.1; do
     for w in single tree64; do
-        read -r pct ratio samples plain mon per_sample once < <(run_case "$w" "$interval")
+        read -r pct ratio samples plain mon per_sample once bare_pct < <(run_case "$w" "$interval")
         sample_pct=$(calc "$per_sample / ($interval * 1000) * 100")
         PCT[$w,$interval]=$pct
         SAMPLE_PCT[$w,$interval]=$sample_pct
         RATIO[$w,$interval]=$ratio
         ONCE[$w,$interval]=$once
-        printf '%-8s %8s %9.4f %10.4f %8s %9.3f %11.3f %10.3f %9.4f %9.2f\n' "$w" "$interval" "$pct" \
-            "$ratio" "$samples" "$plain" "$mon" "$per_sample" "$sample_pct" "$once" >&2
+        BARE[$w,$interval]=$bare_pct
+        printf '%-8s %8s %9.4f %10.4f %8s %9.3f %11.3f %10.3f %9.4f %9.2f %9.4f %8.2f\n' "$w" \
+            "$interval" "$pct" "$ratio" "$samples" "$plain" "$mon" "$per_sample" "$sample_pct" \
+            "$once" "$bare_pct" "$(calc "$pct / $bare_pct")" >&2
     done
 done
 # The monitor's CPU over a task of T seconds is about sample_pct plus what
@@ -176,5 +200,8 @@ for interval in 1 0.1; do
 done
 worst=$(printf '%s\n' "${RATIO[@]}" | sort -g | tail -1)
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg) (wall ratios mean little on a loaded machine)" >&2
-printf 'RESULT monitor cpu_pct_1s=%.4f cpu_pct_100ms=%.4f wall_ratio=%.4f sample_pct_1s=%.4f sample_pct_100ms=%.4f\n' \
+printf 'RESULT monitor cpu_pct_1s=%.4f cpu_pct_100ms=%.4f wall_ratio=%.4f sample_pct_1s=%.4f sample_pct_100ms=%.4f' \
     "${PCT[tree64,1]}" "${PCT[tree64,0.1]}" "$worst" "${SAMPLE_PCT[tree64,1]}" "${SAMPLE_PCT[tree64,0.1]}"
+printf ' bare_pct_1s=%.4f bare_pct_100ms=%.4f vs_bare_1s=%.2f vs_bare_100ms=%.2f\n' \
+    "${BARE[tree64,1]}" "${BARE[tree64,0.1]}" "$(calc "${PCT[tree64,1]} / ${BARE[tree64,1]}")" \
+    "$(calc "${PCT[tree64,0.1]} / ${BARE[tree64,0.1]}")"
