@@ -19,11 +19,13 @@
 #include <poll.h>
 #include <spawn.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -91,9 +93,10 @@ static void forget_unseen(void)
             procs[kept++] = *p;
             continue;
         }
-        for (int *fd = &p->stat_fd; fd <= &p->children_fd; fd++)
-            if (*fd >= 0)
-                close(*fd);
+        int fds[] = {p->stat_fd, p->io_fd, p->children_fd};
+        for (size_t k = 0; k < 3; k++)
+            if (fds[k] >= 0)
+                close(fds[k]);
     }
     nprocs = kept;
 }
@@ -152,13 +155,6 @@ static void sample(pid_t root, FILE *out)
         die("write");
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -182,21 +178,25 @@ int main(int argc, char **argv)
     int pidfd = (int)syscall(SYS_pidfd_open, child, 0);
     if (pidfd < 0)
         die("pidfd_open");
+    /* A periodic timer, as pano-monitor waits for its samples. */
+    int timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+    struct timespec every = {(time_t)interval, (long)((interval - (double)(time_t)interval) * 1e9)};
+    if (timerfd < 0 || timerfd_settime(timerfd, 0, &(struct itimerspec){every, every}, NULL) < 0)
+        die("timerfd");
     sample(child, out);
-    double next = now() + interval;
     for (;;) {
-        int wait_ms = (int)((next - now()) * 1000 + 0.5);
-        struct pollfd pfd = {.fd = pidfd, .events = POLLIN};
-        int ready = poll(&pfd, 1, wait_ms > 0 ? wait_ms : 0);
-        if (ready < 0 && errno != EINTR)
+        struct pollfd pfd[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = timerfd, .events = POLLIN}};
+        if (poll(pfd, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
             die("poll");
-        if (ready <= 0) {
-            sample(child, out);
-            next += interval;
-            continue;
         }
-        sample(child, out); /* the task is a zombie: its last reading */
-        break;
+        sample(child, out); /* at exit, the task is a zombie: its last reading */
+        if (pfd[0].revents)
+            break;
+        uint64_t expirations;
+        if (read(timerfd, &expirations, sizeof expirations) < 0)
+            die("timerfd");
     }
     int status;
     if (waitpid(child, &status, 0) < 0)
