@@ -187,6 +187,22 @@ static void emit_start(monitor *m, char **argv)
     emit(m, ev);
 }
 
+static double tv_seconds(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec / 1e6; }
+
+/* What monitoring has cost so far: the monitor's own CPU time (all its
+ * threads), in every sample and in the end event, so the overhead can be
+ * watched while the task runs. */
+static void put_monitor_cpu(pano_json *ev)
+{
+    struct rusage self;
+    if (getrusage(RUSAGE_SELF, &self) < 0) {
+        pano_warn("getrusage: %s", strerror(errno));
+        return;
+    }
+    pano_json_set_double(ev, "monitor_utime", tv_seconds(self.ru_utime), 6);
+    pano_json_set_double(ev, "monitor_stime", tv_seconds(self.ru_stime), 6);
+}
+
 /* The fields of a sample, in Panorama's order and units. */
 static void put_totals(pano_json *o, const pano_tree_totals *t)
 {
@@ -267,13 +283,12 @@ static void sample(monitor *m, const char *kind, pano_tree_totals *out)
     pano_json_set_double(ev, "interval", m->interval, 3);
     pano_json_set_str(ev, "sample", kind);
     pano_json_set_int(ev, "monitor_pid", getpid());
+    put_monitor_cpu(ev);
     emit(m, ev);
     m->sent = t;
     m->have_sent = true;
     m->samples_sent++;
 }
-
-static double tv_seconds(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec / 1e6; }
 
 static void emit_end(monitor *m, int status, double duration, const pano_tree_totals *final,
                      const char *error)
@@ -310,12 +325,7 @@ static void emit_end(monitor *m, int status, double duration, const pano_tree_to
     pano_json_set_int(ev, "maxrss", ru.ru_maxrss); /* kB */
     put_totals(pano_json_set_object(ev, "final"), final);
     pano_json_set_int(ev, "samples", (int64_t)m->samples_sent);
-    /* What monitoring cost: the monitor's own CPU time (all its threads). */
-    struct rusage self;
-    if (getrusage(RUSAGE_SELF, &self) == 0) {
-        pano_json_set_double(ev, "monitor_utime", tv_seconds(self.ru_utime), 6);
-        pano_json_set_double(ev, "monitor_stime", tv_seconds(self.ru_stime), 6);
-    }
+    put_monitor_cpu(ev);
     pano_json_set_int(ev, "payload_events", (int64_t)m->payload_events);
     pano_json_set_int(ev, "payload_errors", (int64_t)m->payload_errors);
     if (error)

@@ -39,6 +39,13 @@ expect "$ev" '[.[] | select(.sample=="periodic")] as $s | [range(1; $s | length)
     "burn: cpu_util = delta CPU / delta wall"
 expect "$ev" '[.[] | select(.sample=="periodic") | .cpu_util] | max > 0.05' "burn: cpu_util"
 expect "$ev" '[.[] | .seq] == [range(1; length + 1)]' "burn: seq 1..n in order"
+# Every sample carries what monitoring has cost so far: it grows, and the end
+# event's figure is at least the last sample's.
+expect "$ev" '[.[] | select(.event=="kickstart.inv.online") | .monitor_utime + .monitor_stime]
+              | (length >= 6) and (.[0] > 0) and (. == sort)' "burn: monitor CPU in samples"
+expect "$ev" '([.[] | select(.event=="kickstart.inv.online")][-1] | .monitor_utime + .monitor_stime)
+              <= (.[] | select(.event=="kickstart.inv.end") | .monitor_utime + .monitor_stime)' \
+    "burn: monitor CPU, last sample vs end"
 log "burn: task $task_cpu s, end $end_cpu s, final utime $final_utime s"
 
 # ---- a writer of exactly N bytes
