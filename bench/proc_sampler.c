@@ -8,11 +8,12 @@
  * Runs COMMAND and, at start, every INTERVAL seconds and when it exits,
  * walks its process tree through the children files, reads every process's
  * stat and io (descriptors kept open between samples, as pano-monitor
- * does) and appends one line of totals to OUTFILE. Nothing else: no events,
- * no publisher thread, no relay of the task's output, no spool, no threads'
+ * does) and appends one line of totals to OUTFILE, with the time since
+ * start ("elapsed", s) and its own CPU time so far ("cpu_ms", getrusage, as
+ * pano-monitor reports it in every sample). Nothing else: no events, no
+ * publisher thread, no relay of the task's output, no spool, no threads'
  * own children, no processes that leave the tree. Ends OUTFILE with
- * "end samples=N cpu_ms=X", X its own CPU time (getrusage, as pano-monitor
- * reports it). Exits with the command's status.
+ * "end samples=N cpu_ms=X". Exits with the command's status.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,11 +45,22 @@ static proc procs[MAX_PROCS];
 static size_t nprocs;
 static unsigned round_no;
 static char buf[8192];
+static struct timespec started;
 
 static void die(const char *what)
 {
     fprintf(stderr, "proc_sampler: %s: %s\n", what, strerror(errno));
     exit(2);
+}
+
+/* This process's CPU time so far (all threads), in ms. */
+static double self_cpu_ms(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) < 0)
+        die("getrusage");
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 }
 
 /* pread /proc/PID/WHAT (the main thread's, for children) at offset 0 into
@@ -149,8 +161,14 @@ static void sample(pid_t root, FILE *out)
         }
     }
     forget_unseen();
-    fprintf(out, "{\"seq\":%u,\"procs\":%zu,\"cpu_ticks\":%llu,\"rchar\":%llu,\"wchar\":%llu}\n",
-            round_no, nprocs, ticks, rchar, wchar);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double elapsed = (double)(now.tv_sec - started.tv_sec) +
+                     (double)(now.tv_nsec - started.tv_nsec) / 1e9;
+    fprintf(out,
+            "{\"seq\":%u,\"procs\":%zu,\"cpu_ticks\":%llu,\"rchar\":%llu,\"wchar\":%llu,"
+            "\"elapsed\":%.6f,\"cpu_ms\":%.3f}\n",
+            round_no, nprocs, ticks, rchar, wchar, elapsed, self_cpu_ms());
     if (fflush(out) != 0)
         die("write");
 }
@@ -169,6 +187,7 @@ int main(int argc, char **argv)
     FILE *out = fopen(argv[2], "w");
     if (!out)
         die(argv[2]);
+    clock_gettime(CLOCK_MONOTONIC, &started);
     pid_t child;
     int err = posix_spawnp(&child, argv[3], NULL, NULL, argv + 3, environ);
     if (err) {
@@ -201,12 +220,7 @@ int main(int argc, char **argv)
     int status;
     if (waitpid(child, &status, 0) < 0)
         die("waitpid");
-    struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru) < 0)
-        die("getrusage");
-    double cpu_ms = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 +
-                    (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
-    fprintf(out, "end samples=%u cpu_ms=%.3f\n", round_no, cpu_ms);
+    fprintf(out, "end samples=%u cpu_ms=%.3f\n", round_no, self_cpu_ms());
     if (fclose(out) != 0)
         die("write");
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
