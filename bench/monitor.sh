@@ -19,6 +19,9 @@
 #               and exit included (the monitor's CPU time in kickstart.inv.end)
 #   wall_ratio  monitored wall time / unmonitored wall time, of the runs
 #               made one after the other (the median of REPS pairs)
+#   noise       how much the unmonitored runs' wall times differ among
+#               themselves: (slowest - fastest) / median, in %, the
+#               resolution of wall_ratio on this machine
 #   ms/sample   cpu_pct x interval: what one sample costs
 #   once_ms     what the run cost besides sampling at cpu_pct: start, exit,
 #               finding and letting go of the task's processes
@@ -133,8 +136,8 @@ bare() {
     sed -n 's/^end .*cpu_ms=//p' "$TMP/bare" >>"$TMP/bare.cpu"
 }
 
-# run_case WORKLOAD INTERVAL: prints
-#   "cpu_pct run_pct wall_ratio samples plain_s monitored_s bare_pct bare_run_pct"
+# run_case WORKLOAD INTERVAL: prints "cpu_pct run_pct wall_ratio noise
+#   samples plain_s monitored_s bare_pct bare_run_pct"
 run_case() {
     local w=$1 interval=$2 i
     local -a args
@@ -149,9 +152,11 @@ run_case() {
     plain=$(median <"$TMP/plain.wall")
     mon=$(median <"$TMP/mon.wall")
     bare_wall=$(median <"$TMP/bare.wall")
-    printf '%s %s %s %s %s %s %s %s\n' "$(median <"$TMP/mon.pct")" \
+    printf '%s %s %s %s %s %s %s %s %s\n' "$(median <"$TMP/mon.pct")" \
         "$(calc "$(median <"$TMP/mon.cpu") / 10 / $mon")" \
         "$(paste "$TMP/plain.wall" "$TMP/mon.wall" | awk '{ print $2 / $1 }' | median)" \
+        "$(sort -g "$TMP/plain.wall" | sed -n '1p;$p' | paste -s -d' ' |
+            awk -v m="$plain" '{ print ($2 - $1) / m * 100 }')" \
         "$(median <"$TMP/mon.samples")" "$plain" "$mon" "$(median <"$TMP/bare.pct")" \
         "$(calc "$(median <"$TMP/bare.cpu") / 10 / $bare_wall")"
 }
@@ -187,22 +192,24 @@ echo "pano-monitor overhead: WORK=$WORK s, REPS=$REPS, WARMUP=$WARMUP s, $(nproc
     "load $(cut -d' ' -f1-3 /proc/loadavg), events: $dest" >&2
 FIXED_MS=$(fixed_cost_ms)
 printf "fixed cost of a monitored run: %.2f ms of monitor CPU\n" "$FIXED_MS" >&2
-printf '%-8s %8s %8s %8s %10s %8s %8s %11s %9s %8s %8s %8s %8s\n' workload interval \
-    cpu_pct run_pct wall_ratio samples plain_s monitored_s ms/sample once_ms bare_pct \
+printf '%-8s %8s %8s %8s %10s %6s %8s %8s %11s %9s %8s %8s %8s %8s\n' workload interval \
+    cpu_pct run_pct wall_ratio noise samples plain_s monitored_s ms/sample once_ms bare_pct \
     bare_run vs_bare >&2
 declare -A PCT RUN RATIO ONCE BARE
 for interval in 1 0.1; do
     for w in single tree64; do
-        read -r pct run ratio samples plain mon bare_pct bare_run < <(run_case "$w" "$interval")
+        read -r pct run ratio noise samples plain mon bare_pct bare_run \
+            < <(run_case "$w" "$interval")
         PCT[$w,$interval]=$pct
         RUN[$w,$interval]=$run
         RATIO[$w,$interval]=$ratio
         ONCE[$w,$interval]=$(calc "($run - $pct) / 100 * $mon * 1000")
         BARE[$w,$interval]=$bare_pct
-        printf '%-8s %8s %8.4f %8.4f %10.4f %8s %8.3f %11.3f %9.3f %8.2f %8.4f %8.4f %8.2f\n' \
-            "$w" "$interval" "$pct" "$run" "$ratio" "$samples" "$plain" "$mon" \
+        printf '%-8s %8s %8.4f %8.4f %10.4f %5.1f%% %8s %8.3f %11.3f %9.3f %8.2f %8.4f %8.4f' \
+            "$w" "$interval" "$pct" "$run" "$ratio" "$noise" "$samples" "$plain" "$mon" \
             "$(calc "$pct / 100 * $interval * 1000")" "${ONCE[$w,$interval]}" "$bare_pct" \
-            "$bare_run" "$(calc "$pct / $bare_pct")" >&2
+            "$bare_run" >&2
+        printf ' %8.2f\n' "$(calc "$pct / $bare_pct")" >&2
     done
 done
 # The monitor's CPU over a task of T seconds is about cpu_pct plus what the
