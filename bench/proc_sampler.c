@@ -45,12 +45,20 @@ static proc procs[MAX_PROCS];
 static size_t nprocs;
 static unsigned round_no;
 static char buf[8192];
-static struct timespec started;
+static double started; /* CLOCK_MONOTONIC, s */
 
 static void die(const char *what)
 {
     fprintf(stderr, "proc_sampler: %s: %s\n", what, strerror(errno));
     exit(2);
+}
+
+static double mono_seconds(void)
+{
+    struct timespec t;
+    if (clock_gettime(CLOCK_MONOTONIC, &t) < 0)
+        die("clock_gettime");
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 /* This process's CPU time so far (all threads), in ms. */
@@ -161,14 +169,10 @@ static void sample(pid_t root, FILE *out)
         }
     }
     forget_unseen();
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double elapsed = (double)(now.tv_sec - started.tv_sec) +
-                     (double)(now.tv_nsec - started.tv_nsec) / 1e9;
     fprintf(out,
             "{\"seq\":%u,\"procs\":%zu,\"cpu_ticks\":%llu,\"rchar\":%llu,\"wchar\":%llu,"
             "\"elapsed\":%.6f,\"cpu_ms\":%.3f}\n",
-            round_no, nprocs, ticks, rchar, wchar, elapsed, self_cpu_ms());
+            round_no, nprocs, ticks, rchar, wchar, mono_seconds() - started, self_cpu_ms());
     if (fflush(out) != 0)
         die("write");
 }
@@ -187,7 +191,7 @@ int main(int argc, char **argv)
     FILE *out = fopen(argv[2], "w");
     if (!out)
         die(argv[2]);
-    clock_gettime(CLOCK_MONOTONIC, &started);
+    started = mono_seconds();
     pid_t child;
     int err = posix_spawnp(&child, argv[3], NULL, NULL, argv + 3, environ);
     if (err) {
