@@ -77,6 +77,10 @@ else
     dest="JSON lines to a file"
 fi
 
+# The monitor's own CPU time so far in ms, which its samples and its end
+# event carry (a jq definition).
+JQ_CPU_MS='def cpu_ms: (.monitor_utime + .monitor_stime) * 1000;'
+
 calc() { awk "BEGIN { printf \"%.6f\", $1 }"; }
 median() {
     sort -g | awk '{ v[NR] = $1 }
@@ -118,8 +122,7 @@ monitored() {
     rm -f "$TMP/events"
     timed "$TMP/mon.wall" "$MONITOR" -i "$interval" -o "$TMP/events" -- "$WORKLOAD" "$@"
     collect_events
-    jq -c 'select(.sample == "periodic")
-           | {elapsed, cpu_ms: ((.monitor_utime + .monitor_stime) * 1000)}' "$TMP/events" |
+    jq -c "$JQ_CPU_MS"' select(.sample == "periodic") | {elapsed, cpu_ms: cpu_ms}' "$TMP/events" |
         steady_pct >>"$TMP/mon.pct"
     monitor_cpu_ms "$TMP/events" >>"$TMP/mon.cpu"
     jq -r 'select(.event == "kickstart.inv.end") | .samples' "$TMP/events" >>"$TMP/mon.samples"
@@ -171,7 +174,7 @@ collect_events() {
 
 # The monitor's own CPU time in ms, from the end event of an events file.
 monitor_cpu_ms() {
-    jq -r 'select(.event == "kickstart.inv.end") | (.monitor_utime + .monitor_stime) * 1000' "$1"
+    jq -r "$JQ_CPU_MS"' select(.event == "kickstart.inv.end") | cpu_ms' "$1"
 }
 
 # The fixed cost of a monitored run, in ms: the median over 21 runs of a
