@@ -120,7 +120,8 @@ at_least() { [[ $(m "$1" 2>/dev/null || echo 0) -ge $2 ]]; }
 # private_stack_up: start them on ports of their own; exports PRIV_* and
 # points the test's programs at them.
 private_stack_up() {
-    local base=$((20000 + RANDOM % 20000))
+    local base
+    base=$(free_ports 4)
     PRIVATE_STACK=$(mktemp -d "/var/tmp/pano-bridge-$TEST_ID.XXXXXX")
     chmod 755 "$PRIVATE_STACK"
     PRIV_AMQP=$base PRIV_MGMT=$((base + 1)) PRIV_KAFKA=$((base + 2)) PRIV_KCTL=$((base + 3))

@@ -29,6 +29,22 @@ export PANO_INDEXER_LINGER=0.1
 export PANO_INDEXER_REPLICAS=0 # one-node cluster: stay green
 export PANO_ES_URL="$ES"
 
+# free_ports N: the first of N consecutive TCP ports on 127.0.0.1 with
+# nothing listening on them, below the kernel's ephemeral range (32768 and
+# up), from which outgoing connections take their local ports.
+free_ports() {
+    local n=$1 p i
+    for _ in $(seq 100); do
+        p=$((20000 + RANDOM % 12000))
+        for ((i = 0; i < n; i++)); do
+            (exec 3<>"/dev/tcp/127.0.0.1/$((p + i))") 2>/dev/null && continue 2
+        done
+        echo "$p"
+        return
+    done
+    fail "no $n free ports in a row"
+}
+
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 fail() { log "FAIL: $*"; exit 1; }
 

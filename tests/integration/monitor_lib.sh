@@ -49,20 +49,6 @@ within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = 
 # The shared broker is never stopped: such a test starts a node of its own on
 # free ports, with its own data directory, Erlang cookie and epmd.
 
-free_port() { # a port with nothing listening on it, nor on the next two
-    local p
-    for _ in $(seq 100); do
-        p=$((30000 + RANDOM % 20000))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null &&
-            ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + 1))") 2>/dev/null &&
-            ! (exec 3<>"/dev/tcp/127.0.0.1/$((p + 2))") 2>/dev/null; then
-            echo "$p"
-            return
-        fi
-    done
-    fail "no free port"
-}
-
 RMQ_BIN=${PANO_RABBITMQ_BIN:-/usr/lib/rabbitmq/bin}
 
 rmq_env() {
@@ -82,7 +68,7 @@ rmq_env() {
 private_rabbitmq_start() {
     if [[ -z ${RMQ_PORT:-} ]]; then
         command -v "$RMQ_BIN/rabbitmq-server" >/dev/null || fail "no rabbitmq-server in $RMQ_BIN"
-        RMQ_PORT=$(free_port)
+        RMQ_PORT=$(free_ports 3) # AMQP, Erlang distribution, epmd
         RMQ_NODE="pano-test-$RMQ_PORT@localhost"
         RMQ_DIR="$TEST_DIR/rabbitmq"
         mkdir -p "$RMQ_DIR/home" "$RMQ_DIR/mnesia" "$RMQ_DIR/log"

@@ -21,7 +21,7 @@ chown ftp "$d/root/incoming"
 head -c 3000007 /dev/urandom >"$d/root/pub/data.bin"
 chmod 644 "$d/root/pub/data.bin"
 size=$(stat -c %s "$d/root/pub/data.bin")
-port=$(free_port)
+port=$(free_ports 1)
 cat >"$d/vsftpd.conf" <<CFG
 listen=YES
 listen_ipv6=NO
@@ -103,7 +103,7 @@ log "ftp upload --continue: the rest of a partial file, nothing for a complete o
 # A connection cut mid-upload: a second server, slowed to 1 MB/s, whose
 # session processes are killed once 300 kB arrived; the retry asks for
 # the size (SIZE) and appends the rest.
-port2=$(free_port)
+port2=$(free_ports 1)
 sed -e "s/^listen_port=.*/listen_port=$port2/" -e "s|^vsftpd_log_file=.*|vsftpd_log_file=$d/slow.log|" \
     "$d/vsftpd.conf" >"$d/slow.conf"
 echo "anon_max_rate=1000000" >>"$d/slow.conf"

@@ -44,7 +44,7 @@ log "404: one request, failure event, no file"
 
 # ---- connection refused: retried, then a failure event ----------------------------
 # a port that was free a moment ago
-refused=$(free_port)
+refused=$(free_ports 1)
 copy "http://127.0.0.1:$refused/x" "$TEST_DIR/dl/refused" --retries 2
 [[ $rc == 1 ]] || fail "refused must exit 1, got $rc"
 check "$ev" '.status == 1 and .retries == 2 and (.error | test("onnect"))' "refused event"

@@ -54,12 +54,6 @@ start_httpd() { # ROOT
 # The bytes /gen/SIZE serves (byte i = i % 251), from the server itself.
 gen_sha256() { curl -fsS "http://127.0.0.1:$HTTP_PORT/gen/$1" | sha256sum | cut -d' ' -f1; }
 
-# A TCP port on 127.0.0.1 that was free a moment ago.
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-        echo $((20000 + RANDOM % 40000))
-}
-
 # schema_check FILE...: every event valid against its schema (skipped
 # without python3's jsonschema).
 schema_check() {

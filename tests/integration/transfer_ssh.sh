@@ -21,7 +21,7 @@ ssh-keygen -q -t ed25519 -N '' -f "$d/host_key"
 ssh-keygen -q -t ed25519 -N '' -f "$d/other_key"
 ssh-keygen -q -t ed25519 -N '' -f "$d/user_key"
 cp "$d/user_key.pub" "$d/authorized_keys"
-port=$(free_port)
+port=$(free_ports 1)
 cat >"$d/sshd_config" <<CFG
 Port $port
 ListenAddress 127.0.0.1
@@ -110,7 +110,7 @@ dd iflag=count_bytes count=1000000 bs=65536 2>/dev/null | $SFTP_SERVER
 kill -KILL \$PPID
 SH
 chmod +x "$d/cut-sftp"
-port2=$(free_port)
+port2=$(free_ports 1)
 sed -e "s/^Port .*/Port $port2/" -e "s|^PidFile .*|PidFile $d/sshd2.pid|" \
     -e "s|^Subsystem .*|Subsystem sftp $d/cut-sftp|" "$d/sshd_config" >"$d/sshd2_config"
 start sshd2 "$SSHD" -D -e -f "$d/sshd2_config"
