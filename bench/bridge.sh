@@ -51,7 +51,6 @@ export PANO_KAFKA_TOPIC_PREFIX="$ID."
 export PANO_KAFKA_DEAD_LETTER_TOPIC="$ID.dead-letter"
 export PANO_BRIDGE_QUEUE="$ID.q"
 export PANO_BRIDGE_DEAD_LETTER_EXCHANGE="$ID.dlx"
-export PANO_BRIDGE_SCHEMA_DIR=${PANO_BRIDGE_SCHEMA_DIR:-$PWD/schemas}
 export PANO_BRIDGE_PREFETCH=$PREFETCH
 
 say() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }

@@ -1367,16 +1367,15 @@ int main(int argc, char **argv)
     }
 
     const char *schema_dir = pano_config_str(cfg, "pano.bridge.schema_dir");
-    if (!schema_dir)
-        schema_dir = PANO_SCHEMA_DIR; /* where meson installs schemas/ */
-    b.schemas = pano_schema_set_load(schema_dir, err, sizeof err);
+    b.schemas = schema_dir ? pano_schema_set_load(schema_dir, err, sizeof err)
+                           : pano_schema_set_from_files(pano_builtin_schemas, err, sizeof err);
     if (!b.schemas) {
-        pano_error("%s (set pano.bridge.schema_dir)", err);
+        pano_error("%s", err);
         free(password);
         goto out_url;
     }
-    pano_info("checking events against %zu event schema(s) and the envelope in %s",
-              pano_schema_set_event_count(b.schemas), schema_dir);
+    pano_info("checking events against %zu event schema(s) and the envelope (%s)",
+              pano_schema_set_event_count(b.schemas), schema_dir ? schema_dir : "built in");
     b.nopts = (pano_normalize_options){
         .schemas = b.schemas,
         .max_size = pano_config_size(cfg, "pano.bridge.max_message_size"),

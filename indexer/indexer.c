@@ -250,7 +250,7 @@ static int build_templates(const indexer *ix, pano_template **t, size_t *nt, cha
         .refresh_interval = pano_config_str(ix->cfg, "pano.indexer.refresh_interval"),
         .total_fields_limit = (int)pano_config_int(ix->cfg, "pano.indexer.total_fields_limit"),
     };
-    return pano_templates_build(pano_embedded_schemas, &opt, t, nt, warnings, err, errlen);
+    return pano_templates_build(pano_builtin_schemas, &opt, t, nt, warnings, err, errlen);
 }
 
 /* The templates from the schemas, and the indices the aliases point at. */

@@ -300,17 +300,17 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
     pano_buf warn = {0};
     int rc = 0;
 
-    for (size_t i = 0; schemas[i].name; i++) {
+    for (size_t i = 0; schemas[i].path; i++) {
         char why[200], name[256];
         pano_json *s = pano_json_parse(schemas[i].text, strlen(schemas[i].text),
                                        PANO_JSON_DEFAULT_DEPTH, why, sizeof why);
         if (!s || s->type != PANO_JSON_OBJECT) {
-            snprintf(err, errlen, "schema %s: %s", schemas[i].name, s ? "not an object" : why);
+            snprintf(err, errlen, "schema %s: %s", schemas[i].path, s ? "not an object" : why);
             pano_json_free(s);
             rc = -1;
             goto done;
         }
-        schema_event_name(schemas[i].name, name, sizeof name);
+        schema_event_name(schemas[i].path, name, sizeof name);
         if (strcmp(name, "envelope") == 0)
             schema_properties(envelope, s);
         else {

@@ -2,7 +2,7 @@
  * template.h - Elasticsearch index templates generated from schemas/.
  *
  * The JSON Schemas of the events (schemas/envelope.schema.json and
- * schemas/events/<event>.schema.json, embedded in the program at build time)
+ * schemas/events/<event>.schema.json, built into lib/ as pano_builtin_schemas)
  * are the one description of the fields. From them come:
  *
  *   <prefix><family>        one template per event family, for the shared
@@ -36,16 +36,10 @@
 #ifndef PANO_TEMPLATE_H
 #define PANO_TEMPLATE_H
 
+#include "schema.h"
+
 #include <stdbool.h>
 #include <stddef.h>
-
-typedef struct {
-    const char *name; /* file name, e.g. kickstart.inv.end.schema.json */
-    const char *text;
-} pano_schema_file;
-
-/* The schemas embedded at build time, terminated by a NULL name. */
-extern const pano_schema_file pano_embedded_schemas[];
 
 typedef struct {
     const char *prefix;

@@ -111,8 +111,8 @@ const pano_config_key pano_config_keys[] = {
      "below the Kafka broker's message.max.bytes (1 MB by default)."},
     {"pano.bridge.schema_dir", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
      "Directory of the event JSON Schemas (envelope.schema.json, events/NAME.schema.json) "
-     "that messages are checked against (default: share/pano/schemas of the "
-     "installation)."},
+     "that messages are checked against instead of the ones built into the program "
+     "(default: unset, built in)."},
     {"pano.bridge.linger", PANO_CFG_DOUBLE, "0.02", 0, 10, false, {0}, {0},
      "Seconds the Kafka producer waits to fill a batch (librdkafka linger.ms)."},
     {"pano.bridge.kafka_properties", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},

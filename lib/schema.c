@@ -749,6 +749,22 @@ void pano_schema_set_free(pano_schema_set *set)
     free(set);
 }
 
+/* Parse one schema file's text and add it to the set under its relative
+ * path (where: how to name it in messages). */
+static int add_text(pano_schema_set *set, const char *rel, const char *text, size_t len,
+                    const char *where, char *err, size_t errlen)
+{
+    char why[200];
+    pano_json *doc = pano_json_parse(text, len, 128, why, sizeof why);
+    if (!doc) {
+        set_err(err, errlen, "%s: invalid JSON: %s", where, why);
+        return -1;
+    }
+    set->files = pano_reallocarray(set->files, set->n_files + 1, sizeof *set->files);
+    set->files[set->n_files++] = (schema_file){pano_strdup(rel), doc};
+    return 0;
+}
+
 static int add_file(pano_schema_set *set, const char *path, const char *rel, char *err,
                     size_t errlen)
 {
@@ -761,21 +777,13 @@ static int add_file(pano_schema_set *set, const char *path, const char *rel, cha
     size_t n = fread(text, 1, MAX_FILE_SIZE + 1, f);
     bool bad_read = ferror(f);
     fclose(f);
-    if (bad_read || n > MAX_FILE_SIZE) {
+    int rc = -1;
+    if (bad_read || n > MAX_FILE_SIZE)
         set_err(err, errlen, "%s: %s", path, bad_read ? "read error" : "file too large");
-        free(text);
-        return -1;
-    }
-    char why[200];
-    pano_json *doc = pano_json_parse(text, n, 128, why, sizeof why);
+    else
+        rc = add_text(set, rel, text, n, path, err, errlen);
     free(text);
-    if (!doc) {
-        set_err(err, errlen, "%s: invalid JSON: %s", path, why);
-        return -1;
-    }
-    set->files = pano_reallocarray(set->files, set->n_files + 1, sizeof *set->files);
-    set->files[set->n_files++] = (schema_file){pano_strdup(rel), doc};
-    return 0;
+    return rc;
 }
 
 static bool has_suffix(const char *s, const char *suffix)
@@ -872,23 +880,26 @@ fail:
     return NULL;
 }
 
+pano_schema_set *pano_schema_set_from_files(const pano_schema_file *files, char *err,
+                                            size_t errlen)
+{
+    pano_schema_set *set = pano_calloc(1, sizeof *set);
+    for (size_t i = 0; files[i].path; i++)
+        if (add_text(set, files[i].path, files[i].text, strlen(files[i].text), files[i].path,
+                     err, errlen) < 0)
+            goto fail;
+    if (compile_all(set, true, err, errlen) < 0)
+        goto fail;
+    return set;
+fail:
+    pano_schema_set_free(set);
+    return NULL;
+}
+
 pano_schema_set *pano_schema_set_from_text(const char *text, char *err, size_t errlen)
 {
-    char why[200];
-    pano_json *doc = pano_json_parse(text, strlen(text), 128, why, sizeof why);
-    if (!doc) {
-        set_err(err, errlen, "invalid JSON: %s", why);
-        return NULL;
-    }
-    pano_schema_set *set = pano_calloc(1, sizeof *set);
-    set->files = pano_calloc(1, sizeof *set->files);
-    set->files[0] = (schema_file){pano_strdup("envelope.schema.json"), doc};
-    set->n_files = 1;
-    if (compile_all(set, true, err, errlen) < 0) {
-        pano_schema_set_free(set);
-        return NULL;
-    }
-    return set;
+    const pano_schema_file one[] = {{"envelope.schema.json", text}, {NULL, NULL}};
+    return pano_schema_set_from_files(one, err, errlen);
 }
 
 size_t pano_schema_set_event_count(const pano_schema_set *set) { return set->n_events; }

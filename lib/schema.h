@@ -21,7 +21,8 @@
  * A schema set is a directory: envelope.schema.json at its top applies to
  * every event, events/<event name>.schema.json to one event (and usually
  * includes the envelope with allOf/$ref). Files are loaded once; checking
- * allocates nothing.
+ * allocates nothing. The project's schemas/ are built into every program
+ * (pano_builtin_schemas), so none needs the directory at run time.
  */
 #ifndef PANO_SCHEMA_H
 #define PANO_SCHEMA_H
@@ -33,6 +34,18 @@
 
 typedef struct pano_schema pano_schema;
 typedef struct pano_schema_set pano_schema_set;
+
+/* One schema file: its path relative to the set's top
+ * ("envelope.schema.json", "events/kickstart.inv.end.schema.json") and its
+ * text. */
+typedef struct {
+    const char *path;
+    const char *text;
+} pano_schema_file;
+
+/* The files of schemas/, embedded at build time (schemas/meson.build),
+ * terminated by a NULL path. */
+extern const pano_schema_file pano_builtin_schemas[];
 
 /* Load every *.schema.json under dir (recursively) and resolve their $refs.
  * envelope.schema.json must exist. Returns NULL with a message naming the
@@ -47,6 +60,11 @@ size_t pano_schema_set_event_count(const pano_schema_set *set);
  * one, else the envelope. */
 const pano_schema *pano_schema_for_event(const pano_schema_set *set, const char *name);
 const pano_schema *pano_schema_envelope(const pano_schema_set *set);
+
+/* The same from files held in memory (pano_builtin_schemas, say), terminated
+ * by a NULL path. */
+pano_schema_set *pano_schema_set_from_files(const pano_schema_file *files, char *err,
+                                            size_t errlen);
 
 /* Compile one schema from its JSON text, for tests and single-file use;
  * $refs may only point inside it. NULL with a message in err on error. */

@@ -8,7 +8,6 @@
 source "$(dirname "$0")/../integration/lib.sh"
 : "${PANO_SOURCE:?}"
 require_stack
-export PANO_BRIDGE_SCHEMA_DIR=$PANO_SOURCE/schemas
 MGMT=http://127.0.0.1:$MGMT_PORT
 vhost=$TEST_ID-vhost
 user=$TEST_ID-user

@@ -10,7 +10,6 @@ BRIDGE=$PANO_BUILD/broker-bridge/pano-bridge
 AMQP_LOAD=$PANO_BUILD/tests/tools/amqp_load
 STACK=$PANO_SOURCE/deploy/local/pano-stack
 SHARED_STACK_DIR=${PANO_STACK_DIR:-/var/tmp/pano-stack}
-export PANO_BRIDGE_SCHEMA_DIR=${PANO_BRIDGE_SCHEMA_DIR:-$PANO_SOURCE/schemas}
 export PANO_BRIDGE_STATS_INTERVAL=${PANO_BRIDGE_STATS_INTERVAL:-1}
 PRIVATE_STACK=""
 

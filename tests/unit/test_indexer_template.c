@@ -188,14 +188,14 @@ START_TEST(embedded_schemas_build)
 {
     size_t n = 0;
     bool envelope = false;
-    for (; pano_embedded_schemas[n].name; n++)
-        envelope |= strcmp(pano_embedded_schemas[n].name, "envelope.schema.json") == 0;
+    for (; pano_builtin_schemas[n].path; n++)
+        envelope |= strcmp(pano_builtin_schemas[n].path, "envelope.schema.json") == 0;
     ck_assert(envelope);
     ck_assert_uint_ge(n, 2);
     pano_template *t;
     size_t nt;
     char err[256], *warnings;
-    ck_assert_msg(pano_templates_build(pano_embedded_schemas, &opt, &t, &nt, &warnings, err,
+    ck_assert_msg(pano_templates_build(pano_builtin_schemas, &opt, &t, &nt, &warnings, err,
                                        sizeof err) == 0,
                   "%s", err);
     free(warnings);

@@ -155,6 +155,41 @@ START_TEST(event_schemas_apply_by_name)
 }
 END_TEST
 
+/* The schemas built into the programs are schemas/ as it was at build time:
+ * the same files, the same per-event schemas, the same verdicts. */
+START_TEST(builtin_schemas_are_the_directory)
+{
+    char err[512] = "";
+    pano_schema_set *builtin = pano_schema_set_from_files(pano_builtin_schemas, err, sizeof err);
+    ck_assert_msg(builtin != NULL, "built-in schemas: %s", err);
+    pano_schema_set *repo = repo_schemas();
+    ck_assert_uint_eq(pano_schema_set_event_count(builtin), pano_schema_set_event_count(repo));
+    size_t files = 0;
+    for (; pano_builtin_schemas[files].path; files++) {
+        const char *path = pano_builtin_schemas[files].path;
+        char full[512];
+        snprintf(full, sizeof full, "%s/%s", getenv("PANO_SCHEMAS"), path);
+        ck_assert_msg(access(full, R_OK) == 0, "built-in %s is not in schemas/", path);
+        if (strncmp(path, "events/", 7) == 0) {
+            char name[256];
+            snprintf(name, sizeof name, "%.*s", (int)(strlen(path) - 7 - strlen(".schema.json")),
+                     path + 7);
+            ck_assert_msg(pano_schema_for_event(builtin, name) != pano_schema_envelope(builtin),
+                          "no built-in schema for %s", name);
+        }
+    }
+    ck_assert_uint_eq(files, pano_schema_set_event_count(repo) + 1); /* + the envelope */
+    const char *bad_end = "{\"event\":\"kickstart.inv.end\",\"ts\":1,\"event_id\":\"e\","
+                          "\"wf_uuid\":\"2fe0d1b0-8916-4d5a-b4f7-bc975b17c87b\"}";
+    char verdict[512];
+    snprintf(verdict, sizeof verdict, "%s", check_event(repo, bad_end));
+    ck_assert_str_ne(verdict, "");
+    ck_assert_str_eq(check_event(builtin, bad_end), verdict);
+    pano_schema_set_free(repo);
+    pano_schema_set_free(builtin);
+}
+END_TEST
+
 START_TEST(types)
 {
     const char *s = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":[\"string\",\"null\"]},"
@@ -356,6 +391,7 @@ int main(void)
     tcase_add_test(tc, envelope_accepts_an_event);
     tcase_add_test(tc, envelope_reasons);
     tcase_add_test(tc, event_schemas_apply_by_name);
+    tcase_add_test(tc, builtin_schemas_are_the_directory);
     tcase_add_test(tc, types);
     tcase_add_test(tc, nested_paths);
     tcase_add_test(tc, numbers_strings_arrays);
