@@ -128,14 +128,23 @@ pano_sink *pano_sink_open(const pano_config *cfg, const char *default_output, ch
         s->options.cacert = pano_config_str(cfg, "pano.amqp.cacert");
         s->options.publisher = true;
         s->options.max_in_flight = 256;
-        pano_url_redact(url, s->description, sizeof s->description);
         if (pano_config_bool(cfg, "pano.spool.enabled"))
             open_spool(s, cfg);
-        return s;
     }
+    /* An output file asked for is written, broker or not (a copy beside it). */
     const char *path = pano_config_str(cfg, "pano.output");
-    if (open_output(s, path && *path ? path : default_output, err, errlen) < 0)
+    if (path && *path ? open_output(s, path, err, errlen) < 0
+                      : !s->has_url && open_output(s, default_output, err, errlen) < 0)
         goto fail;
+    if (s->has_url) { /* "amqp://user:***@host/vhost/exchange[ and FILE]" */
+        char file[sizeof s->description];
+        snprintf(file, sizeof file, " and %.400s", s->out ? s->description : "");
+        pano_url_redact(url, s->description, sizeof s->description);
+        if (s->out) {
+            size_t n = strlen(s->description);
+            snprintf(s->description + n, sizeof s->description - n, "%s", file);
+        }
+    }
     return s;
 
 fail:
@@ -182,7 +191,8 @@ static int write_lines(pano_sink *s, bool log_each, char *err, size_t errlen)
             done += (size_t)n;
     }
     if (!e) {
-        s->stats.sent += s->nlines;
+        if (!s->has_url) /* else the file is a copy: the broker's answer counts */
+            s->stats.sent += s->nlines;
         pano_buf_clear(&s->lines);
         s->nlines = 0;
         return 0;
@@ -192,10 +202,10 @@ static int write_lines(pano_sink *s, bool log_each, char *err, size_t errlen)
     const char *p = s->lines.data, *end = s->lines.data + s->lines.len;
     for (const char *nl; p < end && (nl = memchr(p, '\n', (size_t)(end - p))); p = nl + 1) {
         if ((size_t)(nl + 1 - s->lines.data) <= done) {
-            s->stats.sent++;
+            s->stats.sent += !s->has_url;
             continue;
         }
-        s->stats.failed++;
+        s->stats.failed += !s->has_url;
         if (log_each)
             pano_error("event not written (%s): %.*s", err, (int)(nl - p), p);
     }
@@ -329,9 +339,14 @@ int pano_sink_send_raw(pano_sink *s, const char *routing_key, const char *event_
         pano_json_free(event);
         return rc;
     }
-    if (!s->has_url) {
+    if (s->out) {
         pano_buf_append(&s->lines, json, len);
-        return line_added(s, err, errlen);
+        if (!s->has_url)
+            return line_added(s, err, errlen);
+        /* The copy beside the broker: a failure to write it is its own. */
+        char werr[512];
+        if (line_added(s, werr, sizeof werr) < 0)
+            pano_error("event %s not written (%s); publishing it still", routing_key, werr);
     }
     if (!s->spool) {
         int rc = publish(s, routing_key, event_id, json, len, err, errlen);

@@ -15,8 +15,11 @@
  *     replayed too. An event the broker refuses (nack, no queue bound for
  *     its routing key) is not spooled: retrying would not help and would
  *     hold up everything behind it.
- *   - otherwise: one JSON object per line, appended to pano.output ("-" is
- *     standard output), or to the program's default output.
+ *   - pano.output set: one JSON object per line, appended to that file ("-"
+ *     is standard output). With a broker URL too, events go to both: the
+ *     file holds a copy of every event the sink is given, whatever the
+ *     broker does with it.
+ *   - neither: JSON lines to the program's default output.
  */
 #ifndef PANO_SINK_H
 #define PANO_SINK_H
@@ -89,7 +92,8 @@ typedef struct {
 
 pano_sink_stats pano_sink_get_stats(const pano_sink *sink);
 
-/* "amqp://user:***@host:5672/vhost/exchange" or the output path. */
+/* "amqp://user:***@host:5672/vhost/exchange", the output path, or both
+ * ("amqp://... and events.jsonl"). */
 const char *pano_sink_describe(const pano_sink *sink);
 
 void pano_sink_close(pano_sink *sink);

@@ -176,6 +176,36 @@ START_TEST(write_failures)
 }
 END_TEST
 
+/* An output file asked for is written with a broker URL too: a copy of
+ * every event, whatever the broker does (here: nothing listens). */
+START_TEST(output_file_beside_a_broker)
+{
+    pano_config *cfg = pano_config_new();
+    char err[256];
+    ck_assert(pano_config_set(cfg, "pano.output", out, PANO_CFG_CLI, err, sizeof err) == 0);
+    ck_assert(pano_config_set(cfg, "pano.amqp.url", "amqp://u:secret@127.0.0.1:1/v/x",
+                              PANO_CFG_ENV, err, sizeof err) == 0);
+    ck_assert(pano_config_set(cfg, "pano.spool.enabled", "false", PANO_CFG_CLI, err,
+                              sizeof err) == 0);
+    ck_assert(pano_config_set(cfg, "pano.amqp.timeout", "1", PANO_CFG_CLI, err, sizeof err) ==
+              0);
+    pano_sink *s = pano_sink_open(cfg, "-", err, sizeof err);
+    ck_assert_msg(s != NULL, "%s", err);
+    pano_config_free(cfg);
+    const char *d = pano_sink_describe(s);
+    ck_assert_msg(strstr(d, "amqp://u:***@127.0.0.1:1") && strstr(d, " and ") &&
+                      strstr(d, out) && !strstr(d, "secret"),
+                  "%s", d);
+    for (int i = 1; i <= 3; i++)
+        send_event(s, i, -1); /* not delivered: no broker, no spool */
+    assert_lines(1, 3);
+    pano_sink_stats st = pano_sink_get_stats(s);
+    ck_assert_uint_eq(st.failed, 3);
+    ck_assert_uint_eq(st.sent, 0);
+    pano_sink_close(s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sink");
@@ -186,6 +216,7 @@ int main(void)
     tcase_add_test(tc, held_lines_are_written_when_many);
     tcase_add_test(tc, held_payload_blocks);
     tcase_add_test(tc, write_failures);
+    tcase_add_test(tc, output_file_beside_a_broker);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }
