@@ -1,60 +1,164 @@
 #!/usr/bin/env bash
 # A newcomer's first run: install, build, start the local stack, run a small
-# monitored workflow end to end and show what landed in Elasticsearch.
+# workflow through every publisher and show what landed in Elasticsearch.
 #
-#   deploy/demo.sh
+#   deploy/demo.sh [--data-dir DIR] [--build-dir DIR]
 #
-# Leaves the local stack running (deploy/local/pano-stack down stops it).
+# The workflow has five jobs under one workflow UUID: three run under
+# pano-monitor (one writes data and sends a custom metric with pano-emit, one
+# prints a MONITORING_PAYLOAD block, one fails on purpose), one stages its
+# output with pano-transfer, and one publishes a real Darshan log with
+# pano-darshan. Every publisher also writes what it sends to a file (-o), so
+# the demo knows exactly which events must land, waits for each of them and
+# fails, naming what is missing, if one does not.
+#
+# Exits non-zero, with the failing component's name and the end of its log,
+# when a service or daemon does not start or an event does not land. Leaves
+# the local stack running (deploy/local/pano-stack down stops it).
+#
+# The stack runs where pano-stack's settings say: --data-dir (PANO_STACK_DIR)
+# and the ports in PANO_AMQP_PORT, PANO_RABBITMQ_MGMT_PORT, PANO_KAFKA_PORT,
+# PANO_KAFKA_CONTROLLER_PORT, PANO_ES_PORT (deploy/local/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
-say "Installing build dependencies"
-bash deploy/install-deps.sh
-
-say "Building"
-[[ -f build/build.ninja ]] || meson setup build >/dev/null
-ninja -C build >/dev/null
-
-say "Starting the local stack (RabbitMQ, Kafka, Elasticsearch)"
-bash deploy/local/pano-stack up
-eval "$(bash deploy/local/pano-stack env)"
-
-logs=build/demo
-mkdir -p "$logs"
-say "Starting pano-bridge and pano-indexer (logs in $logs/)"
-build/broker-bridge/pano-bridge >"$logs/bridge.log" 2>&1 &
-bridge=$!
-build/indexer/pano-indexer >"$logs/indexer.log" 2>&1 &
-indexer=$!
-trap 'kill -TERM $bridge $indexer 2>/dev/null; wait $bridge $indexer 2>/dev/null || true' EXIT
-for _ in $(seq 150); do grep -q consuming "$logs/bridge.log" && break; sleep 0.2; done
-
-export PEGASUS_WF_UUID=$(cat /proc/sys/kernel/random/uuid)
-export PEGASUS_WF_LABEL=demo
-say "Running a three-job workflow $PEGASUS_WF_UUID under pano-monitor"
-PEGASUS_DAG_JOB_ID=generate_ID01 build/publishers/monitor/pano-monitor -- \
-    sh -c 'head -c 20000000 /dev/urandom > '"$logs"'/data.bin'
-PEGASUS_DAG_JOB_ID=checksum_ID02 build/publishers/monitor/pano-monitor -- \
-    sha256sum "$logs/data.bin"
-PEGASUS_DAG_JOB_ID=fails_ID03 build/publishers/monitor/pano-monitor -- \
-    sh -c 'echo "this job fails on purpose" >&2; exit 4' || echo "(exit status $? passed through)"
-
-say "Waiting for the events to be searchable"
-query='{"size":100,"sort":[{"@timestamp":"asc"}],"query":{"term":{"wf_uuid":"'$PEGASUS_WF_UUID'"}}}'
-for _ in $(seq 75); do
-    n=$(curl -fsS "$PANO_ES_URL/pano-*/_count" -H 'Content-Type: application/json' \
-        -d '{"query":{"term":{"wf_uuid":"'$PEGASUS_WF_UUID'"}}}' 2>/dev/null | jq -r '.count // 0')
-    [[ $n -ge 6 ]] && break
-    sleep 0.2
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+build=build
+while (($#)); do
+    case $1 in
+        --data-dir) export PANO_STACK_DIR=${2:?--data-dir needs a directory}; shift 2 ;;
+        --build-dir) build=${2:?--build-dir needs a directory}; shift 2 ;;
+        -h | --help) usage; exit 0 ;;
+        *) echo "demo: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+    esac
 done
 
-say "What Elasticsearch holds for workflow $PEGASUS_WF_UUID"
-curl -fsS "$PANO_ES_URL/pano-*/_search" -H 'Content-Type: application/json' -d "$query" |
-    jq -r '["@timestamp","event","job","exit","duration_s","cpu_s","maxrss_kB"],
-           (.hits.hits[]._source | [."@timestamp", .event, .dag_job_id,
-             (.exitcode // ""), (.duration // ""), (.remote_cpu_time // ""), (.maxrss // "")])
-           | @tsv' | { command -v column >/dev/null && column -t -s $'\t' || cat; }
-echo
-echo "Query it yourself:"
-echo "  curl -s '$PANO_ES_URL/pano-*/_search?q=wf_uuid:$PEGASUS_WF_UUID' | jq ."
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# fail COMPONENT MESSAGE [LOG]: say what failed, show the end of its log, exit 1.
+fail() {
+    printf '\ndemo: FAILED: %s: %s\n' "$1" "$2" >&2
+    if [[ -n ${3:-} && -s $3 ]]; then
+        printf -- '--- last lines of %s ---\n' "$3" >&2
+        tail -n 25 "$3" >&2
+    fi
+    exit 1
+}
+
+say "Installing build dependencies"
+bash deploy/install-deps.sh || fail install-deps "deploy/install-deps.sh failed"
+
+say "Building in $build/"
+[[ -f $build/build.ninja ]] || meson setup "$build" >/dev/null || fail build "meson setup failed"
+ninja -C "$build" >/dev/null || fail build "ninja -C $build failed (run it to see why)"
+bin=$build
+logs=$(realpath "$build")/demo
+rm -rf "$logs"
+mkdir -p "$logs"
+
+say "Starting the local stack (RabbitMQ, Kafka, Elasticsearch)"
+bash deploy/local/pano-stack up || fail pano-stack "the local stack did not start (its message is above)"
+eval "$(bash deploy/local/pano-stack env)"
+
+# start NAME READY_PATTERN CMD...: start a daemon, wait until its log shows
+# READY_PATTERN; fail with its log if it exits or does not get there in 60 s.
+pids=() names=()
+trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait 2>/dev/null || true' EXIT
+start() {
+    local name=$1 ready=$2 log=$logs/$1.log
+    shift 2
+    "$@" >"$log" 2>&1 &
+    pids+=($!) names+=("$name")
+    local pid=$! deadline=$((SECONDS + 60))
+    until grep -q -- "$ready" "$log"; do
+        kill -0 "$pid" 2>/dev/null || fail "$name" "exited at start" "$log"
+        ((SECONDS < deadline)) || fail "$name" "not ready after 60 s (no '$ready' in its log)" "$log"
+        sleep 0.2
+    done
+    echo "$name is ready (pid $pid, log $log)"
+}
+say "Starting pano-bridge and pano-indexer"
+start pano-bridge "consuming" "$bin/broker-bridge/pano-bridge"
+start pano-indexer "assigned [0-9]* partition" "$bin/indexer/pano-indexer"
+
+# The workflow. Every publisher appends a copy of what it sends to sent.jsonl;
+# pano-monitor exports -o to its task, so pano-emit and pano-transfer inside a
+# job do too.
+sent=$logs/sent.jsonl
+export PEGASUS_WF_UUID=$(cat /proc/sys/kernel/random/uuid)
+export PEGASUS_WF_LABEL=demo
+monitor() { # JOB_ID CMD...: run CMD as job JOB_ID under pano-monitor
+    local job=$1
+    shift
+    PEGASUS_DAG_JOB_ID=$job "$bin/publishers/monitor/pano-monitor" -i 0.5 -o "$sent" -- "$@" \
+        2>>"$logs/publishers.log"
+}
+say "Running the workflow $PEGASUS_WF_UUID"
+echo "generate_ID01: writes 50 MB, reports a custom metric with pano-emit"
+PANO_EMIT=$bin/publishers/emit/pano-emit monitor generate_ID01 sh -c '
+    head -c 50000000 /dev/urandom >"$1/data.bin" && sleep 1 &&
+    "$PANO_EMIT" demo.records_written 50000 --tag unit=records' sh "$logs" ||
+    fail generate_ID01 "the job failed" "$logs/publishers.log"
+echo "checksum_ID02: checksums the data, reports the digest in a MONITORING_PAYLOAD block"
+monitor checksum_ID02 sh -c '
+    sum=$(sha256sum "$1/data.bin" | cut -c1-64) &&
+    printf "@@@MONITORING_PAYLOAD - START@@@{\"ts\": %s, \"monitoring_event\": \"demo.checksum\", \"payload\": [{\"sha256\": \"%s\"}]}@@@MONITORING_PAYLOAD - END@@@\n" "$(date +%s)" "$sum"' \
+    sh "$logs" || fail checksum_ID02 "the job failed" "$logs/publishers.log"
+echo "stage_out_ID03: pano-transfer copies the data to its destination"
+PANO_TRANSFER=$bin/publishers/transfer/pano-transfer monitor stage_out_ID03 sh -c '
+    mkdir -p "$1/out" && "$PANO_TRANSFER" copy "$1/data.bin" "$1/out/data.bin"' sh "$logs" ||
+    fail stage_out_ID03 "the job failed" "$logs/publishers.log"
+echo "ior_ID04: the Darshan log of an MPI-IO job, published with pano-darshan"
+PEGASUS_DAG_JOB_ID=ior_ID04 "$bin/publishers/darshan/pano-darshan" -o "$sent" \
+    tests/data/darshan/mpi-io-test-x86_64-3.5.0.darshan 2>>"$logs/publishers.log" ||
+    fail pano-darshan "could not publish tests/data/darshan/mpi-io-test-x86_64-3.5.0.darshan" \
+        "$logs/publishers.log"
+echo "fails_ID05: exits 4 on purpose"
+status=0
+monitor fails_ID05 sh -c 'echo "this job fails on purpose" >&2; exit 4' 2>/dev/null || status=$?
+[[ $status == 4 ]] || fail fails_ID05 "pano-monitor exited $status, not the task's 4" "$logs/publishers.log"
+if grep -q 'ERROR' "$logs/publishers.log"; then
+    fail publishers "a publisher reported an error" "$logs/publishers.log"
+fi
+
+expected=$(wc -l <"$sent")
+say "Waiting for the $expected events sent to be searchable"
+count() {
+    curl -fsS "$PANO_ES_URL/pano-*/_count" -H 'Content-Type: application/json' \
+        -d '{"query":{"term":{"wf_uuid":"'"$PEGASUS_WF_UUID"'"}}}' 2>/dev/null | jq -r '.count // 0'
+}
+deadline=$((SECONDS + 90)) n=0
+while n=$(count) && ((n < expected)); do
+    for i in "${!pids[@]}"; do
+        kill -0 "${pids[$i]}" 2>/dev/null ||
+            fail "${names[$i]}" "exited while the events were on their way" "$logs/${names[$i]}.log"
+    done
+    if ((SECONDS >= deadline)); then
+        landed=$(curl -fsS "$PANO_ES_URL/pano-*/_search" -H 'Content-Type: application/json' \
+            -d '{"size":1000,"_source":["event_id"],"query":{"term":{"wf_uuid":"'"$PEGASUS_WF_UUID"'"}}}' |
+            jq -r '.hits.hits[]._source.event_id')
+        echo "demo: $n of $expected events landed; missing:" >&2
+        jq -r '"\(.event_id) \(.event) \(.dag_job_id // "")"' "$sent" | grep -v -F -f <(echo "${landed:-none}") >&2 || true
+        echo "--- pano-bridge ---" >&2; tail -n 10 "$logs/pano-bridge.log" >&2
+        fail pano-indexer "not every event reached Elasticsearch in 90 s" "$logs/pano-indexer.log"
+    fi
+    sleep 0.5
+done
+((n == expected)) || fail pano-indexer "$n events for the workflow, $expected sent (duplicates?)"
+
+say "What Elasticsearch holds for workflow $PEGASUS_WF_UUID ($n events, all $expected sent)"
+curl -fsS "$PANO_ES_URL/pano-*/_search" -H 'Content-Type: application/json' \
+    -d '{"size":1000,"sort":[{"@timestamp":"asc"},{"seq":"asc"}],"query":{"term":{"wf_uuid":"'"$PEGASUS_WF_UUID"'"}}}' |
+    jq -r '["@timestamp","event","job","exit","duration_s","cpu_s","maxrss_kB","bytes"],
+           (.hits.hits[]._source | [."@timestamp", .event, (.dag_job_id // ""),
+             (.exitcode // ""), (.duration // ""), (.remote_cpu_time // ""), (.maxrss // ""),
+             (.bytes_transferred // "")])
+           | @tsv' | column -t -s $'\t'
+cat <<EOF
+
+Every event of the workflow landed. Look at it yourself:
+  eval "\$(deploy/local/pano-stack env)"
+  curl -s "\$PANO_ES_URL/pano-*/_search?q=wf_uuid:$PEGASUS_WF_UUID&size=100" | jq '.hits.hits[]._source'
+  curl -s "\$PANO_ES_URL/pano-*/_search?q=wf_uuid:$PEGASUS_WF_UUID+AND+event:kickstart.inv.end" | jq '.hits.hits[]._source | {dag_job_id, exitcode, duration}'
+The daemons' logs and the events sent are in $logs/.
+The stack keeps running: deploy/local/pano-stack down stops it.
+EOF

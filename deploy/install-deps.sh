@@ -12,12 +12,15 @@ packages=(
     gcc meson ninja-build pkg-config
     librabbitmq-dev librdkafka-dev libcurl4-openssl-dev libyajl-dev libssl-dev
     zlib1g-dev libbz2-dev
-    # tests
-    check valgrind jq curl
+    # tests, the demo and the benchmarks (column, bc)
+    check valgrind jq curl bsdextrautils bc git
+    # an AMQP client that is not pano's (tests publish with amqp-publish; bench/bridge.sh's
+    # shell baseline is amqp-consume | kcat)
+    amqp-tools
     # pano-indexer's tests: Kafka producer CLI, a TCP relay
     kcat socat
-    # pano-transfer's sftp/scp and ftp tests start their own sshd and vsftpd
-    openssh-server vsftpd
+    # pano-transfer's sftp/scp and ftp tests start their own sshd (and ssh-keygen) and vsftpd
+    openssh-server openssh-client vsftpd
     # pano-monitor's MPI test: a real mpirun (MPICH's runs as root, no flags)
     mpich
 )
