@@ -224,24 +224,57 @@ static void put_totals(pano_json *o, const pano_tree_totals *t)
     pano_json_set_int(o, "rss_peak", (int64_t)t->rss_peak);
 }
 
+/* The values a sample is compared on (--on-change) and carries the change
+ * of (delta), in this order; the first three are CPU seconds. */
+static const char *const moving_fields[] = {"utime", "stime", "iowait", "vm",     "rss",
+                                            "procs", "threads", "bread", "bwrite", "rchar",
+                                            "wchar", "syscr", "syscw"};
+enum { N_MOVING = sizeof moving_fields / sizeof moving_fields[0], N_SECONDS = 3 };
+
+static void moving_values(const pano_tree_totals *t, double v[N_MOVING])
+{
+    const double all[N_MOVING] = {t->utime, t->stime, t->iowait, (double)t->vm,
+                                  (double)t->rss, (double)t->procs, (double)t->threads,
+                                  (double)t->bread, (double)t->bwrite, (double)t->rchar,
+                                  (double)t->wchar, (double)t->syscr, (double)t->syscw};
+    memcpy(v, all, sizeof all);
+}
+
 /* Did any value move by more than the threshold since the last sample sent? */
 static bool changed(const monitor *m, const pano_tree_totals *t)
 {
-    const pano_tree_totals *s = &m->sent;
-    double now[] = {t->utime, t->stime, t->iowait, (double)t->vm, (double)t->rss,
-                    (double)t->procs, (double)t->threads, (double)t->bread,
-                    (double)t->bwrite, (double)t->rchar, (double)t->wchar,
-                    (double)t->syscr, (double)t->syscw};
-    double then[] = {s->utime, s->stime, s->iowait, (double)s->vm, (double)s->rss,
-                     (double)s->procs, (double)s->threads, (double)s->bread,
-                     (double)s->bwrite, (double)s->rchar, (double)s->wchar,
-                     (double)s->syscr, (double)s->syscw};
-    for (size_t i = 0; i < sizeof now / sizeof now[0]; i++) {
+    double now[N_MOVING], then[N_MOVING];
+    moving_values(t, now);
+    moving_values(&m->sent, then);
+    for (size_t i = 0; i < N_MOVING; i++) {
         double diff = fabs(now[i] - then[i]);
         if (then[i] == 0 ? diff > 0 : diff > m->threshold * fabs(then[i]))
             return true;
     }
     return false;
+}
+
+/* "delta": how much each value moved since the last sample sent (since zero
+ * for the first). Summed over a workflow's samples per time bucket they give
+ * exact rates (counters) and, accumulated, the sum of the jobs' last values
+ * (gauges), with no per-job work at query time; summed over a job's samples
+ * they give its final totals. CPU seconds are differences of the values as
+ * printed (milliseconds), so that no rounding error adds up. */
+static void put_delta(pano_json *ev, const pano_tree_totals *t, const pano_tree_totals *sent)
+{
+    double now[N_MOVING], then[N_MOVING];
+    moving_values(t, now);
+    moving_values(sent, then);
+    pano_json *d = pano_json_set_object(ev, "delta");
+    for (size_t i = 0; i < N_MOVING; i++) {
+        if (i < N_SECONDS)
+            pano_json_set_double(d, moving_fields[i],
+                                 (double)(llround(now[i] * 1000) - llround(then[i] * 1000)) /
+                                     1000,
+                                 3);
+        else
+            pano_json_set_int(d, moving_fields[i], (int64_t)now[i] - (int64_t)then[i]);
+    }
 }
 
 /* Take a sample; send it unless --on-change finds nothing new. kind is
@@ -278,6 +311,7 @@ static void sample(monitor *m, const char *kind, pano_tree_totals *out)
     if (m->exe[0])
         pano_json_set_str(ev, "exe", m->exe);
     put_totals(ev, &t);
+    put_delta(ev, &t, &m->sent); /* m->sent is all zero before the first */
     if (cpu_util >= 0)
         pano_json_set_double(ev, "cpu_util", cpu_util, 4);
     pano_json_set_double(ev, "elapsed", now - m->start_mono, 6);

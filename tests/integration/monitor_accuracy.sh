@@ -14,7 +14,22 @@ run() {
     "$MONITOR" "$@" >"$TEST_DIR/$name.out" 2>"$TEST_DIR/$name.log" || fail "$name: pano-monitor exited $?"
     drain "$TEST_DIR/$name.events"
     check_schema "$TEST_DIR/$name.events"
+    deltas_add_up "$name"
     log "$name: $(wc -l <"$TEST_DIR/$name.events") events"
+}
+
+# Every sample's delta is the change since the previous one sent, so a
+# run's deltas add up to its last sample, field by field (CPU seconds to
+# the printed millisecond, the rest exactly), --on-change or not.
+deltas_add_up() {
+    local bad
+    bad=$(jq -s -r '[.[] | select(.event == "kickstart.inv.online")] as $s
+        | ($s[-1]) as $last
+        | ["utime","stime","iowait","vm","rss","procs","threads","bread","bwrite","rchar","wchar","syscr","syscw"][]
+        | . as $f | ([$s[].delta[$f]] | add) as $sum
+        | select(($sum - $last[$f] | fabs) > 0.0015) | "\($f): deltas add up to \($sum), last sample \($last[$f])"' \
+        "$TEST_DIR/$1.events")
+    [[ -z $bad ]] || fail "$1: $bad"
 }
 
 # ---- a CPU burner of known length
