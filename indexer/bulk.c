@@ -25,32 +25,6 @@ void pano_bulk_timestamp(double ts, char *out, size_t size)
     snprintf(out, size, "%s.%06ldZ", date, micros);
 }
 
-bool pano_wf_uuid_normalize(const char *in, char out[PANO_WF_UUID_LEN + 1])
-{
-    char tmp[PANO_WF_UUID_LEN + 1];
-    out[0] = '\0';
-    if (!in)
-        return false;
-    for (size_t i = 0; i < PANO_WF_UUID_LEN; i++) {
-        char c = in[i];
-        if (i == 8 || i == 13 || i == 18 || i == 23) {
-            if (c != '-')
-                return false;
-            tmp[i] = c;
-        } else if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))
-            tmp[i] = c;
-        else if (c >= 'A' && c <= 'F')
-            tmp[i] = (char)(c - 'A' + 'a');
-        else
-            return false; /* includes the NUL of a short string */
-    }
-    if (in[PANO_WF_UUID_LEN] != '\0')
-        return false;
-    tmp[PANO_WF_UUID_LEN] = '\0';
-    memcpy(out, tmp, sizeof tmp);
-    return true;
-}
-
 /* Epoch seconds that make a sensible @timestamp: 1970 to 9999. */
 #define MAX_TS 253402300799.0
 

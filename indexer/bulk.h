@@ -23,16 +23,10 @@
 #define PANO_BULK_H
 
 #include "buf.h"
+#include "event.h"
 
 #include <stdbool.h>
 #include <stddef.h>
-
-/* A canonical workflow UUID: 36 characters and the NUL. */
-#define PANO_WF_UUID_LEN 36
-
-/* Accept exactly 8-4-4-4-12 hexadecimal digits (either case) and write the
- * lowercase form to out. Returns false for anything else, with out empty. */
-bool pano_wf_uuid_normalize(const char *in, char out[PANO_WF_UUID_LEN + 1]);
 
 typedef struct {
     const char *prefix;         /* index prefix, lowercase */

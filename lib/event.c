@@ -205,3 +205,29 @@ void pano_event_id_of(const void *data, size_t len, char out[33])
     for (int i = 0; i < 16; i++)
         snprintf(out + 2 * i, 3, "%02x", digest[i]);
 }
+
+bool pano_wf_uuid_normalize(const char *in, char out[PANO_WF_UUID_LEN + 1])
+{
+    char tmp[PANO_WF_UUID_LEN + 1];
+    out[0] = '\0';
+    if (!in)
+        return false;
+    for (size_t i = 0; i < PANO_WF_UUID_LEN; i++) {
+        char c = in[i];
+        if (i == 8 || i == 13 || i == 18 || i == 23) {
+            if (c != '-')
+                return false;
+            tmp[i] = c;
+        } else if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))
+            tmp[i] = c;
+        else if (c >= 'A' && c <= 'F')
+            tmp[i] = (char)(c - 'A' + 'a');
+        else
+            return false; /* includes the NUL of a short string */
+    }
+    if (in[PANO_WF_UUID_LEN] != '\0')
+        return false;
+    tmp[PANO_WF_UUID_LEN] = '\0';
+    memcpy(out, tmp, sizeof tmp);
+    return true;
+}

@@ -72,6 +72,15 @@ const char *pano_event_family(const char *name);
 /* Every family, "other" last, NULL-terminated. */
 extern const char *const pano_event_families[];
 
+/* A canonical workflow UUID: 36 characters and the NUL. */
+#define PANO_WF_UUID_LEN 36
+
+/* Accept exactly 8-4-4-4-12 hexadecimal digits (either case) and write the
+ * lowercase form to out (what indices, routing and queries use). Returns
+ * false for anything else, with out empty: a wf_uuid becomes part of a name
+ * or a query only once this accepted it. */
+bool pano_wf_uuid_normalize(const char *in, char out[PANO_WF_UUID_LEN + 1]);
+
 /* A random (version 4) UUID, lowercase, 36 characters. */
 void pano_uuid4(char out[37]);
 
