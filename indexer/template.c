@@ -186,18 +186,51 @@ static void apply_union(pano_json *props, const pano_json *uprops)
     }
 }
 
-/* Properties from a schema document: its own and those of inline allOf
- * parts ($ref parts are the envelope, added to every family anyway). */
-static void schema_properties(pano_json *props, const pano_json *schema)
+/* The file a $ref names, "../alert.schema.json" from events/x.schema.json:
+ * a path relative to the referencing file, resolved to one of the set. */
+static const pano_schema_file *ref_target(const pano_schema_file *schemas, const char *from,
+                                          const char *ref)
+{
+    char path[512];
+    const char *slash = strrchr(from, '/');
+    int dir = slash ? (int)(slash - from) : 0;
+    if (strncmp(ref, "../", 3) == 0 && dir > 0) {
+        const char *up = memrchr(from, '/', (size_t)dir);
+        snprintf(path, sizeof path, "%.*s%s", up ? (int)(up - from + 1) : 0, from, ref + 3);
+    } else
+        snprintf(path, sizeof path, "%.*s%s%s", dir, from, dir ? "/" : "", ref);
+    for (size_t i = 0; schemas[i].path; i++)
+        if (strcmp(schemas[i].path, path) == 0)
+            return &schemas[i];
+    return NULL;
+}
+
+/* Properties from a schema document: its own, those of inline allOf parts,
+ * and those of the files its allOf $refs name (the envelope is added to
+ * every family anyway; a shared part such as alert.schema.json is not). */
+static void schema_properties(pano_json *props, const pano_json *schema,
+                              const pano_schema_file *schemas, const char *path, int depth)
 {
     pano_json *p = pano_json_get(schema, "properties");
     if (p && p->type == PANO_JSON_OBJECT)
         add_properties(props, p);
     pano_json *all = pano_json_get(schema, "allOf");
-    if (all && all->type == PANO_JSON_ARRAY)
-        for (size_t i = 0; i < all->u.items.len; i++)
-            if (!pano_json_get(all->u.items.values[i], "$ref"))
-                schema_properties(props, all->u.items.values[i]);
+    for (size_t i = 0; all && all->type == PANO_JSON_ARRAY && i < all->u.items.len; i++) {
+        const pano_json *part = all->u.items.values[i];
+        const char *ref = pano_json_get_str(part, "$ref");
+        if (!ref) {
+            schema_properties(props, part, schemas, path, depth);
+            continue;
+        }
+        const pano_schema_file *target = ref_target(schemas, path, ref);
+        if (!target || strcmp(target->path, "envelope.schema.json") == 0 || depth > 4)
+            continue;
+        pano_json *doc = pano_json_parse(target->text, strlen(target->text),
+                                         PANO_JSON_DEFAULT_DEPTH, NULL, 0);
+        if (doc)
+            schema_properties(props, doc, schemas, target->path, depth + 1);
+        pano_json_free(doc);
+    }
 }
 
 static pano_json *settings(const pano_template_options *opt, bool dead_letter)
@@ -311,13 +344,15 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
             goto done;
         }
         schema_event_name(schemas[i].path, name, sizeof name);
-        if (strcmp(name, "envelope") == 0)
-            schema_properties(envelope, s);
-        else {
+        if (strcmp(schemas[i].path, "envelope.schema.json") == 0)
+            schema_properties(envelope, s, schemas, schemas[i].path, 0);
+        else if (strchr(schemas[i].path, '/') || strchr(name, '.')) {
+            /* an event's schema (a part shared by events, such as
+             * alert.schema.json, counts through the events that name it) */
             const char *family = pano_event_family(name);
             for (size_t f = 0; f < nfam; f++)
                 if (strcmp(pano_event_families[f], family) == 0)
-                    schema_properties(fam[f], s);
+                    schema_properties(fam[f], s, schemas, schemas[i].path, 0);
         }
         pano_json_free(s);
     }

@@ -76,8 +76,18 @@ jq -rs '
     "|---|---|---|---|---|---|",
     (rows(""; (.required // [])) | map(esc) | "| `\(.[0])` | \(.[1]) | \(.[2]) | \(.[3]) | \(.[4]) | \(.[5]) |");
 
+  # A shared part (alert.schema.json) named by an event'"'"'s allOf $ref adds its
+  # fields to that event'"'"'s table; the event'"'"'s own keywords win (kind: const).
+  def with_parts($parts):
+    reduce ([.allOf[]? | .["$ref"]? // empty | split("/") | last | $parts[.] // empty][]) as $p
+      (.; (($p.properties // {}) as $pp | (.properties // {}) as $ep
+           | .properties = (($pp + $ep) | with_entries(.value = (($pp[.key] // {}) + .value))))
+          | .required = (($p.required // []) + (.required // [])));
+
   (map(select(.title == "pano event envelope")) | .[0]) as $env
-  | (map(select(.title != "pano event envelope")) | sort_by(.title)) as $events
+  | (map(select((.["$id"] // "") | test("/events/") | not) | select(.title != "pano event envelope")
+         | {key: (.["$id"] | split("/") | last), value: .}) | from_entries) as $parts
+  | (map(select((.["$id"] // "") | test("/events/")) | with_parts($parts)) | sort_by(.title)) as $events
   | "## Contents\n",
     "- [Envelope](#envelope): the fields every event starts with",
     ($events[] | "- [`\(.title)`](#\(.title | gsub("\\."; "")))"),
@@ -96,4 +106,4 @@ jq -rs '
       "",
       table,
       "")
-' "$dir"/envelope.schema.json "$dir"/events/*.schema.json
+' "$dir"/*.schema.json "$dir"/events/*.schema.json

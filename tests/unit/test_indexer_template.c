@@ -199,11 +199,20 @@ START_TEST(embedded_schemas_build)
                                        sizeof err) == 0,
                   "%s", err);
     free(warnings);
-    bool found = false;
-    for (size_t i = 0; i < nt; i++)
+    bool found = false, alert = false, part_alone = false;
+    for (size_t i = 0; i < nt; i++) {
         if (strcmp(t[i].name, "p-kickstart") == 0)
             found = strstr(t[i].body, "\"exitcode\":{\"type\":\"long\"}") != NULL;
+        /* pano.alert.* take their fields from the shared alert.schema.json */
+        if (strcmp(t[i].name, "p-other") == 0)
+            alert = strstr(t[i].body, "\"score\":{\"type\":\"double\"}") != NULL;
+        /* and the shared part is no event of its own: nothing of it elsewhere */
+        if (strcmp(t[i].name, "p-kickstart") == 0)
+            part_alone = strstr(t[i].body, "\"score\"") != NULL;
+    }
     ck_assert_msg(found, "kickstart.inv.end's exitcode is not a long");
+    ck_assert_msg(alert, "pano.alert.*'s score (alert.schema.json) is not a double in p-other");
+    ck_assert_msg(!part_alone, "alert.schema.json's fields leaked into p-kickstart");
     pano_templates_free(t, nt);
 }
 END_TEST
