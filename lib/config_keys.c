@@ -157,6 +157,12 @@ const pano_config_key pano_config_keys[] = {
      "CA bundle for Elasticsearch over https."},
 
     /* ---- pano-indexer ---- */
+    /* ---- pano-query and pano-explorer ---- */
+    {"pano.query.ingest_delay", PANO_CFG_DOUBLE, "5", 0, 3600, false, {0}, {0},
+     "Seconds an event may take from its publisher to being searchable (bridge, Kafka, "
+     "indexer, refresh): a run without an end is lost when its latest stored sample is older "
+     "than 3 sampling intervals plus this."},
+
     {"pano.indexer.group", PANO_CFG_STR, "pano-indexer", NOLIMIT, false, {0}, {0},
      "Kafka consumer group; indexers in one group share the partitions."},
     {"pano.indexer.index_prefix", PANO_CFG_STR, "pano-", NOLIMIT, false, {0}, {0},

@@ -1,0 +1,247 @@
+/*
+ * query.h - a workflow's live state, statistics, time series and anomalies,
+ * read back from the Elasticsearch store pano-indexer writes.
+ *
+ * Every request is scoped to one workflow the way the store is laid out:
+ * the family indices with routing = the lowercased wf_uuid and a term on
+ * wf_uuid (pano.indexer.layout=shared), or the workflow's own indices
+ * (per-workflow). Everything is aggregated on the server; no request reads
+ * a workflow's samples one by one:
+ *
+ *   jobs      one row per job run: pano-monitor's kickstart.inv.start/.end
+ *             per (dag_job_id, hostname, pid), with its samples consulted
+ *             only for the runs that have no end yet; and the job instances
+ *             of pegasus-monitord's stampede.job_inst.* / stampede.inv.end
+ *             events, per (job_id, job_inst_id). A Pegasus job seen both
+ *             ways is one row per attempt: the k-th run of a DAG job with
+ *             its k-th instance.
+ *   stats     computed from the rows (exact medians and percentiles).
+ *   series    a date_histogram of the samples' delta fields: a counter's
+ *             rate is the sum of its deltas in a bucket over the bucket's
+ *             length (the per-job differences between consecutive samples,
+ *             summed over jobs); a gauge is the running sum of its deltas,
+ *             i.e. the sum over jobs of each one's last value. Samples
+ *             without deltas (Pegasus's own kickstart) are reduced per job
+ *             from their cumulative values to the same figures.
+ *   anomalies robust outliers within a transformation (median and MAD),
+ *             running jobs longer than their transformation's p95, failures.
+ *
+ * Workflow UUIDs are checked (pano_wf_uuid_normalize) and job names
+ * (pano_query_job_name_valid) before they become part of a request.
+ */
+#ifndef PANO_QUERY_H
+#define PANO_QUERY_H
+
+#include "config.h"
+#include "json.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pano_query pano_query;
+
+/* A client from pano.es.* and pano.indexer.index_prefix / .layout (the
+ * store the indexer writes). NULL with a message in err. */
+pano_query *pano_query_new(const pano_config *cfg, char *err, size_t errlen);
+void pano_query_free(pano_query *q);
+
+/* ---- jobs ---------------------------------------------------------------- */
+
+typedef enum {
+    PANO_JOB_QUEUED,    /* submitted (stampede), not running yet */
+    PANO_JOB_HELD,      /* held by the batch system (stampede) */
+    PANO_JOB_RUNNING,   /* started, no end, samples still coming */
+    PANO_JOB_LOST,      /* started, no end, no sample for 3 intervals */
+    PANO_JOB_SUCCEEDED, /* ended with exit code 0 */
+    PANO_JOB_FAILED,    /* ended with a non-zero exit code */
+    PANO_JOB_KILLED,    /* ended by a signal */
+    PANO_JOB_STATES
+} pano_job_state;
+
+const char *pano_job_state_name(pano_job_state s); /* "running", "killed", ... */
+bool pano_job_state_parse(const char *name, pano_job_state *out);
+bool pano_job_state_ended(pano_job_state s);
+
+typedef struct {
+    char *id;             /* dag_job_id, else "exe@host:pid"; with #N for attempt N > 1 */
+    char *dag_job_id;     /* "" when the run had none */
+    char *transformation; /* xformation (Pegasus), else the executable's name */
+    char *site, *host, *exe;
+    int64_t pid;   /* of the task (pano-monitor), -1 unknown */
+    int attempt;   /* 1 for the first run of a DAG job, 2 for its first retry ... */
+    pano_job_state state;
+    int exitcode;  /* when ended: the exit code (128+N for signal N); -1 unknown */
+    int signal;    /* when killed */
+    double start, end;  /* epoch s; end 0 while not ended */
+    double duration;    /* s: end - start, or so far */
+    double last_seen;   /* ts of the run's latest event */
+    double interval;    /* sampling interval, 0 unknown */
+    double cpu_time;    /* s, user + system, so far */
+    int64_t maxrss;     /* kB, -1 unknown */
+    int64_t bytes_read, bytes_written; /* rchar, wchar; -1 unknown */
+    int64_t samples;    /* kickstart.inv.online samples */
+    int64_t rss, vm, procs, threads; /* at the latest sample of a run without an end;
+                                        0 once ended */
+    int64_t darshan_events, transfer_events;
+    bool from_monitor, from_stampede; /* what it was seen through */
+} pano_job;
+
+typedef struct {
+    char wf_uuid[37];
+    char *wf_label;      /* "" when unknown */
+    double now;          /* the time the state refers to */
+    double first_event, last_event; /* over the jobs' events; 0 when none */
+    bool wf_ended;       /* a stampede.xwf.end was seen */
+    int wf_status;       /* its status (0: success) */
+    pano_job *jobs;      /* ordered by start, then id */
+    size_t n;
+} pano_jobs;
+
+/* Every job run of a workflow, as of now (epoch s; a run whose last sample
+ * is older than 3 intervals is lost). An unknown workflow gives 0 rows and
+ * returns 0; -1 with a message in err when the store cannot be asked. */
+int pano_query_jobs(pano_query *q, const char *wf_uuid, double now, pano_jobs *out, char *err,
+                    size_t errlen);
+void pano_jobs_free(pano_jobs *jobs);
+
+/* The row of a job: a DAG job id for its latest attempt
+ * ("preprocess_ID01"), with #N for attempt N ("preprocess_ID01#2"; rows
+ * show attempt 1 without it), or the id of a run without a DAG job id
+ * ("app@node1:4242"). NULL when there is none. */
+const pano_job *pano_jobs_find(const pano_jobs *jobs, const char *id);
+
+/* Letters, digits and _ . : @ # + - , 1 to 255 of them. */
+bool pano_query_job_name_valid(const char *name);
+
+/* The events a job published beside its samples (darshan.perf,
+ * transfer.*, custom.*, payload events; at most limit, oldest first), as a
+ * JSON array of their documents. NULL with a message in err. */
+pano_json *pano_query_job_events(pano_query *q, const pano_jobs *jobs, const pano_job *job,
+                                 size_t limit, char *err, size_t errlen);
+
+/* ---- statistics ----------------------------------------------------------- */
+
+typedef struct {
+    size_t n;
+    double min, median, mean, max, p95, total;
+} pano_summary;
+
+typedef struct {
+    char *name;
+    size_t runs, succeeded, failed, running; /* failed includes killed */
+    pano_summary duration, cpu_time, maxrss, bytes_read, bytes_written; /* ended runs */
+} pano_group_stats;
+
+typedef struct {
+    double wall_time;            /* first event to the last one (or now while running) */
+    double cumulative_job_wall_time;       /* sum of the ended runs' durations */
+    double cumulative_job_wall_time_running; /* the running ones, so far */
+    double cumulative_badput;    /* ended runs that did not succeed */
+    size_t jobs;                 /* DAG jobs (a run without dag_job_id counts as one) */
+    size_t jobs_by_state[PANO_JOB_STATES]; /* by the state of each job's latest attempt */
+    size_t runs, retries;        /* runs = jobs + retries */
+    pano_group_stats *transformations, *hosts; /* sorted by name */
+    size_t n_transformations, n_hosts;
+} pano_stats;
+
+void pano_stats_compute(const pano_jobs *jobs, pano_stats *out);
+void pano_stats_free(pano_stats *stats);
+
+/* The summary of n values (sorted in place); percentiles interpolate
+ * linearly between closest ranks. */
+pano_summary pano_summarize(double *values, size_t n);
+
+/* ---- anomalies ------------------------------------------------------------ */
+
+typedef enum {
+    PANO_ANOMALY_OUTLIER, /* metric far from its transformation's median */
+    PANO_ANOMALY_OVERDUE, /* running longer than its transformation's p95 */
+    PANO_ANOMALY_FAILED,  /* ended with a failure or a signal */
+} pano_anomaly_kind;
+
+typedef struct {
+    pano_anomaly_kind kind;
+    const pano_job *job;
+    const char *metric; /* duration, cpu_time, maxrss, bytes_read, bytes_written */
+    double value;
+    double median, mad; /* of the job's peers (outliers) */
+    double score;       /* modified z-score (outliers), value / p95 (overdue) */
+    double threshold;   /* 3.5 (outliers), the p95 (overdue) */
+    size_t peers;       /* ended runs of the transformation */
+} pano_anomaly;
+
+/* An outlier: a modified z-score above PANO_OUTLIER_Z among at least
+ * PANO_OUTLIER_MIN_PEERS ended runs, and a difference from the median of at
+ * least PANO_OUTLIER_MIN_CHANGE of it and at least 1 s (duration, CPU time)
+ * or 10 MiB (maxrss, bytes read, bytes written). */
+#define PANO_OUTLIER_Z 3.5
+#define PANO_OUTLIER_MIN_PEERS 5
+#define PANO_OUTLIER_MIN_CHANGE 0.25
+
+const char *pano_anomaly_kind_name(pano_anomaly_kind kind); /* "outlier", ... */
+
+/* Every anomaly among the jobs: the failures in the jobs' order, then the
+ * outliers and overdue runs by transformation. Free *out with free(). */
+size_t pano_anomalies_find(const pano_jobs *jobs, pano_anomaly **out);
+
+/* ---- time series ---------------------------------------------------------- */
+
+typedef struct {
+    const char *name;  /* cpu, rss, read, write, ... */
+    const char *unit;  /* "CPUs", "kB", "bytes/s" ... */
+    const char *help;
+    bool rate;         /* a counter shown per second; else a gauge */
+    const char *fields[2]; /* the sample fields summed (the second may be NULL) */
+} pano_metric_info;
+
+/* The metrics series() knows, NULL-name terminated. */
+extern const pano_metric_info pano_series_metrics[];
+
+typedef struct {
+    double t;     /* start of the bucket, epoch s */
+    double value;
+} pano_point;
+
+typedef struct {
+    const pano_metric_info *metric;
+    double step;  /* s */
+    pano_point *points;
+    size_t n;
+} pano_series;
+
+/* A metric over time in buckets of step seconds, for the whole workflow or
+ * one job (NULL: all). from/to bound the buckets (0: the workflow's first
+ * and last event). -1 with a message in err for an unknown metric or a
+ * store that cannot be asked. */
+int pano_query_series(pano_query *q, const pano_jobs *jobs, const pano_job *job,
+                      const char *metric, double step, pano_series *out, char *err,
+                      size_t errlen);
+void pano_series_free(pano_series *s);
+
+/* ---- workflows ------------------------------------------------------------ */
+
+typedef struct {
+    char wf_uuid[37];
+    char *wf_label;
+    double first_event, last_event;
+    size_t runs, running, succeeded, failed;
+    const char *state; /* running, succeeded, failed, idle (no run running, no end event) */
+} pano_workflow;
+
+/* The workflows with events since `since` (epoch s), most recent first, at
+ * most limit. */
+int pano_query_workflows(pano_query *q, double since, size_t limit, double now,
+                         pano_workflow **out, size_t *n, char *err, size_t errlen);
+void pano_workflows_free(pano_workflow *w, size_t n);
+
+/* ---- JSON forms (pano-query --json, pano-explorer's API) ------------------ */
+
+pano_json *pano_job_to_json(const pano_job *job);
+pano_json *pano_jobs_to_json(const pano_jobs *jobs); /* the workflow and its rows */
+pano_json *pano_stats_to_json(const pano_jobs *jobs, const pano_stats *stats);
+pano_json *pano_anomalies_to_json(const pano_anomaly *a, size_t n);
+pano_json *pano_series_to_json(const pano_series *s);
+pano_json *pano_workflows_to_json(const pano_workflow *w, size_t n);
+
+#endif

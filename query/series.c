@@ -1,0 +1,296 @@
+/*
+ * series.c - a metric over time, with the rate math done right.
+ *
+ * The counters of a sample (utime, rchar, ...) are cumulative per process
+ * tree, so averaging or summing them per bucket (what Panorama's charts
+ * did) means nothing. pano-monitor's samples carry `delta`, each value's
+ * change since the previous sample, so:
+ *   counter rate in a bucket = sum of its deltas in the bucket / step
+ *     (= the per-job differences of consecutive samples, summed over jobs);
+ *   gauge in a bucket        = sum of its deltas up to the bucket's end
+ *     (= the sum over jobs of each one's latest value; an ended job's last
+ *      sample brings its share back to zero).
+ * One date_histogram of sums does it, whatever the number of jobs. A lost
+ * run (no end, samples stopped) has no last sample to bring its gauges back
+ * to zero: its share ends after the bucket of its last sample. Samples
+ * without delta (Pegasus's own kickstart) are reduced per run: the last
+ * cumulative value per bucket, differenced (counters) or carried forward
+ * (gauges) per run, then summed.
+ */
+#include "mem.h"
+#include "query.h"
+#include "store.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* At most this many buckets in one series (Elasticsearch's limit is 65,536). */
+#define MAX_POINTS 20000
+
+const pano_metric_info pano_series_metrics[] = {
+    {"cpu", "CPUs", "CPU time used per second (user + system)", true, {"utime", "stime"}},
+    {"read", "bytes/s", "bytes read by read-like calls per second (rchar)", true, {"rchar"}},
+    {"write", "bytes/s", "bytes written by write-like calls per second (wchar)", true, {"wchar"}},
+    {"disk_read", "bytes/s", "bytes read from storage per second", true, {"bread"}},
+    {"disk_write", "bytes/s", "bytes written to storage per second", true, {"bwrite"}},
+    {"syscalls", "calls/s", "read-like and write-like system calls per second", true,
+     {"syscr", "syscw"}},
+    {"iowait", "s/s", "time waiting for block I/O per second (needs delay accounting)", true,
+     {"iowait"}},
+    {"rss", "kB", "resident memory of the running processes", false, {"rss"}},
+    {"vm", "kB", "virtual memory of the running processes", false, {"vm"}},
+    {"procs", "processes", "processes running", false, {"procs"}},
+    {"threads", "threads", "threads running", false, {"threads"}},
+    {NULL, NULL, NULL, false, {NULL}},
+};
+
+static const pano_metric_info *find_metric(const char *name)
+{
+    for (const pano_metric_info *m = pano_series_metrics; m->name; m++)
+        if (strcmp(m->name, name) == 0)
+            return m;
+    return NULL;
+}
+
+typedef struct {
+    double from, step; /* the first bucket's start, epoch s; bucket length */
+    size_t n;
+    double *sum;       /* per bucket: deltas (or differences) summed */
+} buckets;
+
+static size_t bucket_of(const buckets *b, double t)
+{
+    double i = floor((t - b->from) / b->step);
+    return i < 0 ? 0 : i >= (double)b->n ? b->n - 1 : (size_t)i;
+}
+
+/* A date_histogram over [from, to] in steps, empty buckets included. */
+static pano_json *histogram(pano_json *aggs, const char *name, const buckets *b, pano_json **sub)
+{
+    pano_json *h = pano_json_set_object(pano_json_set_object(aggs, name), "date_histogram");
+    pano_json_set_str(h, "field", "@timestamp");
+    char interval[32];
+    snprintf(interval, sizeof interval, "%lldms", (long long)llround(b->step * 1000));
+    pano_json_set_str(h, "fixed_interval", interval);
+    pano_json_set_int(h, "min_doc_count", 0);
+    pano_json_set_int(h, "offset", 0);
+    pano_json *bounds = pano_json_set_object(h, "extended_bounds");
+    pano_json_set_int(bounds, "min", (int64_t)llround(b->from * 1000));
+    pano_json_set_int(bounds, "max",
+                      (int64_t)llround((b->from + b->step * (double)(b->n - 1)) * 1000));
+    *sub = pano_json_set_object(pano_json_get(aggs, name), "aggs");
+    return h;
+}
+
+static void field_name(char *out, size_t size, const char *prefix, const char *field)
+{
+    snprintf(out, size, "%s%s", prefix, field);
+}
+
+/* The sum of a metric's fields in one bucket of an answer. */
+static double bucket_sum(const pano_json *bucket, const pano_metric_info *m)
+{
+    double v = 0;
+    for (size_t f = 0; f < 2 && m->fields[f]; f++)
+        v += store_value(bucket, m->fields[f], 0);
+    return v;
+}
+
+static void add_bucket_values(buckets *b, const pano_json *hist, const pano_metric_info *m)
+{
+    const pano_json *list = hist ? pano_json_get(hist, "buckets") : NULL;
+    for (size_t i = 0; list && i < list->u.items.len; i++) {
+        const pano_json *bk = list->u.items.values[i];
+        double key = store_num(bk, "key", NAN);
+        if (!isnan(key))
+            b->sum[bucket_of(b, key / 1000)] += bucket_sum(bk, m);
+    }
+}
+
+/* Runs of samples without delta: the last cumulative value per bucket, per
+ * run, made into differences (counters) or carried forward (gauges). */
+typedef struct {
+    buckets *b;
+    const pano_metric_info *m;
+    double *run; /* per bucket, this run's last value (NAN: no sample) */
+} raw_ctx;
+
+static void on_raw_run(const pano_json *run_bucket, void *user)
+{
+    raw_ctx *c = user;
+    buckets *b = c->b;
+    for (size_t i = 0; i < b->n; i++)
+        c->run[i] = NAN;
+    const pano_json *list = pano_json_get(store_agg(run_bucket, "t"), "buckets");
+    size_t last = 0;
+    for (size_t i = 0; list && i < list->u.items.len; i++) {
+        const pano_json *bk = list->u.items.values[i];
+        const pano_json *doc = store_top_hit(bk, "last");
+        double key = store_num(bk, "key", NAN);
+        if (!doc || isnan(key))
+            continue;
+        double v = 0;
+        for (size_t f = 0; f < 2 && c->m->fields[f]; f++)
+            v += store_num(doc, c->m->fields[f], 0);
+        size_t k = bucket_of(b, key / 1000);
+        c->run[k] = v;
+        if (k > last)
+            last = k;
+    }
+    double prev = 0;
+    for (size_t k = 0; k <= last && k < b->n; k++) {
+        if (isnan(c->run[k]))
+            continue;
+        b->sum[k] += c->run[k] - prev; /* a difference, summed up again for gauges */
+        prev = c->run[k];
+    }
+    if (!c->m->rate && last + 1 < b->n)
+        b->sum[last + 1] -= prev; /* the run's samples stopped: its share ends */
+}
+
+static int ask_raw(pano_query *q, const pano_jobs *jobs, const pano_job *job, buckets *b,
+                   const pano_metric_info *m, char *err, size_t errlen)
+{
+    static const char *const fam[] = {"kickstart", NULL};
+    pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
+    pano_json_append(filter, store_term("event", "kickstart.inv.online"));
+    if (job)
+        pano_json_append(filter, store_run_filter(job));
+    pano_json *no_delta = pano_json_object();
+    pano_json_append(pano_json_set_array(pano_json_set_object(no_delta, "bool"), "must_not"),
+                     store_exists("delta"));
+    pano_json_append(filter, no_delta);
+    static const char *const keys[][2] = {{"job", "dag_job_id"}, {"host", "hostname"},
+                                          {"pid", "pid"}};
+    pano_json *a = pano_json_set_object(pano_json_set_object(body, "aggs"), "runs");
+    pano_json *c = pano_json_set_object(a, "composite");
+    pano_json_set_int(c, "size", 100);
+    pano_json *sources = pano_json_set_array(c, "sources");
+    for (size_t i = 0; i < 3; i++) {
+        pano_json *s = pano_json_object();
+        pano_json *t = pano_json_set_object(pano_json_set_object(s, keys[i][0]), "terms");
+        pano_json_set_str(t, "field", keys[i][1]);
+        pano_json_set_bool(t, "missing_bucket", true);
+        pano_json_append(sources, s);
+    }
+    pano_json *sub, *per = pano_json_set_object(a, "aggs");
+    histogram(per, "t", b, &sub);
+    pano_json *h = pano_json_get(pano_json_get(per, "t"), "date_histogram");
+    pano_json_set_int(h, "min_doc_count", 1);
+    pano_json_remove(h, "extended_bounds");
+    pano_json *top = pano_json_set_object(pano_json_set_object(sub, "last"), "top_hits");
+    pano_json_set_int(top, "size", 1);
+    pano_json_set(top, "sort", store_literal("[{\"ts\":\"desc\"}]"));
+    pano_json *src = pano_json_set_array(top, "_source");
+    for (size_t f = 0; f < 2 && m->fields[f]; f++)
+        pano_json_append(src, pano_json_string(m->fields[f]));
+    raw_ctx ctx = {b, m, pano_calloc(b->n, sizeof(double))};
+    char *path = store_search_path(q, jobs->wf_uuid, fam);
+    int rc = store_composite_each(q, path, body, "runs", on_raw_run, &ctx, err, errlen);
+    free(path);
+    free(ctx.run);
+    pano_json_free(body);
+    return rc;
+}
+
+int pano_query_series(pano_query *q, const pano_jobs *jobs, const pano_job *job,
+                      const char *metric, double step, pano_series *out, char *err,
+                      size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const pano_metric_info *m = find_metric(metric);
+    if (!m) {
+        pano_buf names = {0};
+        for (const pano_metric_info *k = pano_series_metrics; k->name; k++)
+            pano_buf_appendf(&names, "%s%s", k == pano_series_metrics ? "" : ", ", k->name);
+        snprintf(err, errlen, "unknown metric '%.40s' (one of %s)", metric, names.data);
+        pano_buf_free(&names);
+        return -1;
+    }
+    out->metric = m;
+    out->step = step;
+    bool open = job ? !pano_job_state_ended(job->state) : jobs->first_event > 0 && !jobs->wf_ended;
+    double from = job ? job->start : jobs->first_event;
+    double to = job ? (open ? fmax(job->last_seen, jobs->now) : job->end) : jobs->last_event;
+    if (!job && open)
+        for (size_t i = 0; i < jobs->n; i++)
+            if (jobs->jobs[i].state == PANO_JOB_RUNNING)
+                to = fmax(to, jobs->now);
+    if (!(step > 0) || from <= 0 || to < from)
+        return 0; /* nothing to show yet */
+    /* Buckets on multiples of the step, as date_histogram makes them. */
+    buckets b = {.step = step, .from = floor(from / step) * step};
+    double n = floor((to - b.from) / step) + 1;
+    if (n > MAX_POINTS) {
+        snprintf(err, errlen, "a step of %g s gives %.0f points over %.0f s; at most %d "
+                 "(take a step of %g s or more)", step, n, to - from, MAX_POINTS,
+                 ceil((to - from) / MAX_POINTS));
+        return -1;
+    }
+    b.n = (size_t)n;
+    b.sum = pano_calloc(b.n, sizeof *b.sum);
+
+    static const char *const fam[] = {"kickstart", NULL};
+    pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
+    pano_json_append(filter, store_term("event", "kickstart.inv.online"));
+    if (job)
+        pano_json_append(filter, store_run_filter(job));
+    pano_json *aggs = pano_json_set_object(body, "aggs"), *with, *sub;
+    pano_json_set(aggs, "with", store_filter_agg(store_exists("delta"), &with));
+    histogram(with, "t", &b, &sub);
+    for (size_t f = 0; f < 2 && m->fields[f]; f++) {
+        char field[64];
+        field_name(field, sizeof field, "delta.", m->fields[f]);
+        pano_json_set(sub, m->fields[f], store_metric("sum", field));
+    }
+    pano_json *none = pano_json_object();
+    pano_json_append(pano_json_set_array(pano_json_set_object(none, "bool"), "must_not"),
+                     store_exists("delta"));
+    pano_json *unused;
+    pano_json_set(aggs, "without", store_filter_agg(none, &unused));
+    char *path = store_search_path(q, jobs->wf_uuid, fam);
+    pano_json *answer = store_search(q, path, body, err, errlen);
+    free(path);
+    pano_json_free(body);
+    int rc = -1;
+    if (answer) {
+        const pano_json *a = pano_json_get(answer, "aggregations");
+        add_bucket_values(&b, store_agg(store_agg(a, "with"), "t"), m);
+        int64_t raw = 0;
+        pano_json_get_int(store_agg(a, "without"), "doc_count", &raw);
+        rc = raw > 0 ? ask_raw(q, jobs, job, &b, m, err, errlen) : 0;
+        pano_json_free(answer);
+    }
+    if (rc == 0 && !m->rate)
+        for (size_t i = 0; i < jobs->n; i++) {
+            const pano_job *j = &jobs->jobs[i];
+            if (j->state != PANO_JOB_LOST || !j->from_monitor || (job && j != job))
+                continue;
+            size_t k = bucket_of(&b, j->last_seen) + 1;
+            int64_t last[] = {j->rss, j->vm, j->procs, j->threads};
+            const char *names[] = {"rss", "vm", "procs", "threads"};
+            for (size_t g = 0; g < 4 && k < b.n; g++)
+                if (strcmp(m->fields[0], names[g]) == 0)
+                    b.sum[k] -= (double)last[g];
+        }
+    if (rc == 0) {
+        out->points = pano_calloc(b.n, sizeof *out->points);
+        out->n = b.n;
+        double level = 0;
+        for (size_t i = 0; i < b.n; i++) {
+            level += b.sum[i];
+            out->points[i] = (pano_point){b.from + step * (double)i,
+                                          m->rate ? b.sum[i] / step : level};
+        }
+    }
+    free(b.sum);
+    return rc;
+}
+
+void pano_series_free(pano_series *s)
+{
+    free(s->points);
+    memset(s, 0, sizeof *s);
+}

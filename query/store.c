@@ -1,0 +1,238 @@
+#include "store.h"
+
+#include "buf.h"
+#include "log.h"
+#include "mem.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *store_search_path(const pano_query *q, const char *wf_uuid, const char *const *families)
+{
+    pano_buf path = {0};
+    pano_buf_append_str(&path, "/");
+    for (size_t i = 0; families[i]; i++) {
+        if (i)
+            pano_buf_append_str(&path, ",");
+        pano_buf_append_str(&path, q->prefix);
+        pano_buf_append_str(&path, families[i]);
+        if (wf_uuid && q->per_workflow) {
+            pano_buf_append_str(&path, "-");
+            pano_buf_append_str(&path, wf_uuid);
+        } else if (!wf_uuid && q->per_workflow)
+            pano_buf_append_str(&path, "*");
+    }
+    /* Families a workflow never used have no index: not an error. */
+    pano_buf_append_str(&path, "/_search?ignore_unavailable=true&allow_no_indices=true");
+    if (wf_uuid && !q->per_workflow) {
+        pano_buf_append_str(&path, "&routing=");
+        pano_buf_append_str(&path, wf_uuid);
+    }
+    return path.data; /* NUL-terminated, the caller frees it */
+}
+
+pano_json *store_body(const char *wf_uuid, pano_json **filter)
+{
+    pano_json *body = pano_json_object();
+    pano_json_set_int(body, "size", 0);
+    pano_json_set_bool(body, "track_total_hits", false);
+    pano_json *b = pano_json_set_object(pano_json_set_object(body, "query"), "bool");
+    *filter = pano_json_set_array(b, "filter");
+    if (wf_uuid)
+        pano_json_append(*filter, store_term("wf_uuid", wf_uuid));
+    return body;
+}
+
+static pano_json *field_query(const char *kind, const char *field, pano_json *value)
+{
+    pano_json *q = pano_json_object();
+    pano_json_set(pano_json_set_object(q, kind), field, value);
+    return q;
+}
+
+pano_json *store_term(const char *field, const char *value)
+{
+    return field_query("term", field, pano_json_string(value));
+}
+
+pano_json *store_terms(const char *field, const char *const *values)
+{
+    pano_json *list = pano_json_array();
+    for (size_t i = 0; values[i]; i++)
+        pano_json_append(list, pano_json_string(values[i]));
+    return field_query("terms", field, list);
+}
+
+pano_json *store_prefix(const char *field, const char *value)
+{
+    return field_query("prefix", field, pano_json_string(value));
+}
+
+pano_json *store_exists(const char *field)
+{
+    pano_json *q = pano_json_object();
+    pano_json_set_str(pano_json_set_object(q, "exists"), "field", field);
+    return q;
+}
+
+pano_json *store_run_filter(const pano_job *j)
+{
+    pano_json *q = pano_json_object();
+    pano_json *b = pano_json_set_object(q, "bool");
+    pano_json *f = pano_json_set_array(b, "filter");
+    if (*j->dag_job_id)
+        pano_json_append(f, store_term("dag_job_id", j->dag_job_id));
+    else
+        pano_json_append(pano_json_set_array(b, "must_not"), store_exists("dag_job_id"));
+    pano_json_append(f, store_term("hostname", j->host));
+    if (j->pid >= 0)
+        pano_json_append(f, field_query("term", "pid", pano_json_int(j->pid)));
+    return q;
+}
+
+pano_json *store_metric(const char *kind, const char *field)
+{
+    pano_json *m = pano_json_object();
+    pano_json_set_str(pano_json_set_object(m, kind), "field", field);
+    return m;
+}
+
+pano_json *store_filter_agg(pano_json *filter, pano_json **aggs)
+{
+    pano_json *a = pano_json_object();
+    pano_json_set(a, "filter", filter);
+    *aggs = pano_json_set_object(a, "aggs");
+    return a;
+}
+
+/* Elasticsearch's own words for a refused request: error.root_cause[0].reason. */
+static void error_reason(const pano_json *answer, char *out, size_t size)
+{
+    const pano_json *e = answer ? pano_json_get(answer, "error") : NULL;
+    const pano_json *rc = e ? pano_json_get(e, "root_cause") : NULL;
+    const char *reason = NULL;
+    if (rc && rc->type == PANO_JSON_ARRAY && rc->u.items.len > 0)
+        reason = pano_json_get_str(rc->u.items.values[0], "reason");
+    if (!reason && e)
+        reason = pano_json_get_str(e, "reason");
+    snprintf(out, size, "%s", reason ? reason : "no reason given");
+}
+
+pano_json *store_literal(const char *text)
+{
+    char why[128];
+    pano_json *v = pano_json_parse(text, strlen(text), 0, why, sizeof why);
+    if (!v) {
+        pano_error("bad JSON literal %s: %s", text, why);
+        abort();
+    }
+    return v;
+}
+
+pano_json *store_search(pano_query *q, const char *path, const pano_json *body, char *err,
+                        size_t errlen)
+{
+    size_t len;
+    char *text = pano_json_serialize(body, &len);
+    pano_es_response r = {0};
+    char why[512];
+    int rc = pano_es_request(q->es, "POST", path, text, len, &r, why, sizeof why);
+    free(text);
+    if (rc < 0) {
+        snprintf(err, errlen, "Elasticsearch at %s does not answer: %s", pano_es_describe(q->es),
+                 why);
+        return NULL;
+    }
+    pano_json *answer = pano_json_parse(r.body ? r.body : "", r.len, 512, why, sizeof why);
+    if (r.status / 100 != 2 || !answer) {
+        char reason[300];
+        if (answer)
+            error_reason(answer, reason, sizeof reason);
+        else
+            snprintf(reason, sizeof reason, "unreadable answer: %.200s", why);
+        snprintf(err, errlen, "Elasticsearch at %s refused a search (HTTP %ld): %s",
+                 pano_es_describe(q->es), r.status, reason);
+        pano_json_free(answer);
+        answer = NULL;
+    }
+    pano_es_response_free(&r);
+    return answer;
+}
+
+int store_composite_each(pano_query *q, const char *path, pano_json *body, const char *name,
+                         void (*each)(const pano_json *bucket, void *user), void *user,
+                         char *err, size_t errlen)
+{
+    pano_json *composite = pano_json_get(pano_json_get(pano_json_get(body, "aggs"), name),
+                                         "composite");
+    for (;;) {
+        pano_json *answer = store_search(q, path, body, err, errlen);
+        if (!answer)
+            return -1;
+        const pano_json *agg = store_agg(pano_json_get(answer, "aggregations"), name);
+        const pano_json *buckets = agg ? pano_json_get(agg, "buckets") : NULL;
+        size_t n = buckets && buckets->type == PANO_JSON_ARRAY ? buckets->u.items.len : 0;
+        for (size_t i = 0; i < n; i++)
+            each(buckets->u.items.values[i], user);
+        const pano_json *after = agg ? pano_json_get(agg, "after_key") : NULL;
+        if (n == 0 || !after) {
+            pano_json_free(answer);
+            return 0;
+        }
+        pano_json_set(composite, "after", pano_json_clone(after));
+        pano_json_free(answer);
+    }
+}
+
+const pano_json *store_agg(const pano_json *aggs, const char *name)
+{
+    return aggs ? pano_json_get(aggs, name) : NULL;
+}
+
+double store_value(const pano_json *aggs, const char *name, double missing)
+{
+    double v;
+    const pano_json *a = store_agg(aggs, name);
+    return a && pano_json_get_number(a, "value", &v) ? v : missing;
+}
+
+const pano_json *store_top_hit(const pano_json *aggs, const char *name)
+{
+    const pano_json *a = store_agg(aggs, name);
+    const pano_json *hits = a ? pano_json_get(pano_json_get(a, "hits"), "hits") : NULL;
+    if (!hits || hits->type != PANO_JSON_ARRAY || hits->u.items.len == 0)
+        return NULL;
+    return pano_json_get(hits->u.items.values[0], "_source");
+}
+
+const char *store_str(const pano_json *doc, const char *field, char *buf, size_t size)
+{
+    const pano_json *v = doc ? pano_json_get(doc, field) : NULL;
+    buf[0] = '\0';
+    if (!v)
+        return buf;
+    if (v->type == PANO_JSON_STRING)
+        snprintf(buf, size, "%s", v->u.string.text);
+    else if (v->type == PANO_JSON_INT)
+        snprintf(buf, size, "%lld", (long long)v->u.integer);
+    else if (v->type == PANO_JSON_DOUBLE)
+        snprintf(buf, size, "%g", v->u.real.value);
+    return buf;
+}
+
+double store_num(const pano_json *doc, const char *field, double missing)
+{
+    const pano_json *v = doc ? pano_json_get(doc, field) : NULL;
+    double d;
+    if (v && (v->type == PANO_JSON_INT || v->type == PANO_JSON_DOUBLE))
+        return pano_json_get_number(doc, field, &d) ? d : missing;
+    if (v && v->type == PANO_JSON_STRING && v->u.string.len > 0) {
+        char *end;
+        d = strtod(v->u.string.text, &end);
+        if (*end == '\0' && isfinite(d))
+            return d;
+    }
+    return missing;
+}

@@ -1,0 +1,71 @@
+/*
+ * store.h - how the query library asks Elasticsearch (internal).
+ *
+ * One place knows how the indexer lays a workflow's events out, so that
+ * every request is scoped the same way: the family indices with routing =
+ * the wf_uuid and a term on it, or the workflow's own indices.
+ */
+#ifndef PANO_QUERY_STORE_H
+#define PANO_QUERY_STORE_H
+
+#include "es.h"
+#include "json.h"
+#include "query.h"
+
+struct pano_query {
+    pano_es *es;
+    char *prefix;      /* pano.indexer.index_prefix */
+    bool per_workflow; /* pano.indexer.layout = per-workflow */
+    double ingest_delay; /* pano.query.ingest_delay */
+};
+
+/* The _search path for one workflow (a normalized UUID; NULL: every
+ * workflow) over the given families (NULL-terminated, e.g. {"kickstart",
+ * NULL}). Free with free(). */
+char *store_search_path(const pano_query *q, const char *wf_uuid, const char *const *families);
+
+/* A search body {"size": 0, "track_total_hits": false, "query": {"bool":
+ * {"filter": [...]}}} whose filter array already holds the term on wf_uuid
+ * (when given); *filter is that array, to add more to. */
+pano_json *store_body(const char *wf_uuid, pano_json **filter);
+
+/* Small builders for the query DSL. */
+pano_json *store_term(const char *field, const char *value);
+pano_json *store_terms(const char *field, const char *const *values);
+pano_json *store_prefix(const char *field, const char *value);
+pano_json *store_exists(const char *field);
+/* {"<kind>": {"field": field}}, for min, max, sum, ... */
+pano_json *store_metric(const char *kind, const char *field);
+/* {"filter": filter, "aggs": {}}: returns the object; *aggs is its aggs. */
+pano_json *store_filter_agg(pano_json *filter, pano_json **aggs);
+
+/* A JSON literal written in the code (a sort clause, a fixed filter); a
+ * typo in one aborts, so any test catches it. */
+pano_json *store_literal(const char *text);
+
+/* The events of one pano-monitor run: its dag_job_id (or none), host and pid. */
+pano_json *store_run_filter(const pano_job *j);
+
+/* POST the body to path. The parsed answer, or NULL with a message in err
+ * (no answer, or an error status with Elasticsearch's reason). */
+pano_json *store_search(pano_query *q, const char *path, const pano_json *body, char *err,
+                        size_t errlen);
+
+/* Run the composite aggregation named `name` at the top of body's aggs to
+ * its last page (page_size buckets a request), calling each() for every
+ * bucket. 0, or -1 with a message in err. */
+int store_composite_each(pano_query *q, const char *path, pano_json *body, const char *name,
+                         void (*each)(const pano_json *bucket, void *user), void *user,
+                         char *err, size_t errlen);
+
+/* Readers of an aggregation answer. */
+double store_value(const pano_json *aggs, const char *name, double missing); /* {"value": x} */
+const pano_json *store_agg(const pano_json *aggs, const char *name);
+/* The _source of the first hit of a top_hits aggregation, or NULL. */
+const pano_json *store_top_hit(const pano_json *aggs, const char *name);
+/* A string or number field of a document as text ("" when absent). */
+const char *store_str(const pano_json *doc, const char *field, char *buf, size_t size);
+/* A number field, also when it was sent as a string ("512"); missing when absent. */
+double store_num(const pano_json *doc, const char *field, double missing);
+
+#endif

@@ -1,0 +1,146 @@
+/*
+ * workflows.c - the recent workflows of the store, and the events a job
+ * published beside its samples.
+ */
+#include "event.h"
+#include "mem.h"
+#include "query.h"
+#include "store.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A workflow with runs still open and nothing new for this long is stalled. */
+#define STALLED_AFTER 120.0
+
+static const char *const all_families[] = {"kickstart", "stampede", "darshan", "transfer",
+                                           "custom",    "other",    NULL};
+
+static int64_t count_of(const pano_json *aggs, const char *name)
+{
+    int64_t n = 0;
+    const pano_json *a = store_agg(aggs, name);
+    return a && pano_json_get_int(a, "doc_count", &n) ? n : 0;
+}
+
+int pano_query_workflows(pano_query *q, double since, size_t limit, double now,
+                         pano_workflow **out, size_t *n, char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    pano_json *filter, *body = store_body(NULL, &filter);
+    pano_json *range = pano_json_object();
+    pano_json_set_double(pano_json_set_object(pano_json_set_object(range, "range"), "ts"), "gte",
+                         since, 3);
+    pano_json_append(filter, range);
+    pano_json_append(filter, store_exists("wf_uuid"));
+    pano_json *wf = pano_json_set_object(pano_json_set_object(body, "aggs"), "wf");
+    pano_json *terms = pano_json_set_object(wf, "terms");
+    pano_json_set_str(terms, "field", "wf_uuid");
+    pano_json_set_int(terms, "size", (int64_t)limit);
+    pano_json_set(terms, "order", store_literal("{\"last\":\"desc\"}"));
+    pano_json *sub = pano_json_set_object(wf, "aggs"), *a;
+    pano_json_set(sub, "first", store_metric("min", "ts"));
+    pano_json_set(sub, "last", store_metric("max", "ts"));
+    pano_json *label = pano_json_set_object(pano_json_set_object(sub, "label"), "terms");
+    pano_json_set_str(label, "field", "wf_label");
+    pano_json_set_int(label, "size", 1);
+    pano_json_set(sub, "starts", store_filter_agg(store_term("event", "kickstart.inv.start"), &a));
+    pano_json *ends = store_filter_agg(store_term("event", "kickstart.inv.end"), &a);
+    pano_json *ok;
+    pano_json_set(a, "ok", store_filter_agg(store_term("exitcode", "0"), &ok));
+    pano_json_set(sub, "ends", ends);
+    pano_json *xwf = store_filter_agg(store_term("event", "stampede.xwf.end"), &a);
+    pano_json *top = pano_json_set_object(pano_json_set_object(a, "status"), "top_hits");
+    pano_json_set_int(top, "size", 1);
+    pano_json_set(top, "sort", store_literal("[{\"ts\":\"desc\"}]"));
+    pano_json_set(top, "_source", store_literal("[\"status\"]"));
+    pano_json_set(sub, "xwf_end", xwf);
+
+    char *path = store_search_path(q, NULL, all_families);
+    pano_json *answer = store_search(q, path, body, err, errlen);
+    free(path);
+    pano_json_free(body);
+    if (!answer)
+        return -1;
+    const pano_json *buckets =
+        pano_json_get(store_agg(pano_json_get(answer, "aggregations"), "wf"), "buckets");
+    size_t count = buckets && buckets->type == PANO_JSON_ARRAY ? buckets->u.items.len : 0;
+    *out = pano_calloc(count ? count : 1, sizeof **out);
+    for (size_t i = 0; i < count; i++) {
+        const pano_json *b = buckets->u.items.values[i];
+        pano_workflow *w = &(*out)[*n];
+        char buf[512];
+        if (!pano_wf_uuid_normalize(store_str(b, "key", buf, sizeof buf), w->wf_uuid))
+            continue; /* the fallback index's strays */
+        const pano_json *labels = pano_json_get(store_agg(b, "label"), "buckets");
+        buf[0] = '\0';
+        if (labels && labels->type == PANO_JSON_ARRAY && labels->u.items.len > 0)
+            store_str(labels->u.items.values[0], "key", buf, sizeof buf);
+        w->wf_label = pano_strdup(buf);
+        w->first_event = store_value(b, "first", 0);
+        w->last_event = store_value(b, "last", 0);
+        const pano_json *e = store_agg(b, "ends");
+        size_t ended = (size_t)count_of(b, "ends");
+        w->runs = (size_t)count_of(b, "starts");
+        w->succeeded = (size_t)count_of(e, "ok");
+        w->failed = ended - w->succeeded;
+        w->running = w->runs > ended ? w->runs - ended : 0;
+        const pano_json *status = store_top_hit(store_agg(b, "xwf_end"), "status");
+        if (status)
+            w->state = store_num(status, "status", 0) == 0 ? "succeeded" : "failed";
+        else if (w->running > 0)
+            w->state = now - w->last_event > STALLED_AFTER ? "stalled" : "running";
+        else
+            w->state = w->failed > 0 ? "failed" : "succeeded";
+        (*n)++;
+    }
+    pano_json_free(answer);
+    return 0;
+}
+
+void pano_workflows_free(pano_workflow *w, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(w[i].wf_label);
+    free(w);
+}
+
+pano_json *pano_query_job_events(pano_query *q, const pano_jobs *jobs, const pano_job *job,
+                                 size_t limit, char *err, size_t errlen)
+{
+    static const char *const fam[] = {"darshan", "transfer", "custom", "other", NULL};
+    pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
+    pano_json_set_int(body, "size", (int64_t)limit);
+    pano_json_set(body, "sort", store_literal("[{\"ts\":\"asc\"}]"));
+    /* The per-file table of a Darshan log can be large: its totals stay. */
+    pano_json_set(body, "_source", store_literal("{\"excludes\":[\"files\"]}"));
+    /* Published from inside the run: its DAG job id, its host, its time
+     * (which tells the attempts of a DAG job apart, and runs without one). */
+    if (*job->dag_job_id)
+        pano_json_append(filter, store_term("dag_job_id", job->dag_job_id));
+    if (*job->host)
+        pano_json_append(filter, store_term("hostname", job->host));
+    pano_json *range = pano_json_object();
+    pano_json *ts = pano_json_set_object(pano_json_set_object(range, "range"), "ts");
+    pano_json_set_double(ts, "gte", job->start - 1, 3);
+    pano_json_set_double(ts, "lte", (job->end > 0 ? job->end : jobs->now) + 1, 3);
+    pano_json_append(filter, range);
+    char *path = store_search_path(q, jobs->wf_uuid, fam);
+    pano_json *answer = store_search(q, path, body, err, errlen);
+    free(path);
+    pano_json_free(body);
+    if (!answer)
+        return NULL;
+    pano_json *events = pano_json_array();
+    const pano_json *hits = pano_json_get(pano_json_get(answer, "hits"), "hits");
+    for (size_t i = 0; hits && hits->type == PANO_JSON_ARRAY && i < hits->u.items.len; i++) {
+        const pano_json *src = pano_json_get(hits->u.items.values[i], "_source");
+        if (src)
+            pano_json_append(events, pano_json_clone(src));
+    }
+    pano_json_free(answer);
+    return events;
+}
