@@ -153,12 +153,17 @@ curl -fsS "$PANO_ES_URL/pano-*/_search" -H 'Content-Type: application/json' \
              (.exitcode // ""), (.duration // ""), (.remote_cpu_time // ""), (.maxrss // ""),
              (.bytes_transferred // "")])
            | @tsv' | column -t -s $'\t'
+say "pano-query status $PEGASUS_WF_UUID"
+"$bin/query/pano-query" status "$PEGASUS_WF_UUID" || fail pano-query "could not read the workflow back"
 cat <<EOF
 
 Every event of the workflow landed. Look at it yourself:
   eval "\$(deploy/local/pano-stack env)"
+  $bin/query/pano-query status $PEGASUS_WF_UUID      # jobs by state, what failed
+  $bin/query/pano-query stats $PEGASUS_WF_UUID       # per transformation and host
+  $bin/query/pano-query series $PEGASUS_WF_UUID --metric cpu --step 1s
+  $bin/query/pano-query job $PEGASUS_WF_UUID stage_out_ID03
   curl -s "\$PANO_ES_URL/pano-*/_search?q=wf_uuid:$PEGASUS_WF_UUID&size=100" | jq '.hits.hits[]._source'
-  curl -s "\$PANO_ES_URL/pano-*/_search?q=wf_uuid:$PEGASUS_WF_UUID+AND+event:kickstart.inv.end" | jq '.hits.hits[]._source | {dag_job_id, exitcode, duration}'
 The daemons' logs and the events sent are in $logs/.
 The stack keeps running: deploy/local/pano-stack down stops it.
 EOF

@@ -49,6 +49,8 @@ log "3 events published before the first pano-bridge"
 "${demo_env[@]}" bash "$PANO_SOURCE/deploy/demo.sh" --build-dir "$PANO_BUILD" >"$TEST_DIR/demo.log" 2>&1 ||
     { tail -40 "$TEST_DIR/demo.log" >&2; fail "deploy/demo.sh failed"; }
 grep -q "Every event of the workflow landed" "$TEST_DIR/demo.log" || fail "the demo did not say its events landed"
+grep -q "4 job(s): 0 running, 3 succeeded, 1 failed" "$TEST_DIR/demo.log" ||
+    fail "the demo's pano-query status: $(grep -A3 'pano-query status' "$TEST_DIR/demo.log")"
 
 # What the demo sent, event by event, is in Elasticsearch exactly once.
 sent=$PANO_BUILD/demo/sent.jsonl
