@@ -3,10 +3,10 @@
 # same run; each prints its own RESULT line, collected at the end.
 #
 #   bench/run.sh                 all of them
-#   bench/run.sh monitor bridge  some of them (monitor darshan transfer bridge indexer e2e)
+#   bench/run.sh monitor bridge  some of them (monitor darshan transfer bridge indexer e2e query)
 #
 # Needs a build (meson setup build && ninja -C build) and, for bridge,
-# indexer and e2e, the local stack (deploy/local/pano-stack up). Run it on a
+# indexer, e2e and query, the local stack (deploy/local/pano-stack up). Run it on a
 # quiet machine: the ratios hold under load, absolute rates do not.
 #
 # Between two benchmarks it waits (up to PANO_BENCH_SETTLE seconds, default
@@ -16,7 +16,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 names=("$@")
-((${#names[@]})) || names=(monitor darshan transfer bridge indexer e2e)
+((${#names[@]})) || names=(monitor darshan transfer bridge indexer e2e query)
 settle_max=${PANO_BENCH_SETTLE:-120}
 tmp=$(mktemp -d /tmp/pano-bench-run.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
