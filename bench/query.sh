@@ -16,7 +16,8 @@
 #    documents (one request, the least a query over this workflow costs).
 #
 # Environment: PANO_ES_URL, PANO_KAFKA_BROKERS (default the local stack),
-# BENCH_JOBS, BENCH_SAMPLES, BENCH_REPS (5), BUILD.
+# BENCH_JOBS, BENCH_SAMPLES, BENCH_REPS (5), BUILD; BENCH_KEEP=1 leaves the
+# indices in place (their prefix and the workflow are printed) for profiling.
 # Last line: RESULT query status_ms=... stats_ms=... series_ms=... anomalies_ms=...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +42,10 @@ IX_PID=
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 cleanup() {
     [[ -n $IX_PID ]] && kill -TERM "$IX_PID" 2>/dev/null && wait "$IX_PID" 2>/dev/null
+    if [[ -n ${BENCH_KEEP:-} ]]; then
+        log "kept: PANO_INDEXER_INDEX_PREFIX=$ID- workflow $WF"
+        return
+    fi
     curl -fsS -X DELETE "$ES/$ID-*" >/dev/null 2>&1 || true
     curl -fsS -X DELETE "$ES/_index_template/$ID-*" >/dev/null 2>&1 || true
     "$BUILD/tests/tools/kafka_load" --delete-topics >/dev/null 2>&1 || true
@@ -87,7 +92,7 @@ log "$total events; producing them to $ID.kickstart"
 IX_PID=$!
 for _ in $(seq 150); do grep -q "assigned" "$DIR/indexer.log" && break; sleep 0.2; done
 t0=$SECONDS
-kcat -P -b "$PANO_KAFKA_BROKERS" -t "$ID.kickstart" -K $'\t' -z lz4 "$DIR/events.tsv"
+kcat -P -l -b "$PANO_KAFKA_BROKERS" -t "$ID.kickstart" -K $'\t' -z lz4 "$DIR/events.tsv"
 log "produced in $((SECONDS - t0)) s; indexing"
 for _ in $(seq 1800); do
     n=$(awk '$1 == "pano_indexer_indexed_total" {print $2}' "$DIR/status.prom" 2>/dev/null || echo 0)

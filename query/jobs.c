@@ -22,8 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Composite pages: buckets per request. */
-#define PAGE 2000
+/* Composite pages: buckets per request. Every page scans all the documents
+ * the query selects, so pages are large (Elasticsearch's limit on buckets
+ * in one answer is 65,536). */
+#define PAGE 10000
 /* Runs without an end whose samples are asked for one by one; more, and the
  * samples of the whole workflow are aggregated instead. */
 #define MAX_OPEN_RUNS 1000
@@ -242,14 +244,15 @@ static pano_json *sources_of(const char *const pairs[][2], size_t n, bool missin
     return sources;
 }
 
-/* What tells pano-monitor's runs apart (the first three), and their context. */
+/* What tells pano-monitor's runs apart (the first three), and their
+ * context, the same in every event of a run (one monitor process sets it). */
 static const char *const run_keys[][2] = {{"job", "dag_job_id"}, {"host", "hostname"},
                                           {"pid", "pid"},        {"xf", "xformation"},
-                                          {"site", "site"}};
+                                          {"site", "site"},      {"exe", "exe"}};
 
 static pano_json *run_sources(bool with_context)
 {
-    return sources_of(run_keys, with_context ? 5 : 3, true);
+    return sources_of(run_keys, with_context ? 6 : 3, true);
 }
 
 static pano_json *composite_agg(pano_json *aggs, const char *name, pano_json *sources,
@@ -275,18 +278,14 @@ static void on_monitor_run(const pano_json *b, void *user)
     j->transformation = key_str(key, "xf");
     j->site = key_str(key, "site");
     j->pid = (int64_t)store_num(key, "pid", -1);
-    const pano_json *exe = pano_json_get(store_agg(b, "exe"), "buckets");
-    char buf[512] = "";
-    if (exe && exe->type == PANO_JSON_ARRAY && exe->u.items.len > 0)
-        store_str(exe->u.items.values[0], "key", buf, sizeof buf);
-    j->exe = pano_strdup(buf);
+    j->exe = key_str(key, "exe");
     j->start = store_value(b, "start", 0);
     j->last_seen = store_value(b, "last", j->start);
     j->interval = store_value(b, "interval", 0);
     const pano_json *end = store_agg(b, "end");
     if (filter_count(b, "end") > 0) {
         r->ended = true;
-        j->end = store_value(end, "ts", j->last_seen);
+        j->end = j->last_seen; /* the end is the run's last event */
         j->exitcode = (int)store_value(end, "exitcode", -1);
         j->signal = (int)store_value(end, "signal", 0);
         j->state = j->signal > 0      ? PANO_JOB_KILLED
@@ -313,11 +312,8 @@ static int ask_monitor_runs(pano_query *q, const char *uuid, collect *c, char *e
     pano_json_set(sub, "start", store_metric("min", "ts"));
     pano_json_set(sub, "last", store_metric("max", "ts"));
     pano_json_set(sub, "interval", store_metric("max", "interval"));
-    pano_json *exe = pano_json_set_object(pano_json_set_object(sub, "exe"), "terms");
-    pano_json_set_str(exe, "field", "exe");
-    pano_json_set_int(exe, "size", 1);
     pano_json_set(sub, "end", store_filter_agg(store_term("event", "kickstart.inv.end"), &end));
-    const char *end_metrics[][2] = {{"ts", "ts"},           {"exitcode", "exitcode"},
+    const char *end_metrics[][2] = {{"exitcode", "exitcode"},
                                     {"signal", "signal"},   {"duration", "duration"},
                                     {"cpu", "remote_cpu_time"}, {"maxrss", "maxrss"},
                                     {"rchar", "final.rchar"}, {"wchar", "final.wchar"},

@@ -1,6 +1,7 @@
 #include "store.h"
 
 #include "buf.h"
+#include "event.h"
 #include "log.h"
 #include "mem.h"
 
@@ -131,21 +132,27 @@ pano_json *store_literal(const char *text)
     return v;
 }
 
-pano_json *store_search(pano_query *q, const char *path, const pano_json *body, char *err,
-                        size_t errlen)
+/* The search; the answer is parsed into arena when given (a read-only tree
+ * that lives until the arena is reset), else onto the heap. */
+static pano_json *search(pano_query *q, const char *path, const pano_json *body,
+                         pano_arena *arena, char *err, size_t errlen)
 {
     size_t len;
     char *text = pano_json_serialize(body, &len);
     pano_es_response r = {0};
     char why[512];
+    double t0 = pano_now();
     int rc = pano_es_request(q->es, "POST", path, text, len, &r, why, sizeof why);
+    pano_debug("POST %s (%zu bytes): HTTP %ld, %zu bytes in %.1f ms", path, len, r.status, r.len,
+               (pano_now() - t0) * 1000);
     free(text);
     if (rc < 0) {
         snprintf(err, errlen, "Elasticsearch at %s does not answer: %s", pano_es_describe(q->es),
                  why);
         return NULL;
     }
-    pano_json *answer = pano_json_parse(r.body ? r.body : "", r.len, 512, why, sizeof why);
+    pano_json_parse_options po = {.max_depth = 512, .arena = arena};
+    pano_json *answer = pano_json_parse_with(r.body ? r.body : "", r.len, &po, why, sizeof why);
     if (r.status / 100 != 2 || !answer) {
         char reason[300];
         if (answer)
@@ -154,11 +161,18 @@ pano_json *store_search(pano_query *q, const char *path, const pano_json *body, 
             snprintf(reason, sizeof reason, "unreadable answer: %.200s", why);
         snprintf(err, errlen, "Elasticsearch at %s refused a search (HTTP %ld): %s",
                  pano_es_describe(q->es), r.status, reason);
-        pano_json_free(answer);
+        if (!arena)
+            pano_json_free(answer);
         answer = NULL;
     }
     pano_es_response_free(&r);
     return answer;
+}
+
+pano_json *store_search(pano_query *q, const char *path, const pano_json *body, char *err,
+                        size_t errlen)
+{
+    return search(q, path, body, NULL, err, errlen);
 }
 
 int store_composite_each(pano_query *q, const char *path, pano_json *body, const char *name,
@@ -167,10 +181,16 @@ int store_composite_each(pano_query *q, const char *path, pano_json *body, const
 {
     pano_json *composite = pano_json_get(pano_json_get(pano_json_get(body, "aggs"), name),
                                          "composite");
+    /* Pages of thousands of buckets: parsed into an arena, dropped at once. */
+    pano_arena arena;
+    pano_arena_init(&arena, 1 << 20);
     for (;;) {
-        pano_json *answer = store_search(q, path, body, err, errlen);
-        if (!answer)
+        pano_arena_reset(&arena);
+        pano_json *answer = search(q, path, body, &arena, err, errlen);
+        if (!answer) {
+            pano_arena_free(&arena);
             return -1;
+        }
         const pano_json *agg = store_agg(pano_json_get(answer, "aggregations"), name);
         const pano_json *buckets = agg ? pano_json_get(agg, "buckets") : NULL;
         size_t n = buckets && buckets->type == PANO_JSON_ARRAY ? buckets->u.items.len : 0;
@@ -178,11 +198,10 @@ int store_composite_each(pano_query *q, const char *path, pano_json *body, const
             each(buckets->u.items.values[i], user);
         const pano_json *after = agg ? pano_json_get(agg, "after_key") : NULL;
         if (n == 0 || !after) {
-            pano_json_free(answer);
+            pano_arena_free(&arena);
             return 0;
         }
-        pano_json_set(composite, "after", pano_json_clone(after));
-        pano_json_free(answer);
+        pano_json_set(composite, "after", pano_json_clone(after)); /* onto the heap */
     }
 }
 
