@@ -4,6 +4,7 @@
 #include "event.h"
 #include "mem.h"
 
+#include <math.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -184,13 +185,25 @@ static bool check_key_fields(const pano_json *doc, const char **name, pano_norma
     return check_fields(pano_json_get(doc, "event"), pano_json_get(doc, "wf_uuid"), out);
 }
 
+/* A time stamp pano keeps: from 2000-01-01 to a day ahead of now. Anything
+ * else is a clock that was never set, or a field that is no time at all
+ * (Pegasus's planner stamps the static events that describe a workflow's
+ * jobs with about 3,200,000, February 1970). */
+static bool plausible_ts(const pano_json *ts, double now)
+{
+    double v = ts->type == PANO_JSON_INT      ? (double)ts->u.integer
+               : ts->type == PANO_JSON_DOUBLE ? ts->u.real.value
+                                              : NAN;
+    return v >= 946684800.0 && v <= now + 86400;
+}
+
 /* Does this event need no change? One pass over its top-level keys, which
  * also finds its event name, wf_uuid and event_id. */
 static bool needs_no_change(const pano_json *doc, const pano_json **event_value,
                             const pano_json **wf_value, const pano_json **id_value)
 {
     bool event = false, wf_uuid = false, event_id = false, stampede = false, old_keys = false;
-    bool wrapped = false;
+    bool wrapped = false, ts = false;
     for (size_t i = 0; i < doc->u.items.len; i++) {
         const char *k = doc->u.items.keys[i];
         const pano_json *v = doc->u.items.values[i];
@@ -214,12 +227,51 @@ static bool needs_no_change(const pano_json *doc, const pano_json **event_value,
         case 'p':
             wrapped |= strcmp(k, "payload_encoding") == 0;
             break;
+        case 't':
+            /* a ts of another type is left to the schema to refuse */
+            if (strcmp(k, "ts") == 0)
+                ts = (v->type != PANO_JSON_INT && v->type != PANO_JSON_DOUBLE) ||
+                     plausible_ts(v, pano_now());
+            break;
         default:
             break;
         }
         old_keys |= strstr(k, "__") != NULL;
     }
-    return event && wf_uuid && event_id && !wrapped && !(stampede && old_keys);
+    return event && wf_uuid && event_id && ts && !wrapped && !(stampede && old_keys);
+}
+
+/* An event whose ts is missing or implausible gets one, and says so:
+ * ts_source "wf_ts" when monitord sent the workflow's own time stamp
+ * (wf_ts, plausible), so that the static events of a replayed 2023 run stay
+ * in 2023 with the rest of it; else "received", the time the bridge took
+ * it. The original, if any, is kept as text in ts_sent. Returns true when
+ * the event changed; a ts that is there but no finite number is left to
+ * the schema and the checks below, which refuse it. */
+static bool settle_ts(pano_json *doc)
+{
+    const pano_json *ts = pano_json_get(doc, "ts");
+    double now = pano_now();
+    if (ts && (ts->type != PANO_JSON_INT && ts->type != PANO_JSON_DOUBLE))
+        return false;
+    if (ts && !isfinite(ts->type == PANO_JSON_DOUBLE ? ts->u.real.value : 0))
+        return false;
+    if (ts && plausible_ts(ts, now))
+        return false;
+    if (ts) {
+        char *sent = pano_json_serialize(ts, NULL);
+        pano_json_set_str(doc, "ts_sent", sent);
+        free(sent);
+    }
+    const pano_json *wf_ts = pano_json_get(doc, "wf_ts");
+    if (wf_ts && plausible_ts(wf_ts, now)) {
+        pano_json_set(doc, "ts", pano_json_clone(wf_ts));
+        pano_json_set_str(doc, "ts_source", "wf_ts");
+    } else {
+        pano_json_set_double(doc, "ts", now, 6);
+        pano_json_set_str(doc, "ts_source", "received");
+    }
+    return true;
 }
 
 static bool slow_path(pano_normalizer *nz, const char *routing_key, const char *body, size_t len,
@@ -309,6 +361,7 @@ static bool slow_path(pano_normalizer *nz, const char *routing_key, const char *
     /* pano's publishers always set an event_id: without one (or wrapped
      * for the management API) the event comes from another tool. */
     bool foreign = changed || !pano_json_get(doc, "event_id");
+    changed |= settle_ts(doc);
     if (!pano_json_get(doc, "event_id")) {
         /* Hash the routing key and the original bytes, so a redelivery of
          * the same message gets the same id. */

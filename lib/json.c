@@ -783,6 +783,11 @@ static int on_number(void *ctx, const char *s, size_t len)
     bool plain = dot && !exponent;
     v->u.real.value = plain ? read_decimal(buf, len, dot) : strtod(buf, NULL);
     v->u.real.decimals = plain ? (int)(len - (size_t)(dot + 1 - buf)) : -1;
+    if (!isfinite(v->u.real.value)) {
+        /* 1e400: JSON has no infinity, and Elasticsearch would refuse it */
+        st->error = "number out of range (larger than a double can hold)";
+        return 0;
+    }
     return attach(st, v);
 }
 

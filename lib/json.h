@@ -136,8 +136,9 @@ void pano_json_write_value(pano_json_writer *w, const pano_json *value);
 void pano_json_write_members(pano_json_writer *w, const pano_json *object);
 
 /* Parse exactly one JSON value from buf[0..len). Fails, with a message in err,
- * on syntax errors, invalid UTF-8, trailing data, or nesting deeper than
- * max_depth (arrays and objects; 0: PANO_JSON_DEFAULT_DEPTH). A key that
+ * on syntax errors, invalid UTF-8, trailing data, a number no double can
+ * hold (1e400), or nesting deeper than max_depth (arrays and objects; 0:
+ * PANO_JSON_DEFAULT_DEPTH). A key that
  * occurs twice in an object keeps its last value. */
 pano_json *pano_json_parse(const char *buf, size_t len, int max_depth,
                            char *err, size_t errlen);

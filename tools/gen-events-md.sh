@@ -22,8 +22,22 @@ schema's `x-unit`; *source* its `x-source`: where the value comes from.
 Nested fields are written with dots (`final.utime`); `<name>` stands for any
 key (`additionalProperties`) and `<pattern>` for keys matching a pattern.
 
-Counters marked *cumulative* only grow during a task: chart them as rates
-(the derivative of the per-job maximum), never as sums of samples.
+**Time stamps.** `ts` is the time the event happened, in epoch seconds, and becomes
+`@timestamp`, which charts, time ranges and the store's time partitions use. An event that
+arrives without `ts`, or with one before 2000 or more than a day ahead (real
+pegasus-monitord sends `stampede.static.start`, `.static.end` and `rc.pfn` without one, and
+the planner's static events, which describe the workflow's jobs and tasks, with about
+3,200,000, February 1970), is not refused: pano-bridge sets `ts` to the workflow's own
+time stamp `wf_ts` when monitord sent a plausible one (so the static events of a run stay
+with the rest of it, replayed years later or not), else to the time it received the event;
+`ts_source` says which (`wf_ts`, `received`) and `ts_sent` keeps the original as text. The
+event's `event_id`, when pano derives one, comes from the original bytes, so a redelivery
+is still stored once. A `ts` that is not a number is refused.
+
+Counters marked *cumulative* only grow during a task: chart them as rates, never
+as sums or averages of samples. pano-monitor's samples carry `delta`, the change
+since the previous sample: the sum of `delta.<counter>` in a time bucket over its
+length is the rate, summed over jobs ([query.md](query.md#time-series-the-rate-math)).
 Elasticsearch maps each field from this type (string → keyword, integer →
 long, number → double, boolean → boolean); `@timestamp` is the event's `ts`.
 

@@ -98,6 +98,20 @@ START_TEST(parse_rejects_bad_input_with_reason)
         ck_assert_msg(v == NULL, "accepted: %s", bad[i]);
         ck_assert_msg(err[0] != '\0', "no reason for: %s", bad[i]);
     }
+    /* a number no double can hold, in either parser */
+    const char *huge[] = {"1e400", "{\"ts\":-1e400}", "[1.5e999]"};
+    for (size_t i = 0; i < sizeof huge / sizeof *huge; i++) {
+        ck_assert_ptr_null(pano_json_parse(huge[i], strlen(huge[i]), 0, err, sizeof err));
+        ck_assert_msg(strstr(err, "out of range"), "%s: %s", huge[i], err);
+        pano_arena arena;
+        pano_arena_init(&arena, 0);
+        pano_json_parse_options o = {.arena = &arena};
+        ck_assert_ptr_null(pano_json_parse_with(huge[i], strlen(huge[i]), &o, err, sizeof err));
+        pano_arena_free(&arena);
+    }
+    pano_json *small = pano_json_parse("1e-400", 6, 0, err, sizeof err); /* underflows to 0 */
+    ck_assert_ptr_nonnull(small);
+    pano_json_free(small);
 }
 END_TEST
 

@@ -1,6 +1,7 @@
 /* pano-bridge's check and normalization of incoming messages
  * (broker-bridge/normalize.h), over pano's schemas and the Pegasus samples
  * in ../shared/fixtures/events. */
+#include "event.h"
 #include "json.h"
 #include "mem.h"
 #include "normalize.h"
@@ -80,7 +81,7 @@ static const char *reason_of(const char *key, const char *text)
 
 START_TEST(pano_events_pass_untouched)
 {
-    const char *text = "{\"event\":\"kickstart.test.sample\",\"ts\":1.5,\"event_id\":\"e1\","
+    const char *text = "{\"event\":\"kickstart.test.sample\",\"ts\":1764000000.5,\"event_id\":\"e1\","
                        "\"seq\":1,\"wf_uuid\":\"wf-1\",\"hostname\":\"h\",\"utime\":1.25}";
     pano_normalized n;
     ck_assert(pano_normalize(nz, "kickstart.test.sample", text, strlen(text), &n));
@@ -104,7 +105,7 @@ START_TEST(families)
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char text[256];
         snprintf(text, sizeof text,
-                 "{\"event\":\"%s\",\"ts\":1,\"event_id\":\"x\",\"wf_uuid\":\"w\"}", names[i][0]);
+                 "{\"event\":\"%s\",\"ts\":1764000000,\"event_id\":\"x\",\"wf_uuid\":\"w\"}", names[i][0]);
         pano_normalized n;
         bool ok = pano_normalize(nz, names[i][0], text, strlen(text), &n);
         ck_assert_msg(ok, "%s: %s", names[i][0], n.reason);
@@ -204,7 +205,7 @@ START_TEST(management_api_form)
     free(body);
 
     ck_assert_str_eq(reason_of("k", "{\"routing_key\":\"kickstart.inv.online\",\"payload\":"
-                                    "\"{\\\"ts\\\":1,\\\"wf_uuid\\\":\\\"w\\\"}\","
+                                    "\"{\\\"ts\\\":1764000000,\\\"wf_uuid\\\":\\\"w\\\"}\","
                                     "\"payload_encoding\":\"string\"}"),
                      "");
     ck_assert_str_eq(reason_of("k", "{\"payload\":\"@@@\",\"payload_encoding\":\"base64\"}"),
@@ -238,7 +239,7 @@ END_TEST
 START_TEST(event_name_from_routing_key)
 {
     char reason[256];
-    const char *text = "{\"ts\":1,\"wf_uuid\":\"w\",\"event_id\":\"i\"}";
+    const char *text = "{\"ts\":1764000000,\"wf_uuid\":\"w\",\"event_id\":\"i\"}";
     pano_json *out = run("custom.thing", text, strlen(text), reason, sizeof reason, NULL);
     ck_assert_msg(out != NULL, "%s", reason);
     ck_assert_str_eq(pano_json_get_str(out, "event"), "custom.thing");
@@ -249,7 +250,7 @@ END_TEST
 
 START_TEST(deterministic_event_id)
 {
-    const char *text = "{\"event\":\"a.b\",\"ts\":1,\"wf_uuid\":\"w\"}";
+    const char *text = "{\"event\":\"a.b\",\"ts\":1764000000,\"wf_uuid\":\"w\"}";
     char reason[256];
     pano_json *a = run("a.b", text, strlen(text), reason, sizeof reason, NULL);
     pano_json *b = run("a.b", text, strlen(text), reason, sizeof reason, NULL);
@@ -262,24 +263,81 @@ START_TEST(deterministic_event_id)
 }
 END_TEST
 
+/* What real pegasus-monitord sends (5.x): static.start/end and rc.pfn
+ * without ts, the planner's static events with ts ~3,200,000, and wf_ts,
+ * the workflow's own time stamp, on every event. */
+START_TEST(pegasus_time_stamps)
+{
+    char reason[256];
+    const char *wf = "\"xwf_id\":\"f84f05fc-a8d0-42b5-bac5-52d6f41a77e3\",\"wf_ts\":1677913774";
+    char text[512];
+    /* no ts: the workflow's own */
+    snprintf(text, sizeof text, "{%s,\"event\":\"stampede.static.start\"}", wf);
+    pano_json *out = run("stampede.static.start", text, strlen(text), reason, sizeof reason, NULL);
+    ck_assert_msg(out != NULL, "%s", reason);
+    double ts = 0;
+    ck_assert(pano_json_get_number(out, "ts", &ts));
+    ck_assert_double_eq(ts, 1677913774);
+    ck_assert_str_eq(pano_json_get_str(out, "ts_source"), "wf_ts");
+    ck_assert_ptr_null(pano_json_get(out, "ts_sent"));
+    pano_json_free(out);
+    /* a bogus ts: the workflow's own, the original kept */
+    snprintf(text, sizeof text, "{\"ts\":3195930,%s,\"event\":\"stampede.task.info\"}", wf);
+    out = run("stampede.task.info", text, strlen(text), reason, sizeof reason, NULL);
+    ck_assert_msg(out != NULL, "%s", reason);
+    ck_assert(pano_json_get_number(out, "ts", &ts));
+    ck_assert_double_eq(ts, 1677913774);
+    ck_assert_str_eq(pano_json_get_str(out, "ts_sent"), "3195930");
+    pano_json_free(out);
+    /* nothing to go by: the time the bridge took it */
+    const char *bare = "{\"ts\":3195930,\"xwf_id\":\"w\",\"event\":\"stampede.job.info\"}";
+    double before = pano_now();
+    out = run("stampede.job.info", bare, strlen(bare), reason, sizeof reason, NULL);
+    double after = pano_now();
+    ck_assert_msg(out != NULL, "%s", reason);
+    ck_assert(pano_json_get_number(out, "ts", &ts));
+    ck_assert(ts >= before - 1e-6 && ts <= after + 1e-6);
+    ck_assert_str_eq(pano_json_get_str(out, "ts_source"), "received");
+    ck_assert_str_eq(pano_json_get_str(out, "ts_sent"), "3195930");
+    /* delivered again, stamped again, but with the same event_id */
+    pano_json *again = run("stampede.job.info", bare, strlen(bare), reason, sizeof reason, NULL);
+    ck_assert_str_eq(pano_json_get_str(again, "event_id"), pano_json_get_str(out, "event_id"));
+    pano_json_free(again);
+    pano_json_free(out);
+    /* a pano event from a node whose clock was never set, and a ts in the future */
+    const char *clockless = "{\"event\":\"custom.x\",\"ts\":12,\"event_id\":\"e\",\"wf_uuid\":\"w\"}";
+    out = run("custom.x", clockless, strlen(clockless), reason, sizeof reason, NULL);
+    ck_assert_msg(out != NULL, "%s", reason);
+    ck_assert_str_eq(pano_json_get_str(out, "ts_source"), "received");
+    ck_assert_str_eq(pano_json_get_str(out, "event_id"), "e");
+    pano_json_free(out);
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":99999999999,\"wf_uuid\":\"w\"}"), "");
+    /* a plausible ts is left alone (and the message produced untouched) */
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":\"soon\",\"wf_uuid\":\"w\"}"),
+                     "'ts' must be a number");
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1e400,\"wf_uuid\":\"w\"}"),
+                     "invalid JSON: number out of range (larger than a double can hold)");
+}
+END_TEST
+
 START_TEST(reasons)
 {
-    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1,"),
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1764000000,"),
                      "invalid JSON: parse error: premature EOF");
     ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"x\":\"caf\xC3\x28\"}"),
                      "invalid UTF-8 at byte 23");
     ck_assert_str_eq(reason_of("k", "[1]"), "the event must be an object");
-    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1.5,\"seq\":3}"),
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1764000000.5,\"seq\":3}"),
                      "missing required field 'wf_uuid'");
-    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1.5,\"wf_uuid\":\"w\",\"seq\":\"seven\"}"),
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1764000000.5,\"wf_uuid\":\"w\",\"seq\":\"seven\"}"),
                      "'seq' must be an integer");
     ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":\"now\",\"wf_uuid\":\"w\"}"),
                      "'ts' must be a number");
-    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1,\"wf_uuid\":7}"),
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1764000000,\"wf_uuid\":7}"),
                      "'wf_uuid' must be a string");
-    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1,\"wf_uuid\":\"\"}"),
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1764000000,\"wf_uuid\":\"\"}"),
                      "'wf_uuid' must not be empty");
-    ck_assert_str_eq(reason_of("k", "{\"event\":5,\"ts\":1,\"wf_uuid\":\"w\"}"),
+    ck_assert_str_eq(reason_of("k", "{\"event\":5,\"ts\":1764000000,\"wf_uuid\":\"w\"}"),
                      "'event' must be a string");
 
     /* nested 10,000 deep: refused by the parser, not by the stack */
@@ -325,7 +383,7 @@ START_TEST(own_and_foreign_events)
     pano_normalize_options o = {.schemas = set, .max_size = 1 << 20};
     pano_normalizer *own = pano_normalizer_new(&o);
     pano_normalized n;
-    const char *pano_event = "{\"event\":\"kickstart.inv.online\",\"ts\":1,\"event_id\":\"e\","
+    const char *pano_event = "{\"event\":\"kickstart.inv.online\",\"ts\":1764000000,\"event_id\":\"e\","
                              "\"wf_uuid\":\"w\"}";
     ck_assert(!pano_normalize(own, "kickstart.inv.online", pano_event, strlen(pano_event), &n));
     ck_assert_str_eq(n.reason, "missing required field 'elapsed'");
@@ -349,11 +407,11 @@ END_TEST
 
 START_TEST(duplicate_fields)
 {
-    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1,\"event_id\":\"i\","
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1764000000,\"event_id\":\"i\","
                                     "\"wf_uuid\":\"w1\",\"wf_uuid\":\"w2\"}"),
                      "invalid JSON: duplicate field 'wf_uuid'");
     /* the same key in different objects is fine */
-    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1,\"event_id\":\"i\","
+    ck_assert_str_eq(reason_of("k", "{\"event\":\"a.b\",\"ts\":1764000000,\"event_id\":\"i\","
                                     "\"wf_uuid\":\"w\",\"a\":{\"x\":1},\"b\":{\"x\":2}}"),
                      "");
 }
@@ -372,6 +430,7 @@ int main(void)
     tcase_add_test(tc, other_fixtures);
     tcase_add_test(tc, event_name_from_routing_key);
     tcase_add_test(tc, deterministic_event_id);
+    tcase_add_test(tc, pegasus_time_stamps);
     tcase_add_test(tc, reasons);
     tcase_add_test(tc, duplicate_fields);
     tcase_add_test(tc, own_and_foreign_events);
