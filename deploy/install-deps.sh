@@ -23,6 +23,9 @@ packages=(
     openssh-server openssh-client vsftpd
     # pano-monitor's MPI test: a real mpirun (MPICH's runs as root, no flags)
     mpich
+    # maintainers' tools: tools/fresh-machine (a pristine Debian root), tools/pegasus-fixtures
+    # (the real pegasus-monitord and pegasus-statistics from PyPI, in a virtual environment)
+    mmdebstrap python3-venv
 )
 
 missing=()
