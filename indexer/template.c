@@ -346,7 +346,13 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
         schema_event_name(schemas[i].path, name, sizeof name);
         if (strcmp(schemas[i].path, "envelope.schema.json") == 0)
             schema_properties(envelope, s, schemas, schemas[i].path, 0);
-        else if (strchr(schemas[i].path, '/') || strchr(name, '.')) {
+        else if (strncmp(schemas[i].path, "families/", 9) == 0) {
+            /* families/<family>.schema.json: fields of a family's events
+             * from other tools (pegasus-monitord's stampede.*) */
+            for (size_t f = 0; f < nfam; f++)
+                if (strcmp(pano_event_families[f], name) == 0)
+                    schema_properties(fam[f], s, schemas, schemas[i].path, 0);
+        } else if (strchr(schemas[i].path, '/') || strchr(name, '.')) {
             /* an event's schema (a part shared by events, such as
              * alert.schema.json, counts through the events that name it) */
             const char *family = pano_event_family(name);

@@ -1,8 +1,10 @@
 /*
  * template.h - Elasticsearch index templates generated from schemas/.
  *
- * The JSON Schemas of the events (schemas/envelope.schema.json and
- * schemas/events/<event>.schema.json, built into lib/ as pano_builtin_schemas)
+ * The JSON Schemas of the events (schemas/envelope.schema.json,
+ * schemas/events/<event>.schema.json, and schemas/families/<family>.schema.json
+ * for the fields of a family's events from other tools; built into lib/ as
+ * pano_builtin_schemas)
  * are the one description of the fields. From them come:
  *
  *   <prefix><family>        one template per event family, for the shared

@@ -99,12 +99,14 @@ jq -rs '
           | .required = (($p.required // []) + (.required // [])));
 
   (map(select(.title == "pano event envelope")) | .[0]) as $env
-  | (map(select((.["$id"] // "") | test("/events/") | not) | select(.title != "pano event envelope")
+  | (map(select((.["$id"] // "") | test("/(events|families)/") | not) | select(.title != "pano event envelope")
          | {key: (.["$id"] | split("/") | last), value: .}) | from_entries) as $parts
+  | (map(select((.["$id"] // "") | test("/families/"))) | sort_by(.title)) as $families
   | (map(select((.["$id"] // "") | test("/events/")) | with_parts($parts)) | sort_by(.title)) as $events
   | "## Contents\n",
     "- [Envelope](#envelope): the fields every event starts with",
     ($events[] | "- [`\(.title)`](#\(.title | gsub("\\."; "")))"),
+    ($families[] | "- [`\(.title)`](#\(.title | gsub("[.*]"; ""))): events of other tools"),
     "",
     "## Envelope\n",
     ($env.description // ""),
@@ -119,5 +121,14 @@ jq -rs '
       | "Family `\($f)`: Kafka topic `pano.\($f)`, index `pano-\($f)`. Besides the envelope:",
       "",
       table,
+      ""),
+    ($families[] |
+      "## \(.title)\n",
+      (.description // ""),
+      "",
+      (.title | split(".")[0]) as $f
+      | "Family `\($f)`: Kafka topic `pano.\($f)`, index `pano-\($f)`. Besides the envelope:",
+      "",
+      table,
       "")
-' "$dir"/*.schema.json "$dir"/events/*.schema.json
+' "$dir"/*.schema.json "$dir"/events/*.schema.json "$dir"/families/*.schema.json

@@ -199,13 +199,18 @@ START_TEST(embedded_schemas_build)
                                        sizeof err) == 0,
                   "%s", err);
     free(warnings);
-    bool found = false, alert = false, part_alone = false;
+    bool found = false, alert = false, part_alone = false, stampede = false;
     for (size_t i = 0; i < nt; i++) {
         if (strcmp(t[i].name, "p-kickstart") == 0)
             found = strstr(t[i].body, "\"exitcode\":{\"type\":\"long\"}") != NULL;
         /* pano.alert.* take their fields from the shared alert.schema.json */
         if (strcmp(t[i].name, "p-other") == 0)
             alert = strstr(t[i].body, "\"score\":{\"type\":\"double\"}") != NULL;
+        /* pegasus-monitord's fields, declared in families/stampede.schema.json */
+        if (strcmp(t[i].name, "p-stampede") == 0)
+            stampede = strstr(t[i].body, "\"dur\":{\"type\":\"double\"}") &&
+                       strstr(t[i].body, "\"local_dur\":{\"type\":\"double\"}") &&
+                       strstr(t[i].body, "\"multiplier_factor\":{\"type\":\"long\"}");
         /* and the shared part is no event of its own: nothing of it elsewhere */
         if (strcmp(t[i].name, "p-kickstart") == 0)
             part_alone = strstr(t[i].body, "\"score\"") != NULL;
@@ -213,6 +218,7 @@ START_TEST(embedded_schemas_build)
     ck_assert_msg(found, "kickstart.inv.end's exitcode is not a long");
     ck_assert_msg(alert, "pano.alert.*'s score (alert.schema.json) is not a double in p-other");
     ck_assert_msg(!part_alone, "alert.schema.json's fields leaked into p-kickstart");
+    ck_assert_msg(stampede, "families/stampede.schema.json's types are not in p-stampede");
     pano_templates_free(t, nt);
 }
 END_TEST
