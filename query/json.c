@@ -121,25 +121,75 @@ static pano_json *groups_json(const pano_group_stats *g, size_t n, const char *k
     return list;
 }
 
-pano_json *pano_stats_to_json(const pano_jobs *jobs, const pano_stats *s)
+static pano_json *counts_json(const pano_pegasus_counts *c)
+{
+    pano_json *o = pano_json_object();
+    pano_json_set_int(o, "total", (int64_t)c->total);
+    pano_json_set_int(o, "succeeded", (int64_t)c->succeeded);
+    pano_json_set_int(o, "failed", (int64_t)c->failed);
+    pano_json_set_int(o, "incomplete", (int64_t)c->incomplete);
+    pano_json_set_int(o, "retries", (int64_t)c->retries);
+    pano_json_set_int(o, "total_with_retries", (int64_t)c->total_with_retries);
+    return o;
+}
+
+pano_json *pano_stats_to_json(const pano_jobs *jobs, const pano_stats *s, const pano_pegasus *p)
 {
     pano_json *o = pano_json_object();
     put_workflow(o, jobs);
-    pano_json *jo = pano_json_set_object(o, "jobs");
+    bool pegasus = p && p->present;
+    /* pegasus-statistics' rows when monitord reported the workflow; else
+     * the same rows over the runs pano-monitor saw */
     size_t succeeded = s->jobs_by_state[PANO_JOB_SUCCEEDED];
     size_t failed = s->jobs_by_state[PANO_JOB_FAILED] + s->jobs_by_state[PANO_JOB_KILLED];
-    pano_json_set_int(jo, "total", (int64_t)s->jobs);
-    pano_json_set_int(jo, "succeeded", (int64_t)succeeded);
-    pano_json_set_int(jo, "failed", (int64_t)failed);
-    pano_json_set_int(jo, "incomplete", (int64_t)(s->jobs - succeeded - failed));
-    pano_json_set_int(jo, "retries", (int64_t)s->retries);
-    pano_json_set_int(jo, "total_with_retries", (int64_t)s->runs);
+    pano_pegasus_counts runs = {.total = s->jobs, .succeeded = succeeded, .failed = failed,
+                                .incomplete = s->jobs - succeeded - failed, .retries = s->retries,
+                                .total_with_retries = s->runs};
+    pano_json *jo = counts_json(pegasus ? &p->jobs : &runs);
+    pano_json_set(o, "jobs", jo);
+    /* what pano adds: the state of every run it knows */
     pano_json *by = pano_json_set_object(jo, "by_state");
     for (int i = 0; i < PANO_JOB_STATES; i++)
         pano_json_set_int(by, pano_job_state_name((pano_job_state)i), (int64_t)s->jobs_by_state[i]);
-    set_num(o, "workflow_wall_time", s->wall_time, 3);
-    set_num(o, "workflow_cumulative_job_wall_time", s->cumulative_job_wall_time, 3);
-    set_num(o, "workflow_cumulative_badput_time", s->cumulative_badput, 3);
+    if (pegasus) {
+        pano_json_set(o, "tasks", counts_json(&p->tasks));
+        pano_json_set(o, "sub_workflows", counts_json(&p->sub_workflows));
+        set_num(o, "workflow_wall_time", p->workflow_wall_time, 3);
+        set_num(o, "workflow_cumulative_job_wall_time", p->cumulative_job_wall_time, 3);
+        set_num(o, "cumulative_job_walltime_from_submit_side",
+                p->cumulative_job_walltime_from_submit_side, 3);
+        set_num(o, "workflow_cumulative_badput_time", p->cumulative_badput_time, 3);
+        set_num(o, "cumulative_job_badput_walltime_from_submit_side",
+                p->cumulative_badput_walltime_from_submit_side, 3);
+        pano_json_set_int(o, "workflow_retries", (int64_t)p->workflow_retries);
+        pano_json *st = pano_json_set_object(o, "status");
+        const pano_pegasus_status *ps = &p->status;
+        size_t v[] = {ps->unready, ps->ready, ps->pre, ps->queued, ps->post, ps->succeeded,
+                      ps->failed, ps->total};
+        const char *k[] = {"unready", "ready", "pre", "queued", "post", "succeeded", "failed",
+                           "total"};
+        for (size_t i = 0; i < 8; i++)
+            pano_json_set_int(st, k[i], (int64_t)v[i]);
+        set_num(st, "percent_done", ps->percent_done, 2);
+        pano_json_set_str(st, "state", ps->state);
+        pano_json *rows = pano_json_set_array(o, "breakdown");
+        for (size_t i = 0; i < p->n_breakdown; i++) {
+            const pano_pegasus_breakdown *b = &p->breakdown[i];
+            pano_json *r = pano_json_object();
+            pano_json_set_str(r, "transformation", b->transformation);
+            pano_json_set_str(r, "type", b->succeeded ? "successful" : "failed");
+            pano_json_set_int(r, "count", (int64_t)b->count);
+            pano_json_set(r, "runtime", summary_json(&b->runtime, 3));
+            pano_json_set(r, "memory_mib", summary_json(&b->memory, 3));
+            pano_json_set(r, "avg_cpu_percent", summary_json(&b->avg_cpu, 2));
+            pano_json_append(rows, r);
+        }
+    } else {
+        set_num(o, "workflow_wall_time", s->wall_time, 3);
+        set_num(o, "workflow_cumulative_job_wall_time", s->cumulative_job_wall_time, 3);
+        set_num(o, "workflow_cumulative_badput_time", s->cumulative_badput, 3);
+    }
+    set_num(o, "wall_time_so_far", s->wall_time, 3);
     set_num(o, "running_job_wall_time_so_far", s->cumulative_job_wall_time_running, 3);
     pano_json_set(o, "transformations", groups_json(s->transformations, s->n_transformations,
                                                     "transformation"));

@@ -104,6 +104,17 @@ static void print_json(pano_json *doc)
     pano_json_free(doc);
 }
 
+/* pegasus-monitord's figures of the workflow, or an exit status. */
+static int load_pegasus(opts *o, const char *uuid, pano_pegasus *p)
+{
+    char err[1024];
+    if (pano_query_pegasus(o->q, uuid, p, err, sizeof err) < 0) {
+        pano_error("%s", err);
+        return EXIT_STORE;
+    }
+    return 0;
+}
+
 /* The jobs of the workflow, or an exit status. */
 static int load(opts *o, const char *uuid, pano_jobs *jobs)
 {
@@ -249,12 +260,12 @@ static bool needs_attention(const pano_job *j, const opts *o)
     return j->state != PANO_JOB_SUCCEEDED;
 }
 
-static void status_screen(const opts *o, const pano_jobs *jobs)
+static void status_screen(const opts *o, const pano_jobs *jobs, const pano_pegasus *p)
 {
     pano_stats s;
     pano_stats_compute(jobs, &s);
     if (o->json) {
-        pano_json *doc = pano_stats_to_json(jobs, &s);
+        pano_json *doc = pano_stats_to_json(jobs, &s, p);
         pano_json *rows = pano_json_set_array(doc, "jobs_not_succeeded");
         for (size_t i = 0; i < jobs->n; i++)
             if (jobs->jobs[i].state != PANO_JOB_SUCCEEDED)
@@ -276,6 +287,13 @@ static void status_screen(const opts *o, const pano_jobs *jobs)
         printf("Workflow %s%s%s%s  %s, %s\n", jobs->wf_uuid, *jobs->wf_label ? " (" : "",
                jobs->wf_label, *jobs->wf_label ? ")" : "", state,
                fmt_seconds(wall, sizeof wall, s.wall_time, false));
+        if (p->present) {
+            const pano_pegasus_status *ps = &p->status;
+            printf("DAG nodes (as pegasus-status): %zu unready, %zu ready, %zu pre, %zu queued, "
+                   "%zu post, %zu succeeded, %zu failed of %zu; %.2f %% done; %s\n",
+                   ps->unready, ps->ready, ps->pre, ps->queued, ps->post, ps->succeeded,
+                   ps->failed, ps->total, ps->percent_done, ps->state);
+        }
         printf("%zu job(s): %zu running, %zu succeeded, %zu failed, %zu killed, %zu lost, "
                "%zu queued, %zu held; %zu retries; %.1f %% done   (as of %s)\n\n",
                s.jobs, s.jobs_by_state[PANO_JOB_RUNNING], done,
@@ -294,15 +312,19 @@ static int cmd_status(opts *o, const char *uuid)
     bool terminal = isatty(STDOUT_FILENO) && !o->json && !o->tsv;
     for (;;) {
         pano_jobs jobs;
+        pano_pegasus p;
         int rc = load(o, uuid, &jobs);
+        if (rc == 0 && (rc = load_pegasus(o, uuid, &p)) != 0)
+            pano_jobs_free(&jobs);
         if (rc)
             return rc;
         if (o->watch > 0 && terminal)
             fputs("\033[H\033[2J", stdout);
-        status_screen(o, &jobs);
+        status_screen(o, &jobs, &p);
         fflush(stdout);
         bool ended = jobs.wf_ended;
         pano_jobs_free(&jobs);
+        pano_pegasus_free(&p);
         if (o->watch <= 0 || ended)
             return 0;
         for (double slept = 0; slept < o->watch && !stop; slept += 0.1)
@@ -350,34 +372,100 @@ static void groups_table(const opts *o, const char *title, const pano_group_stat
     table_free(t);
 }
 
+static void breakdown_table(const opts *o, const pano_pegasus *p)
+{
+    static const table_column cols[] = {
+        {"TRANSFORMATION", false}, {"TYPE", false},       {"COUNT", true},
+        {"MIN", true},             {"MAX", true},         {"MEAN", true},
+        {"TOTAL", true},           {"MEM MEAN (MiB)", true}, {"AVG CPU MEAN", true}};
+    table *t = table_new(cols, 9);
+    for (size_t i = 0; i < p->n_breakdown; i++) {
+        const pano_pegasus_breakdown *b = &p->breakdown[i];
+        char n[24], a[32], c[32], d[32], e[32], m[32], u[32];
+        snprintf(n, sizeof n, "%zu", b->count);
+        const char *row[] = {b->transformation,
+                             b->succeeded ? "successful" : "failed",
+                             n,
+                             fmt_number(a, sizeof a, b->runtime.min, 3),
+                             fmt_number(c, sizeof c, b->runtime.max, 3),
+                             fmt_number(d, sizeof d, b->runtime.mean, 3),
+                             fmt_number(e, sizeof e, b->runtime.total, 3),
+                             fmt_number(m, sizeof m, b->memory.mean, 3),
+                             fmt_number(u, sizeof u, b->avg_cpu.mean, 2)};
+        table_row(t, row);
+    }
+    table_print(t, stdout, o->tsv);
+    table_free(t);
+}
+
+static void print_counts(const char *type, const pano_pegasus_counts *c)
+{
+    printf("%-14s %10zu %7zu %11zu %6zu %8zu %14zu\n", type, c->succeeded, c->failed,
+           c->incomplete, c->total, c->retries, c->total_with_retries);
+}
+
+/* pegasus-statistics' summary, with what pano adds. */
+static void print_summary(const pano_jobs *jobs, const pano_stats *s, const pano_pegasus *p)
+{
+    char a[32], b[32], c[32], d[32], e[32];
+    printf("Workflow %s%s%s%s\n\n", jobs->wf_uuid, *jobs->wf_label ? " (" : "", jobs->wf_label,
+           *jobs->wf_label ? ")" : "");
+    printf("%-14s %10s %7s %11s %6s %8s %14s\n", "Type", "Succeeded", "Failed", "Incomplete",
+           "Total", "Retries", "Total+Retries");
+    size_t ok = s->jobs_by_state[PANO_JOB_SUCCEEDED];
+    size_t bad = s->jobs_by_state[PANO_JOB_FAILED] + s->jobs_by_state[PANO_JOB_KILLED];
+    pano_pegasus_counts runs = {ok, bad, s->jobs - ok - bad, s->jobs, s->retries, s->runs};
+    if (p->present) {
+        print_counts("Tasks", &p->tasks);
+        print_counts("Jobs", &p->jobs);
+        print_counts("Sub-Workflows", &p->sub_workflows);
+    } else
+        print_counts("Jobs", &runs);
+    putchar('\n');
+    if (p->present) {
+        printf("Workflow wall time                                       : %s\n",
+               fmt_seconds(a, sizeof a, p->workflow_wall_time, false));
+        printf("Cumulative job wall time                                 : %s\n",
+               fmt_seconds(b, sizeof b, p->cumulative_job_wall_time, false));
+        printf("Cumulative job wall time as seen from submit side        : %s\n",
+               fmt_seconds(c, sizeof c, p->cumulative_job_walltime_from_submit_side, false));
+        printf("Cumulative job badput wall time                          : %s\n",
+               fmt_seconds(d, sizeof d, p->cumulative_badput_time, false));
+        printf("Cumulative job badput wall time as seen from submit side : %s\n",
+               fmt_seconds(e, sizeof e, p->cumulative_badput_walltime_from_submit_side, false));
+    } else {
+        printf("Workflow wall time so far    : %s\n", fmt_seconds(a, sizeof a, s->wall_time, false));
+        printf("Cumulative job wall time     : %s\n",
+               fmt_seconds(b, sizeof b, s->cumulative_job_wall_time, false));
+        printf("Cumulative job badput        : %s\n",
+               fmt_seconds(d, sizeof d, s->cumulative_badput, false));
+    }
+    if (s->cumulative_job_wall_time_running > 0)
+        printf("Running jobs so far (pano)   : %s\n",
+               fmt_seconds(c, sizeof c, s->cumulative_job_wall_time_running, false));
+    putchar('\n');
+}
+
 static int cmd_stats(opts *o, const char *uuid)
 {
     pano_jobs jobs;
+    pano_pegasus p;
     int rc = load(o, uuid, &jobs);
+    if (rc == 0 && (rc = load_pegasus(o, uuid, &p)) != 0)
+        pano_jobs_free(&jobs);
     if (rc)
         return rc;
     pano_stats s;
     pano_stats_compute(&jobs, &s);
     if (o->json)
-        print_json(pano_stats_to_json(&jobs, &s));
+        print_json(pano_stats_to_json(&jobs, &s, &p));
     else {
-        char a[32], b[32], c[32], d[32];
-        size_t ok = s.jobs_by_state[PANO_JOB_SUCCEEDED];
-        size_t bad = s.jobs_by_state[PANO_JOB_FAILED] + s.jobs_by_state[PANO_JOB_KILLED];
-        if (!o->tsv) {
-            printf("Workflow %s%s%s%s\n\n", jobs.wf_uuid, *jobs.wf_label ? " (" : "",
-                   jobs.wf_label, *jobs.wf_label ? ")" : "");
-            printf("%-12s %8s %10s %8s %11s %8s %14s\n", "Type", "Total", "Succeeded", "Failed",
-                   "Incomplete", "Retries", "Total+Retries");
-            printf("%-12s %8zu %10zu %8zu %11zu %8zu %14zu\n\n", "Jobs", s.jobs, ok, bad,
-                   s.jobs - ok - bad, s.retries, s.runs);
-            printf("Workflow wall time so far    : %s\n",
-                   fmt_seconds(a, sizeof a, s.wall_time, false));
-            printf("Cumulative job wall time     : %s (ended runs), %s more so far (running)\n",
-                   fmt_seconds(b, sizeof b, s.cumulative_job_wall_time, false),
-                   fmt_seconds(c, sizeof c, s.cumulative_job_wall_time_running, false));
-            printf("Cumulative job badput        : %s\n\n",
-                   fmt_seconds(d, sizeof d, s.cumulative_badput, false));
+        if (!o->tsv)
+            print_summary(&jobs, &s, &p);
+        if (p.present && !o->tsv) {
+            puts("Invocations by transformation (as pegasus-statistics' breakdown)");
+            breakdown_table(o, &p);
+            puts("\nJob runs by transformation");
         }
         groups_table(o, "TRANSFORMATION", s.transformations, s.n_transformations);
         if (!o->tsv) {
@@ -387,6 +475,7 @@ static int cmd_stats(opts *o, const char *uuid)
     }
     pano_stats_free(&s);
     pano_jobs_free(&jobs);
+    pano_pegasus_free(&p);
     return 0;
 }
 

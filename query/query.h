@@ -152,6 +152,53 @@ void pano_stats_free(pano_stats *stats);
  * linearly between closest ranks. */
 pano_summary pano_summarize(double *values, size_t n);
 
+/* ---- Pegasus: pegasus-statistics' and pegasus-status' figures ---------------- */
+
+/* A row of pegasus-statistics' summary. */
+typedef struct {
+    size_t succeeded, failed, incomplete, total, retries, total_with_retries;
+} pano_pegasus_counts;
+
+/* pegasus-status' counts of DAG nodes (over the workflow's DAGs that ran). */
+typedef struct {
+    size_t unready, ready, pre, queued, post, succeeded, failed, total;
+    double percent_done;
+    const char *state; /* "Running", "Success", "Failure" */
+} pano_pegasus_status;
+
+/* A row of pegasus-statistics' transformation breakdown: the invocations of
+ * one transformation (PRE and POST scripts, sub-workflow DAGMans
+ * included) that succeeded or failed. */
+typedef struct {
+    char *transformation;
+    bool succeeded;       /* exit code 0; any other (or none) is failed */
+    size_t count;
+    pano_summary runtime; /* s, dur x multiplier_factor (min, max, mean, total) */
+    pano_summary memory;  /* MiB, maxrss / 1024, of the invocations that have one */
+    pano_summary avg_cpu; /* %, avg_cpu x 100, likewise */
+} pano_pegasus_breakdown;
+
+typedef struct {
+    bool present;  /* the workflow has pegasus-monitord's events */
+    pano_pegasus_counts tasks, jobs, sub_workflows;
+    double workflow_wall_time;   /* NAN until every DAGMan run of the root ended */
+    double cumulative_job_wall_time, cumulative_job_walltime_from_submit_side;
+    double cumulative_badput_time, cumulative_badput_walltime_from_submit_side;
+    size_t workflow_retries;     /* DAGMan restarts (rescue DAGs) */
+    pano_pegasus_status status;
+    pano_pegasus_breakdown *breakdown; /* by transformation, then failed after succeeded */
+    size_t n_breakdown;
+} pano_pegasus;
+
+/* The figures pegasus-statistics (summary) and pegasus-status compute, from
+ * the stampede events of the workflow and of every sub-workflow under it
+ * (root_xwf_id), at any moment of the run, with their definitions
+ * (docs/query.md). out->present is false for a workflow monitord never
+ * reported. -1 with a message in err when the store cannot be asked. */
+int pano_query_pegasus(pano_query *q, const char *wf_uuid, pano_pegasus *out, char *err,
+                       size_t errlen);
+void pano_pegasus_free(pano_pegasus *p);
+
 /* ---- anomalies ------------------------------------------------------------ */
 
 typedef enum {
@@ -239,7 +286,10 @@ void pano_workflows_free(pano_workflow *w, size_t n);
 
 pano_json *pano_job_to_json(const pano_job *job);
 pano_json *pano_jobs_to_json(const pano_jobs *jobs); /* the workflow and its rows */
-pano_json *pano_stats_to_json(const pano_jobs *jobs, const pano_stats *stats);
+/* The statistics; with pegasus-monitord's figures when pegasus is given and
+ * present (they then take pegasus-statistics' names and meaning). */
+pano_json *pano_stats_to_json(const pano_jobs *jobs, const pano_stats *stats,
+                              const pano_pegasus *pegasus);
 pano_json *pano_anomalies_to_json(const pano_anomaly *a, size_t n);
 pano_json *pano_series_to_json(const pano_series *s);
 pano_json *pano_workflows_to_json(const pano_workflow *w, size_t n);

@@ -256,7 +256,7 @@ START_TEST(json_forms)
     w.jobs[1].maxrss = -1;
     pano_stats s;
     pano_stats_compute(&w, &s);
-    pano_json *doc = pano_stats_to_json(&w, &s);
+    pano_json *doc = pano_stats_to_json(&w, &s, NULL);
     char *text = pano_json_serialize(doc, NULL);
     ck_assert_msg(strstr(text, "\"workflow_wall_time\":") &&
                       strstr(text, "\"workflow_cumulative_job_wall_time\":") &&
