@@ -696,7 +696,7 @@ static void settle_open_run(pano_job *j, double now, double ingest_delay)
 
 static void make_rows(collect *c, pano_jobs *out, double ingest_delay)
 {
-    qsort(c->runs, c->n, sizeof *c->runs, by_job_then_time);
+    store_sort(c->runs, c->n, sizeof *c->runs, by_job_then_time);
     out->jobs = pano_calloc(c->n ? c->n : 1, sizeof *out->jobs);
     size_t i = 0;
     while (i < c->n) {
@@ -734,7 +734,7 @@ static void make_rows(collect *c, pano_jobs *out, double ingest_delay)
         }
         i = end;
     }
-    qsort(out->jobs, out->n, sizeof *out->jobs, by_start_then_id);
+    store_sort(out->jobs, out->n, sizeof *out->jobs, by_start_then_id);
 }
 
 int pano_query_jobs(pano_query *q, const char *wf_uuid, double now, pano_jobs *out, char *err,

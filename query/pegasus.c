@@ -395,24 +395,24 @@ static int by_key_then_inst(const void *a, const void *b)
 
 static pjob *find_job(fetched *f, const char *key)
 {
-    return bsearch(&key, f->jobs, f->njobs, sizeof *f->jobs, by_key);
+    return store_find(&key, f->jobs, f->njobs, sizeof *f->jobs, by_key);
 }
 
 static pinst *find_inst(fetched *f, const char *key, int64_t inst)
 {
     pinst probe = {.key = (char *)key, .inst = inst};
-    return bsearch(&probe, f->insts, f->ninsts, sizeof *f->insts, by_key_then_inst);
+    return store_find(&probe, f->insts, f->ninsts, sizeof *f->insts, by_key_then_inst);
 }
 
 static bool has(char **sorted, size_t n, const char *key)
 {
-    return bsearch(&key, sorted, n, sizeof *sorted, by_key) != NULL;
+    return store_find(&key, sorted, n, sizeof *sorted, by_key) != NULL;
 }
 
 /* Distinct strings of a list (sorted in place). */
 static size_t distinct(char **list, size_t n)
 {
-    qsort(list, n, sizeof *list, by_key);
+    store_sort(list, n, sizeof *list, by_key);
     size_t d = 0;
     for (size_t i = 0; i < n; i++)
         d += i == 0 || strcmp(list[i], list[i - 1]) != 0;
@@ -442,7 +442,7 @@ static void count_jobs(fetched *f, bool dags, pano_pegasus_counts *c)
 
 static void count_tasks(fetched *f, pano_pegasus_counts *c)
 {
-    qsort(f->task_maps, f->nmaps, sizeof *f->task_maps, by_key);
+    store_sort(f->task_maps, f->nmaps, sizeof *f->task_maps, by_key);
     for (size_t i = 0; i < f->ntasks; i++)
         c->total += !f->tasks[i].dag && has(f->task_maps, f->nmaps, f->tasks[i].key);
     /* The invocations of tasks: of the last instance of a job (not a
@@ -479,7 +479,7 @@ static void count_tasks(fetched *f, pano_pegasus_counts *c)
 
 static void wall_times(fetched *f, pano_pegasus *out)
 {
-    qsort(f->subwf_insts, f->nsubwf, sizeof *f->subwf_insts, by_key);
+    store_sort(f->subwf_insts, f->nsubwf, sizeof *f->subwf_insts, by_key);
     /* as kickstart saw them: the jobs' own invocations (not their PRE and
      * POST scripts, not a sub-workflow's DAGMan), times the cores */
     for (size_t i = 0; i < f->ninvs; i++) {
@@ -524,7 +524,7 @@ static void breakdown(fetched *f, pano_pegasus *out)
     pinv **sorted = pano_calloc(f->ninvs + 1, sizeof *sorted);
     for (size_t i = 0; i < f->ninvs; i++)
         sorted[i] = &f->invs[i];
-    qsort(sorted, f->ninvs, sizeof *sorted, by_transformation);
+    store_sort(sorted, f->ninvs, sizeof *sorted, by_transformation);
     double *rt = pano_calloc(f->ninvs + 1, sizeof *rt), *mem = pano_calloc(f->ninvs + 1, sizeof *mem);
     double *cpu = pano_calloc(f->ninvs + 1, sizeof *cpu);
     for (size_t from = 0, to; from < f->ninvs; from = to) {
@@ -674,8 +674,8 @@ int pano_query_pegasus(pano_query *q, const char *wf_uuid, pano_pegasus *out, ch
         rc = fetch_runs(q, uuid, &dags, &ndags, err, errlen);
     if (rc == 0 && f.njobs > 0) {
         out->present = true;
-        qsort(f.jobs, f.njobs, sizeof *f.jobs, by_key);
-        qsort(f.insts, f.ninsts, sizeof *f.insts, by_key_then_inst);
+        store_sort(f.jobs, f.njobs, sizeof *f.jobs, by_key);
+        store_sort(f.insts, f.ninsts, sizeof *f.insts, by_key_then_inst);
         for (size_t i = 0; i < f.ninsts; i++) {
             pjob *j = find_job(&f, f.insts[i].key);
             if (!j)

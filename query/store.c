@@ -205,6 +205,18 @@ int store_composite_each(pano_query *q, const char *path, pano_json *body, const
     }
 }
 
+void store_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+    if (n > 1)
+        qsort(base, n, size, cmp);
+}
+
+void *store_find(const void *key, const void *base, size_t n, size_t size,
+                 int (*cmp)(const void *, const void *))
+{
+    return n ? bsearch(key, base, n, size, cmp) : NULL;
+}
+
 const pano_json *store_agg(const pano_json *aggs, const char *name)
 {
     return aggs ? pano_json_get(aggs, name) : NULL;

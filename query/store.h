@@ -58,6 +58,12 @@ int store_composite_each(pano_query *q, const char *path, pano_json *body, const
                          void (*each)(const pano_json *bucket, void *user), void *user,
                          char *err, size_t errlen);
 
+/* qsort and bsearch for arrays that may be empty (and NULL), which the C
+ * library's own must not be given. */
+void store_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+void *store_find(const void *key, const void *base, size_t n, size_t size,
+                 int (*cmp)(const void *, const void *));
+
 /* Readers of an aggregation answer. */
 double store_value(const pano_json *aggs, const char *name, double missing); /* {"value": x} */
 const pano_json *store_agg(const pano_json *aggs, const char *name);
