@@ -12,6 +12,8 @@ packages=(
     gcc meson ninja-build pkg-config
     librabbitmq-dev librdkafka-dev libcurl4-openssl-dev libyajl-dev libssl-dev
     zlib1g-dev libbz2-dev
+    # pano-explorer: its HTTP server, and the charts its pages draw
+    libmicrohttpd-dev libjs-chart.js
     # tests, the demo and the benchmarks (column, bc)
     check valgrind jq curl bsdextrautils bc git
     # an AMQP client that is not pano's (tests publish with amqp-publish; bench/bridge.sh's
@@ -23,13 +25,20 @@ packages=(
     openssh-server openssh-client vsftpd
     # pano-monitor's MPI test: a real mpirun (MPICH's runs as root, no flags)
     mpich
+    # pano-explorer's tests in a real browser: headless Chromium driven by puppeteer-core (npm)
+    chromium nodejs npm
     # maintainers' tools: tools/fresh-machine (a pristine Debian root), tools/pegasus-fixtures
     # (the real pegasus-monitord and pegasus-statistics from PyPI, in a virtual environment)
     mmdebstrap python3-venv
 )
 
+# Packages whose command is enough, wherever it came from: a machine with
+# Node.js from NodeSource has node and npm, and Debian's npm would conflict.
+declare -A command_of=([nodejs]=node [npm]=npm)
+
 missing=()
 for p in "${packages[@]}"; do
+    [[ -n ${command_of[$p]:-} ]] && command -v "${command_of[$p]}" >/dev/null && continue
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]} == 0)); then
