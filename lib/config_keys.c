@@ -163,6 +163,30 @@ const pano_config_key pano_config_keys[] = {
      "indexer, refresh): a run without an end is lost when its latest stored sample is older "
      "than 3 sampling intervals plus this."},
 
+    /* ---- pano-explorer ---- */
+    {"pano.explorer.bind", PANO_CFG_STR, "127.0.0.1", NOLIMIT, false, {0}, {0},
+     "Address pano-explorer listens on (numeric IPv4 or IPv6). Any other than loopback "
+     "needs pano.explorer.password or pano.explorer.password_file (HTTP basic "
+     "authentication)."},
+    {"pano.explorer.port", PANO_CFG_INT, "8095", 0, 65535, false, {0}, {0},
+     "Port pano-explorer listens on (0: any free port, printed at start)."},
+    {"pano.explorer.user", PANO_CFG_STR, "pano", NOLIMIT, false, {0}, {0},
+     "User name of pano-explorer's basic authentication."},
+    {"pano.explorer.password", PANO_CFG_STR, NULL, NOLIMIT, true, {0}, {0},
+     "Password of pano-explorer's basic authentication; from the properties file or the "
+     "environment only (refused on the command line, where ps would show it)."},
+    {"pano.explorer.password_file", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "File holding pano-explorer's password (first line), instead of pano.explorer.password."},
+    {"pano.explorer.threads", PANO_CFG_INT, "4", 1, 64, false, {0}, {0},
+     "Requests pano-explorer serves at once (each asks Elasticsearch)."},
+    {"pano.explorer.www", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "Directory of the explorer's pages (index.html, app.js, style.css); default: "
+     "share/pano/explorer of the installation, else explorer/www of the source tree it was "
+     "built from."},
+    {"pano.explorer.chartjs", PANO_CFG_STR, "/usr/share/javascript/chart.js/chart.min.js",
+     NOLIMIT, false, {0}, {0},
+     "Chart.js, from Debian's libjs-chart.js, served to the pages as /vendor/chart.js."},
+
     {"pano.indexer.group", PANO_CFG_STR, "pano-indexer", NOLIMIT, false, {0}, {0},
      "Kafka consumer group; indexers in one group share the partitions."},
     {"pano.indexer.index_prefix", PANO_CFG_STR, "pano-", NOLIMIT, false, {0}, {0},

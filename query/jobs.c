@@ -182,9 +182,13 @@ static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *
     pano_json *aggs = pano_json_set_object(body, "aggs");
     pano_json_set(aggs, "first", store_metric("min", "ts"));
     pano_json_set(aggs, "last", store_metric("max", "ts"));
-    pano_json *label = pano_json_set_object(pano_json_set_object(aggs, "label"), "terms");
-    pano_json_set_str(label, "field", "wf_label");
-    pano_json_set_int(label, "size", 1);
+    /* pano's publishers name it wf_label, monitord dax_label */
+    const char *label_fields[] = {"wf_label", "dax_label"};
+    for (size_t i = 0; i < 2; i++) {
+        pano_json *t = pano_json_set_object(pano_json_set_object(aggs, label_fields[i]), "terms");
+        pano_json_set_str(t, "field", label_fields[i]);
+        pano_json_set_int(t, "size", 1);
+    }
     pano_json *sub;
     pano_json_set(aggs, "monitor", store_filter_agg(store_prefix("event", "kickstart.inv."), &sub));
     pano_json_set(aggs, "stampede",
@@ -210,10 +214,12 @@ static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *
     const pano_json *a = pano_json_get(answer, "aggregations");
     out->first_event = store_value(a, "first", 0);
     out->last_event = store_value(a, "last", 0);
-    const pano_json *buckets = pano_json_get(store_agg(a, "label"), "buckets");
     char buf[512] = "";
-    if (buckets && buckets->type == PANO_JSON_ARRAY && buckets->u.items.len > 0)
-        store_str(buckets->u.items.values[0], "key", buf, sizeof buf);
+    for (size_t i = 0; i < 2 && !buf[0]; i++) {
+        const pano_json *buckets = pano_json_get(store_agg(a, label_fields[i]), "buckets");
+        if (buckets && buckets->type == PANO_JSON_ARRAY && buckets->u.items.len > 0)
+            store_str(buckets->u.items.values[0], "key", buf, sizeof buf);
+    }
     out->wf_label = pano_strdup(buf);
     counts->monitor_events = filter_count(a, "monitor");
     counts->stampede_events = filter_count(a, "stampede");

@@ -238,6 +238,7 @@ pano_json *pano_series_to_json(const pano_series *s)
         pano_json_set_str(o, "kind", s->metric->rate ? "rate" : "gauge");
     }
     set_num(o, "step", s->step, 3);
+    pano_json_set_int(o, "samples", s->samples);
     pano_json *pts = pano_json_set_array(o, "points");
     for (size_t i = 0; i < s->n; i++) {
         pano_json *p = pano_json_array();

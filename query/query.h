@@ -120,6 +120,20 @@ bool pano_query_job_name_valid(const char *name);
 pano_json *pano_query_job_events(pano_query *q, const pano_jobs *jobs, const pano_job *job,
                                  size_t limit, char *err, size_t errlen);
 
+/* The Darshan logs and transfers of the workflow (job NULL) or of one job,
+ * summed: {"darshan": {logs, modules: {POSIX: {bytes_read, bytes_written},
+ * ...}, posix_agg_perf_by_slowest: {min, mean, max}, processes, run_time},
+ * "transfers": {files, failed, bytes, time, retries, mean_rate}, "globus":
+ * {tasks, bytes, files}}. NULL with a message in err. */
+pano_json *pano_query_io(pano_query *q, const pano_jobs *jobs, const pano_job *job, char *err,
+                         size_t errlen);
+
+/* A pano-monitor run's start event (argv, cwd, user, the host's CPUs ...),
+ * or JSON null for a run pano-monitor did not see. NULL with a message in
+ * err when the store cannot be asked. */
+pano_json *pano_query_job_start(pano_query *q, const pano_jobs *jobs, const pano_job *job,
+                                char *err, size_t errlen);
+
 /* ---- statistics ----------------------------------------------------------- */
 
 typedef struct {
@@ -255,12 +269,16 @@ typedef struct {
     double step;  /* s */
     pano_point *points;
     size_t n;
+    int64_t samples; /* the samples it was made from (0: the points are no measurement) */
 } pano_series;
 
-/* A metric over time in buckets of step seconds, for the whole workflow or
- * one job (NULL: all). from/to bound the buckets (0: the workflow's first
- * and last event). -1 with a message in err for an unknown metric or a
- * store that cannot be asked. */
+/* The time a series covers: the job's (or, job NULL, the workflow's) first
+ * event to its last, or to now while it runs. False when there is none yet. */
+bool pano_jobs_span(const pano_jobs *jobs, const pano_job *job, double *from, double *to);
+
+/* A metric over time in buckets of step seconds, over pano_jobs_span() of
+ * the whole workflow or one job (NULL: all). -1 with a message in err for
+ * an unknown metric or a store that cannot be asked. */
 int pano_query_series(pano_query *q, const pano_jobs *jobs, const pano_job *job,
                       const char *metric, double step, pano_series *out, char *err,
                       size_t errlen);

@@ -46,6 +46,23 @@ const pano_metric_info pano_series_metrics[] = {
     {NULL, NULL, NULL, false, {NULL}},
 };
 
+bool pano_jobs_span(const pano_jobs *jobs, const pano_job *job, double *from, double *to)
+{
+    if (job) {
+        *from = job->start;
+        *to = job->state == PANO_JOB_RUNNING ? fmax(job->last_seen, jobs->now)
+              : job->end > 0                 ? job->end
+                                             : job->last_seen;
+    } else {
+        *from = jobs->first_event;
+        *to = jobs->last_event;
+        for (size_t i = 0; i < jobs->n && !jobs->wf_ended; i++)
+            if (jobs->jobs[i].state == PANO_JOB_RUNNING)
+                *to = fmax(*to, jobs->now);
+    }
+    return *from > 0 && *to >= *from;
+}
+
 static const pano_metric_info *find_metric(const char *name)
 {
     for (const pano_metric_info *m = pano_series_metrics; m->name; m++)
@@ -211,14 +228,8 @@ int pano_query_series(pano_query *q, const pano_jobs *jobs, const pano_job *job,
     }
     out->metric = m;
     out->step = step;
-    bool open = job ? !pano_job_state_ended(job->state) : jobs->first_event > 0 && !jobs->wf_ended;
-    double from = job ? job->start : jobs->first_event;
-    double to = job ? (open ? fmax(job->last_seen, jobs->now) : job->end) : jobs->last_event;
-    if (!job && open)
-        for (size_t i = 0; i < jobs->n; i++)
-            if (jobs->jobs[i].state == PANO_JOB_RUNNING)
-                to = fmax(to, jobs->now);
-    if (!(step > 0) || from <= 0 || to < from)
+    double from, to;
+    if (!(step > 0) || !pano_jobs_span(jobs, job, &from, &to))
         return 0; /* nothing to show yet */
     /* Buckets on multiples of the step, as date_histogram makes them. */
     buckets b = {.step = step, .from = floor(from / step) * step};
@@ -258,8 +269,10 @@ int pano_query_series(pano_query *q, const pano_jobs *jobs, const pano_job *job,
     if (answer) {
         const pano_json *a = pano_json_get(answer, "aggregations");
         add_bucket_values(&b, store_agg(store_agg(a, "with"), "t"), m);
-        int64_t raw = 0;
+        int64_t raw = 0, delta = 0;
         pano_json_get_int(store_agg(a, "without"), "doc_count", &raw);
+        pano_json_get_int(store_agg(a, "with"), "doc_count", &delta);
+        out->samples = delta + raw;
         rc = raw > 0 ? ask_raw(q, jobs, job, &b, m, err, errlen) : 0;
         pano_json_free(answer);
     }

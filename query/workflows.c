@@ -44,9 +44,13 @@ int pano_query_workflows(pano_query *q, double since, size_t limit, double now,
     pano_json *sub = pano_json_set_object(wf, "aggs"), *a;
     pano_json_set(sub, "first", store_metric("min", "ts"));
     pano_json_set(sub, "last", store_metric("max", "ts"));
-    pano_json *label = pano_json_set_object(pano_json_set_object(sub, "label"), "terms");
-    pano_json_set_str(label, "field", "wf_label");
-    pano_json_set_int(label, "size", 1);
+    /* pano's publishers name it wf_label, monitord dax_label */
+    const char *label_fields[] = {"wf_label", "dax_label"};
+    for (size_t i = 0; i < 2; i++) {
+        pano_json *t = pano_json_set_object(pano_json_set_object(sub, label_fields[i]), "terms");
+        pano_json_set_str(t, "field", label_fields[i]);
+        pano_json_set_int(t, "size", 1);
+    }
     pano_json_set(sub, "starts", store_filter_agg(store_term("event", "kickstart.inv.start"), &a));
     pano_json *ends = store_filter_agg(store_term("event", "kickstart.inv.end"), &a);
     pano_json *ok;
@@ -75,10 +79,12 @@ int pano_query_workflows(pano_query *q, double since, size_t limit, double now,
         char buf[512];
         if (!pano_wf_uuid_normalize(store_str(b, "key", buf, sizeof buf), w->wf_uuid))
             continue; /* the fallback index's strays */
-        const pano_json *labels = pano_json_get(store_agg(b, "label"), "buckets");
         buf[0] = '\0';
-        if (labels && labels->type == PANO_JSON_ARRAY && labels->u.items.len > 0)
-            store_str(labels->u.items.values[0], "key", buf, sizeof buf);
+        for (size_t l = 0; l < 2 && !buf[0]; l++) {
+            const pano_json *labels = pano_json_get(store_agg(b, label_fields[l]), "buckets");
+            if (labels && labels->type == PANO_JSON_ARRAY && labels->u.items.len > 0)
+                store_str(labels->u.items.values[0], "key", buf, sizeof buf);
+        }
         w->wf_label = pano_strdup(buf);
         w->first_event = store_value(b, "first", 0);
         w->last_event = store_value(b, "last", 0);
@@ -106,6 +112,31 @@ void pano_workflows_free(pano_workflow *w, size_t n)
     for (size_t i = 0; i < n; i++)
         free(w[i].wf_label);
     free(w);
+}
+
+pano_json *pano_query_job_start(pano_query *q, const pano_jobs *jobs, const pano_job *job,
+                                char *err, size_t errlen)
+{
+    if (!job->from_monitor)
+        return pano_json_null();
+    static const char *const fam[] = {"kickstart", NULL};
+    pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
+    pano_json_set_int(body, "size", 1);
+    pano_json_append(filter, store_term("event", "kickstart.inv.start"));
+    pano_json_append(filter, store_run_filter(job));
+    char *path = store_search_path(q, jobs->wf_uuid, fam);
+    pano_json *answer = store_search(q, path, body, err, errlen);
+    free(path);
+    pano_json_free(body);
+    if (!answer)
+        return NULL;
+    const pano_json *hits = pano_json_get(pano_json_get(answer, "hits"), "hits");
+    const pano_json *src = hits && hits->type == PANO_JSON_ARRAY && hits->u.items.len
+                               ? pano_json_get(hits->u.items.values[0], "_source")
+                               : NULL;
+    pano_json *start = src ? pano_json_clone(src) : pano_json_null();
+    pano_json_free(answer);
+    return start;
 }
 
 pano_json *pano_query_job_events(pano_query *q, const pano_jobs *jobs, const pano_job *job,

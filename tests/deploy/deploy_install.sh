@@ -43,7 +43,7 @@ for p in "${programs[@]}"; do
     done
     # every long option of the program's getopt table is in --help
     src=$(grep -rlE --include='*.c' "\"$p\"" "$PANO_SOURCE/publishers" "$PANO_SOURCE/broker-bridge" \
-        "$PANO_SOURCE/indexer" "$PANO_SOURCE/query" "$PANO_SOURCE/tools" 2>/dev/null | head -n1) ||
+        "$PANO_SOURCE/indexer" "$PANO_SOURCE/query" "$PANO_SOURCE/explorer" "$PANO_SOURCE/tools" 2>/dev/null | head -n1) ||
         fail "$p: no source file names the program"
     if [[ -n $src ]]; then
         for o in $(grep -oE '\{"[a-z][a-z-]*", *(no|required|optional)_argument' "$src" | sed -E 's/\{"([a-z-]+)".*/\1/' | sort -u); do

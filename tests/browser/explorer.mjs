@@ -1,0 +1,124 @@
+// pano-explorer in a real browser (Debian's Chromium, headless, driven by
+// puppeteer-core): what a person would see, asserted.
+//
+//   node explorer.mjs URL UUID SHOTS_DIR
+//
+// Environment: NEW_JOB (a shell command that starts a job of the workflow
+// once the workflow page is open), NEW_JOB_ID (its DAG job id), ES (the
+// Elasticsearch URL), INDICES (the index pattern), HOSTILE (the argv
+// element that must show as text), HOSTILE_JOB, FAILED_JOB (exit 3).
+// Prints one line per check; exits 1 at the first failure.
+import {execFile} from 'node:child_process';
+import puppeteer from 'puppeteer-core';
+
+const [url, uuid, shots] = process.argv.slice(2);
+const env = process.env;
+let browser;
+
+function fail(message) {
+  console.error('FAIL: ' + message);
+  if (browser) browser.close().catch(() => {});
+  process.exit(1);
+}
+function ok(message) { console.log('ok: ' + message); }
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+
+async function searchable(query) {
+  const r = await fetch(`${env.ES}/${env.INDICES}/_count?q=${encodeURIComponent(query)}`);
+  return (await r.json()).count > 0;
+}
+
+browser = await puppeteer.launch({
+  executablePath: '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
+         '--disable-background-networking', '--disable-component-update', '--disable-sync',
+         '--disable-quic'],
+});
+const page = await browser.newPage();
+await page.setViewport({width: 1400, height: 1000});
+const problems = [];
+page.on('pageerror', e => problems.push('page error: ' + e.message));
+page.on('console', m => { if (m.type() === 'error') problems.push('console: ' + m.text()); });
+page.on('dialog', d => { problems.push('a dialog opened: ' + d.message()); d.dismiss(); });
+
+// ---- workflows: this one is listed, running
+await page.goto(`${url}/#/`, {waitUntil: 'networkidle0'});
+await page.waitForSelector(`a[href="#/wf/${uuid}"]`, {timeout: 15000})
+  .catch(() => fail('the workflow is not in the workflows list'));
+ok('the workflows page lists the workflow');
+await page.screenshot({path: `${shots}/workflows.png`, fullPage: true});
+
+// ---- the workflow page: jobs with their exit codes, a timeline, charts drawn from data
+await page.goto(`${url}/#/wf/${uuid}`, {waitUntil: 'networkidle0'});
+await page.waitForFunction(f => [...document.querySelectorAll('td a')].some(a => a.textContent === f),
+  {timeout: 20000}, env.FAILED_JOB).catch(() => fail('the failed job is not listed'));
+const rows = await page.$$eval('h2 + .table-wrap tbody tr, .table-wrap tbody tr', trs => trs.map(tr =>
+  [...tr.querySelectorAll('td')].map(td => td.textContent)));
+const failedRow = rows.find(r => r[0] === env.FAILED_JOB);
+if (!failedRow || failedRow[1] !== 'failed' || failedRow[2] !== '3')
+  fail(`the failed job's row reads ${JSON.stringify(failedRow)}, not failed with exit 3`);
+ok(`${env.FAILED_JOB} is shown failed with exit code 3`);
+await page.waitForFunction(() => {
+  if (typeof Chart === 'undefined') return false;
+  const c = Chart.getChart(document.querySelector('canvas[data-metric="cpu"]'));
+  return c && c.data.datasets[0].data.some(p => p.y > 0);
+}, {timeout: 15000}).catch(() => fail('the CPU chart was not drawn from data'));
+const drawn = await page.evaluate(() => ['cpu', 'rss', 'read', 'write'].map(m => {
+  const c = Chart.getChart(document.querySelector(`canvas[data-metric="${m}"]`));
+  return [m, c ? c.data.datasets[0].data.length : 0, c ? Math.max(...c.data.datasets[0].data.map(p => p.y)) : 0];
+}));
+for (const [m, n, max] of drawn)
+  if (n === 0 || !(max > 0)) fail(`the ${m} chart has ${n} points, largest ${max}`);
+ok('CPU, memory, read and write charts are drawn from data: ' + drawn.map(d => `${d[0]} ${d[1]} points`).join(', '));
+const gantt = await page.evaluate(() => {
+  const c = document.getElementById('gantt');
+  return c && c.width > 0 && c.height > 40;
+});
+if (!gantt) fail('no timeline');
+ok('the timeline is drawn');
+await page.screenshot({path: `${shots}/workflow.png`, fullPage: true});
+
+// ---- live: a job started now appears without a reload, within 2 s of being searchable
+const reloads = await page.evaluate(() => performance.getEntriesByType('navigation').length);
+execFile('sh', ['-c', env.NEW_JOB], () => {});
+let seenAt = 0;
+for (let i = 0; i < 300 && !seenAt; i++) {
+  if (await searchable(`wf_uuid:"${uuid}" AND dag_job_id:"${env.NEW_JOB_ID}"`)) seenAt = Date.now();
+  else await sleep(50);
+}
+if (!seenAt) fail(`${env.NEW_JOB_ID}'s events never became searchable`);
+await page.waitForFunction(id => [...document.querySelectorAll('td a')].some(a => a.textContent === id),
+  {timeout: 10000, polling: 50}, env.NEW_JOB_ID).catch(() => fail('the new job did not appear'));
+const delay = (Date.now() - seenAt) / 1000;
+if (delay > 2) fail(`the new job appeared ${delay.toFixed(2)} s after it was searchable (more than 2 s)`);
+if (await page.evaluate(() => performance.getEntriesByType('navigation').length) !== reloads)
+  fail('the page was reloaded');
+ok(`a job started after the page opened appeared ${delay.toFixed(2)} s after it became searchable, without a reload`);
+
+// ---- a job with a hostile argument: shown as text, nothing of it executed
+await page.goto(`${url}/#/wf/${uuid}/job/${encodeURIComponent(env.HOSTILE_JOB)}`, {waitUntil: 'networkidle0'});
+await page.waitForSelector('[data-field="Arguments"]', {timeout: 15000})
+  .catch(() => fail('the job page did not show its arguments'));
+await page.waitForFunction(() => document.querySelector('[data-field="Arguments"]').textContent !== '–',
+  {timeout: 10000}).catch(() => fail('no arguments shown'));
+const args = await page.$eval('[data-field="Arguments"]', n => n.textContent);
+if (!args.includes(env.HOSTILE)) fail(`the arguments read ${JSON.stringify(args)}`);
+if (await page.$$eval('img', imgs => imgs.length) !== 0) fail('an <img> from the argument is in the page');
+ok(`the hostile argument shows as text: ${JSON.stringify(args)}`);
+await page.waitForFunction(() => {
+  const c = Chart.getChart(document.querySelector('canvas[data-metric="cpu"]'));
+  return c && c.data.datasets[0].data.length > 0;
+}, {timeout: 15000}).catch(() => fail("the job's CPU chart was not drawn"));
+ok("the job page draws the job's own charts");
+await page.screenshot({path: `${shots}/job.png`, fullPage: true});
+
+// ---- the failed job's page
+await page.goto(`${url}/#/wf/${uuid}/job/${encodeURIComponent(env.FAILED_JOB)}`, {waitUntil: 'networkidle0'});
+await page.waitForFunction(() => document.querySelector('[data-field="Exit code"]')?.textContent === '3',
+  {timeout: 15000}).catch(() => fail('the failed job page does not show exit code 3'));
+ok('the failed job page shows exit code 3');
+
+if (problems.length) fail(problems.join('; '));
+ok('no script error, no dialog');
+await browser.close();

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# pano-explorer in a real browser, over the real stack: a workflow run
+# through pano-monitor (a job that fails with exit 3, one whose argument is
+# an HTML tag with a script in it, one still running), indexed by the real
+# pipeline, looked at with headless Chromium (tests/browser/explorer.mjs):
+# the jobs and exit codes, charts drawn from data, the hostile argument
+# shown as text, a job started after the page opened appearing without a
+# reload. Screenshots of each page land in $PANO_BUILD/screenshots/.
+source "$(dirname "$0")/../integration/lib.sh"
+require_stack
+: "${PANO_SOURCE:?}"
+here=$PANO_SOURCE/tests/browser
+command -v chromium >/dev/null || fail "no chromium (deploy/install-deps.sh installs it)"
+if [[ ! -d $here/node_modules/puppeteer-core ]]; then
+    log "installing puppeteer-core (npm ci)"
+    (cd "$here" && npm ci --no-audit --no-fund >"$TEST_DIR/npm.log" 2>&1) ||
+        { cat "$TEST_DIR/npm.log" >&2; fail "npm ci failed"; }
+fi
+MONITOR=$PANO_BUILD/publishers/monitor/pano-monitor
+WORKLOAD=$PANO_BUILD/tests/integration/pano-workload
+SHOTS=$PANO_BUILD/screenshots
+mkdir -p "$SHOTS"
+
+start bridge "$PANO_BUILD/broker-bridge/pano-bridge"
+start indexer "$PANO_BUILD/indexer/pano-indexer"
+wait_until 30 grep -q "consuming" "$TEST_DIR/bridge.log" || fail "bridge did not start"
+
+WF=$(cat /proc/sys/kernel/random/uuid)
+export PEGASUS_WF_UUID=$WF PEGASUS_WF_LABEL=browser-test
+HOSTILE='<img src=x onerror=alert(1)>'
+job() { PEGASUS_DAG_JOB_ID=$1 "$MONITOR" -i 0.2 -- "${@:2}" >/dev/null 2>>"$TEST_DIR/monitor.log"; }
+job burn_ID01 "$WORKLOAD" burn 0.8
+job io_ID02 sh -c "head -c 30000000 /dev/urandom >'$TEST_DIR/data' && sleep 0.4 && cat '$TEST_DIR/data' >/dev/null && sleep 0.4"
+job fails_ID03 sh -c "$WORKLOAD burn 0.3 >/dev/null; exit 3" || true
+job hostile_ID04 sh -c 'sleep 0.6' "$HOSTILE"
+PEGASUS_DAG_JOB_ID=running_ID05 "$MONITOR" -i 0.2 -- "$WORKLOAD" sleep 300 >/dev/null 2>>"$TEST_DIR/monitor.log" &
+running=$!
+wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=wf_uuid:$WF+AND+event:kickstart.inv.end' | jq .count) == 4 ]]" ||
+    fail "the 4 jobs' end events did not arrive"
+
+start explorer "$PANO_BUILD/explorer/pano-explorer" --port 0
+wait_until 10 grep -q "serving" "$TEST_DIR/explorer.log" || fail "pano-explorer did not start"
+port=$(sed -n 's|.* on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$TEST_DIR/explorer.log")
+
+log "opening http://127.0.0.1:$port/ in Chromium"
+ES=$ES INDICES="$TEST_ID-*" HOSTILE=$HOSTILE HOSTILE_JOB=hostile_ID04 FAILED_JOB=fails_ID03 \
+    NEW_JOB_ID=late_ID06 \
+    NEW_JOB="PEGASUS_DAG_JOB_ID=late_ID06 '$MONITOR' -i 0.2 -- sleep 1 >/dev/null 2>>'$TEST_DIR/monitor.log'" \
+    node "$here/explorer.mjs" "http://127.0.0.1:$port" "$WF" "$SHOTS" 2>&1 | tee "$TEST_DIR/browser.out" >&2
+[[ ${PIPESTATUS[0]} == 0 ]] || fail "the browser test failed"
+for s in workflows workflow job; do
+    [[ -s $SHOTS/$s.png ]] || fail "no screenshot $s.png"
+done
+log "screenshots in $SHOTS"
+
+kill -TERM "$running"
+wait "$running" || true # the task's SIGTERM, passed through
+keep=()
+for p in "${PIDS[@]}"; do [[ $p == "$running" ]] || keep+=("$p"); done
+PIDS=("${keep[@]}")
+stop_all
+log "PASS"
