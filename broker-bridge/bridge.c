@@ -59,6 +59,7 @@
 #include "mem.h"
 #include "normalize.h"
 #include "schema.h"
+#include "metrics.h"
 #include "status.h"
 #include "tags.h"
 
@@ -151,7 +152,8 @@ typedef struct {
     int prefetch;
     double hold_timeout, drain_timeout, stats_interval;
     const char *status_file;
-    pano_status_server *status;
+    pano_status *status;        /* /metrics (pano.bridge.status_port) */
+    double status_published;    /* when its snapshot was last replaced */
 
     pano_dedup *dedup;   /* NULL: pano.bridge.dedup_window = 0 */
     tagged_id *tag_ids; /* tags.size entries */
@@ -1100,11 +1102,20 @@ static void update_gauges(bridge *b)
     b->m.kafka_stalled = b->stalled;
 }
 
-static void render_metrics(void *user, pano_buf *out)
+/* The snapshot /metrics serves, a tenth of a second old at most while the
+ * bridge works (it is replaced at the end of a round of the loop). */
+#define STATUS_REFRESH 0.1
+
+static void publish_metrics(bridge *b, double now)
 {
-    bridge *b = user;
+    if (!b->status || now - b->status_published < STATUS_REFRESH)
+        return;
     update_gauges(b);
-    pano_status_render(&b->m, pano_event_families, out);
+    pano_buf text = {0};
+    pano_bridge_metrics_render(&b->m, pano_event_families, &text);
+    pano_status_publish(b->status, text.data, text.len);
+    pano_buf_free(&text);
+    b->status_published = now;
 }
 
 static uint64_t produced_total(const pano_bridge_metrics *m)
@@ -1140,7 +1151,7 @@ static void stats(bridge *b, double now)
     b->last_stats = now;
     if (b->status_file) {
         pano_buf text = {0};
-        pano_status_render(&b->m, pano_event_families, &text);
+        pano_bridge_metrics_render(&b->m, pano_event_families, &text);
         char err[512];
         if (pano_status_write_file(b->status_file, text.data, text.len, err, sizeof err) < 0)
             pano_warn("%s", err);
@@ -1163,14 +1174,11 @@ static void step(bridge *b, double max_wait)
 {
     /* (Sleeping between reads to batch wake-ups was tried: it throttles the
      * broker's deliveries to half the rate on a quiet machine.) */
-    struct pollfd fds[24];
+    struct pollfd fds[2];
     size_t n = 0;
     if (b->amqp)
         fds[n++] = (struct pollfd){.fd = amqp_get_sockfd(conn(b)), .events = POLLIN};
     fds[n++] = (struct pollfd){.fd = b->kafka_pipe[0], .events = POLLIN};
-    size_t status_first = n;
-    if (b->status)
-        n += pano_status_pollfds(b->status, fds + n, sizeof fds / sizeof fds[0] - n);
 
     double now = monotonic(), wait = max_wait;
     if (amqp_buffered(b) || b->fatal)
@@ -1194,8 +1202,7 @@ static void step(bridge *b, double max_wait)
     send_acks(b, now, false);
     if (b->reconnect_needed)
         disconnect(b, false);
-    if (b->status)
-        pano_status_handle(b->status, fds + status_first, n - status_first, render_metrics, b);
+    publish_metrics(b, now);
 }
 
 static void drain(bridge *b)
@@ -1413,7 +1420,7 @@ int main(int argc, char **argv)
 
     int port = (int)pano_config_int(cfg, "pano.bridge.status_port");
     if (port > 0) {
-        b.status = pano_status_listen(port, err, sizeof err);
+        b.status = pano_status_new("127.0.0.1", port, err, sizeof err);
         if (!b.status) {
             pano_error("%s", err);
             rc = 2;
@@ -1448,7 +1455,7 @@ out_all:
         disconnect(&b, true);
     drop_retries(&b);
     destroy_producer(&b);
-    pano_status_close(b.status);
+    pano_status_free(b.status);
     for (int i = 0; i < 2; i++)
         if (b.kafka_pipe[i] >= 0)
             close(b.kafka_pipe[i]);

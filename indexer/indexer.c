@@ -94,7 +94,8 @@ typedef struct {
     size_t concurrency;
     pano_buf *bodies; /* one per concurrent bulk request */
     size_t nbodies;
-    pano_status *status;
+    pano_status *status;     /* /metrics over HTTP (pano.indexer.status_port) */
+    const char *status_file; /* pano.indexer.status_file */
     double started, last_publish;
     bool es_up;
     counters n;
@@ -155,7 +156,7 @@ static double jitter(void)
 
 static void publish_status(indexer *ix)
 {
-    if (!ix->status)
+    if (!ix->status && !ix->status_file)
         return;
     const counters *n = &ix->n;
     pano_buf t = {0};
@@ -194,7 +195,12 @@ static void publish_status(indexer *ix)
     GAUGE("uptime_seconds", "Seconds since start.", "%.0f", pano_now() - ix->started);
 #undef COUNTER
 #undef GAUGE
-    pano_status_publish(ix->status, t.data, t.len);
+    if (ix->status)
+        pano_status_publish(ix->status, t.data, t.len);
+    char err[512];
+    if (ix->status_file &&
+        pano_status_write_file(ix->status_file, t.data, t.len, err, sizeof err) < 0)
+        pano_warn("%s", err);
     pano_buf_free(&t);
     ix->last_publish = pano_now();
 }
@@ -1153,19 +1159,17 @@ int main(int argc, char **argv)
         rc = 2;
         goto out;
     }
-    const char *status_file = pano_config_str(cfg, "pano.indexer.status_file");
+    ix.status_file = pano_config_str(cfg, "pano.indexer.status_file");
     int status_port = (int)pano_config_int(cfg, "pano.indexer.status_port");
-    if (status_file || status_port) {
-        ix.status = pano_status_new(status_file, pano_config_str(cfg, "pano.indexer.status_bind"),
+    if (status_port) {
+        ix.status = pano_status_new(pano_config_str(cfg, "pano.indexer.status_bind"),
                                     status_port, err, sizeof err);
         if (!ix.status) {
             pano_error("%s", err);
             goto out;
         }
-        if (status_port)
-            pano_info("status on http://%s:%d/metrics",
-                      pano_config_str(cfg, "pano.indexer.status_bind"),
-                      pano_status_port(ix.status));
+        pano_info("status on http://%s:%d/metrics", pano_config_str(cfg, "pano.indexer.status_bind"),
+                  pano_status_port(ix.status));
     }
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);

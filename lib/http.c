@@ -8,6 +8,8 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,11 +193,24 @@ pano_http *pano_http_start(const pano_http_options *o, pano_http_handler handler
     s->headers = pano_calloc(nh + 1, sizeof *s->headers);
     for (size_t i = 0; i < nh; i++)
         s->headers[i] = pano_strdup(o->headers[i]);
+    /* The server's threads must not take the program's signals (its main
+     * loop waits for them): they start with every signal blocked. */
+    sigset_t all, old;
+    sigfillset(&all);
+    /* One thread is MHD's own polling thread; a pool only for more. */
+    unsigned threads = o->threads ? o->threads : 2;
+    struct MHD_OptionItem pool[] = {
+        {threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, threads, NULL},
+        {MHD_OPTION_END, 0, NULL}};
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     s->daemon = MHD_start_daemon(
         flags, (uint16_t)o->port, NULL, NULL, handle, s, MHD_OPTION_SOCK_ADDR, &ss,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)(o->threads ? o->threads : 2),
+        MHD_OPTION_ARRAY, pool,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
         MHD_OPTION_END);
+    int start_errno = errno;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = start_errno;
     if (!s->daemon) {
         snprintf(err, errlen, "cannot listen on %s:%d: %s", address, o->port,
                  errno ? strerror(errno) : "libmicrohttpd refused");

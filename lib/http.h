@@ -4,7 +4,8 @@
  *
  * Read-only by design: GET and HEAD are answered, any other method gets
  * 405. Requests run on a small pool of threads, so a handler may block
- * (ask Elasticsearch) without stopping the others, and must be thread-safe.
+ * (ask Elasticsearch) without stopping the others, and must be thread-safe;
+ * the threads block every signal, which stay the program's.
  * With a user and password every request must carry them (HTTP basic
  * authentication; 401 otherwise). Connections idle for 30 s are closed and
  * at most 64 are open at once. Every answer carries the extra headers the
