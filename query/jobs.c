@@ -180,8 +180,7 @@ static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *
                                       "custom",    "other",    NULL};
     pano_json *filter, *body = store_body(out->wf_uuid, &filter);
     pano_json *aggs = pano_json_set_object(body, "aggs");
-    pano_json_set(aggs, "first", store_metric("min", "ts"));
-    pano_json_set(aggs, "last", store_metric("max", "ts"));
+    store_span_aggs(aggs);
     /* pano's publishers name it wf_label, monitord dax_label */
     const char *label_fields[] = {"wf_label", "dax_label"};
     for (size_t i = 0; i < 2; i++) {
@@ -212,8 +211,7 @@ static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *
     if (!answer)
         return -1;
     const pano_json *a = pano_json_get(answer, "aggregations");
-    out->first_event = store_value(a, "first", 0);
-    out->last_event = store_value(a, "last", 0);
+    store_span_read(a, &out->first_event, &out->last_event);
     char buf[512] = "";
     for (size_t i = 0; i < 2 && !buf[0]; i++) {
         const pano_json *buckets = pano_json_get(store_agg(a, label_fields[i]), "buckets");

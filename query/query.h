@@ -91,7 +91,7 @@ typedef struct {
     char wf_uuid[37];
     char *wf_label;      /* "" when unknown */
     double now;          /* the time the state refers to */
-    double first_event, last_event; /* over the jobs' events; 0 when none */
+    double first_event, last_event; /* its span, Darshan logs aside (docs/query.md); 0: none */
     bool wf_ended;       /* a stampede.xwf.end was seen */
     int wf_status;       /* its status (0: success) */
     pano_job *jobs;      /* ordered by start, then id */
@@ -289,7 +289,7 @@ void pano_series_free(pano_series *s);
 typedef struct {
     char wf_uuid[37];
     char *wf_label;
-    double first_event, last_event;
+    double first_event, last_event; /* as in pano_jobs */
     size_t runs, running, succeeded, failed;
     const char *state; /* running, succeeded, failed, idle (no run running, no end event) */
 } pano_workflow;

@@ -108,6 +108,26 @@ pano_json *store_filter_agg(pano_json *filter, pano_json **aggs)
     return a;
 }
 
+void store_span_aggs(pano_json *aggs)
+{
+    pano_json_set(aggs, "first", store_metric("min", "ts"));
+    pano_json_set(aggs, "last", store_metric("max", "ts"));
+    pano_json *not_darshan = pano_json_object(), *span;
+    pano_json_set(pano_json_set_object(not_darshan, "bool"), "must_not",
+                  store_term("event", "darshan.perf"));
+    pano_json_set(aggs, "span", store_filter_agg(not_darshan, &span));
+    pano_json_set(span, "first", store_metric("min", "ts"));
+    pano_json_set(span, "last", store_metric("max", "ts"));
+}
+
+void store_span_read(const pano_json *aggs, double *first, double *last)
+{
+    const pano_json *span = store_agg(aggs, "span");
+    const pano_json *from = store_value(span, "first", 0) > 0 ? span : aggs;
+    *first = store_value(from, "first", 0);
+    *last = store_value(from, "last", 0);
+}
+
 /* Elasticsearch's own words for a refused request: error.root_cause[0].reason. */
 static void error_reason(const pano_json *answer, char *out, size_t size)
 {

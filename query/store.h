@@ -43,6 +43,15 @@ pano_json *store_filter_agg(pano_json *filter, pano_json **aggs);
  * typo in one aborts, so any test catches it. */
 pano_json *store_literal(const char *text);
 
+/* A workflow's time span: the first and last ts of its events, its Darshan
+ * logs aside unless it has nothing else. A darshan.perf event's ts is the end
+ * of the run the log recorded, so a log published long after that run (an
+ * archive imported into a workflow) would stretch the workflow back to it.
+ * store_span_aggs adds the aggregations to aggs; store_span_read reads them
+ * from the answer's aggregations. */
+void store_span_aggs(pano_json *aggs);
+void store_span_read(const pano_json *aggs, double *first, double *last);
+
 /* The events of one pano-monitor run: its dag_job_id (or none), host and pid. */
 pano_json *store_run_filter(const pano_job *j);
 

@@ -42,8 +42,7 @@ int pano_query_workflows(pano_query *q, double since, size_t limit, double now,
     pano_json_set_int(terms, "size", (int64_t)limit);
     pano_json_set(terms, "order", store_literal("{\"last\":\"desc\"}"));
     pano_json *sub = pano_json_set_object(wf, "aggs"), *a;
-    pano_json_set(sub, "first", store_metric("min", "ts"));
-    pano_json_set(sub, "last", store_metric("max", "ts"));
+    store_span_aggs(sub);
     /* pano's publishers name it wf_label, monitord dax_label */
     const char *label_fields[] = {"wf_label", "dax_label"};
     for (size_t i = 0; i < 2; i++) {
@@ -86,8 +85,7 @@ int pano_query_workflows(pano_query *q, double since, size_t limit, double now,
                 store_str(labels->u.items.values[0], "key", buf, sizeof buf);
         }
         w->wf_label = pano_strdup(buf);
-        w->first_event = store_value(b, "first", 0);
-        w->last_event = store_value(b, "last", 0);
+        store_span_read(b, &w->first_event, &w->last_event);
         const pano_json *e = store_agg(b, "ends");
         size_t ended = (size_t)count_of(b, "ends");
         w->runs = (size_t)count_of(b, "starts");

@@ -4,10 +4,12 @@
 # them five times longer, one exiting 3, one killed by SIGKILL, one still running.
 # Every count exactly, times within the sampling interval, the anomalies,
 # rate series that integrate to the jobs' totals, gauges, the stampede
-# events of a real Pegasus run, alerts published and stored once, and bad
+# events of a real Pegasus run, alerts published and stored once, a Darshan
+# log of a run a year old that must not stretch the workflow's span, and bad
 # input (not a UUID, unknown workflow or job, Elasticsearch down).
 source "$(dirname "$0")/lib.sh"
 require_stack
+: "${PANO_SOURCE:?}"
 QUERY=$PANO_BUILD/query/pano-query
 MONITOR=$PANO_BUILD/publishers/monitor/pano-monitor
 WORKLOAD=$PANO_BUILD/tests/integration/pano-workload
@@ -36,6 +38,16 @@ done
 PEGASUS_DAG_JOB_ID=burn_ID20 "$MONITOR" -i $I -- "$WORKLOAD" sleep 600 >/dev/null 2>>"$TEST_DIR/monitor.log" &
 running=$!
 PIDS+=("$running")
+# A Darshan log recorded in 2025 published into the workflow (its event's ts is
+# the end of that run), and alone into a second workflow.
+DARSHAN_LOG=$PANO_SOURCE/tests/data/darshan/mpi-io-test-x86_64-3.5.0.darshan
+WF_DARSHAN=$(cat /proc/sys/kernel/random/uuid)
+for wf in "$WF" "$WF_DARSHAN"; do
+    PEGASUS_WF_UUID=$wf PEGASUS_DAG_JOB_ID=ior_ID21 "$PANO_BUILD/publishers/darshan/pano-darshan" \
+        "$DARSHAN_LOG" 2>>"$TEST_DIR/darshan.log" || fail "pano-darshan: $(tail -3 "$TEST_DIR/darshan.log")"
+done
+wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=event:darshan.perf' | jq .count) == 2 ]]" ||
+    fail "the Darshan events did not arrive"
 # 19 ended runs (4 events each, at least) and the running one's start
 wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=wf_uuid:$WF+AND+event:kickstart.inv.end' | jq .count) == 19 ]]" ||
     fail "the 19 end events did not arrive"
@@ -77,6 +89,17 @@ jq -e '.transformations[0] | .transformation == "burn" and .count == 20 and .fai
 jq -e '(.hosts | map(.count) | add) == 20 and .workflow_wall_time > 5
        and .workflow_cumulative_job_wall_time > 6' "$TEST_DIR/stats.json" >/dev/null ||
     fail "stats totals: $(jq -c '{hosts, workflow_wall_time, workflow_cumulative_job_wall_time}' "$TEST_DIR/stats.json")"
+# the old Darshan log neither stretches the span nor counts as a run
+now=$(date +%s)
+jq -e --argjson now "$now" '.workflow_wall_time < 120 and .first_event > $now - 300' "$TEST_DIR/stats.json" >/dev/null ||
+    fail "the Darshan log stretched the workflow: $(jq -c '{first_event, workflow_wall_time}' "$TEST_DIR/stats.json")"
+q workflows --json | jq -e --arg wf "$WF" --argjson now "$now" \
+    '.[] | select(.wf_uuid == $wf) | .first_event > $now - 300' >/dev/null ||
+    fail "the workflows list starts the workflow at its Darshan log"
+# a workflow of nothing but the log spans that log's time
+q status "$WF_DARSHAN" --json >"$TEST_DIR/darshan-only.json" || fail "status of a Darshan-only workflow failed"
+jq -e '.first_event > 1.6e9 and .first_event < '"$((now - 86400))"' and .jobs.total == 0' \
+    "$TEST_DIR/darshan-only.json" >/dev/null || fail "Darshan-only workflow: $(jq -c . "$TEST_DIR/darshan-only.json")"
 
 # -- anomalies: the long job, the two failures, the overdue running one
 q anomalies "$WF" --json >"$TEST_DIR/anomalies.json" || fail "anomalies failed"
