@@ -307,8 +307,8 @@ function workflowPage(uuid) {
        el('h2', {}, 'Anomalies'), anomalies, el('h2', {}, 'I/O: Darshan and transfers'), io,
        el('h2', {}, 'Jobs'), jobs);
   return livePage(async () => {
-    const wf = await api('workflows/' + uuid);
-    const series = await Promise.all(charts.map(c => api(`workflows/${uuid}/series?metric=${c.metric}`)));
+    const [wf, ...series] = await Promise.all([api('workflows/' + uuid),
+      ...charts.map(c => api(`workflows/${uuid}/series?metric=${c.metric}`))]);
     return {wf, series};
   }, ({wf, series}) => {
     const st = wf.stats, state = workflowState(wf);

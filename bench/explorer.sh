@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Benchmark: pano-explorer on a big workflow.
+#
+#   bench/explorer.sh         (BUILD=build; 10,000 jobs, 1,000,000 samples)
+#
+# 1. The workflow of bench/query.sh (bench/workflow.sh), indexed by the real
+#    pano-indexer.
+# 2. pano-explorer on a free port. The API a workflow page calls (the
+#    workflow with its jobs, its cpu, rss, read and write series), the
+#    workflows list and one job, each BENCH_REPS times (20) with curl: the
+#    99th percentile of all those requests.
+# 3. The workflow page in headless Chromium (tests/browser/page_load.mjs):
+#    from navigation until the timeline and the four charts are drawn and
+#    the jobs listed; the median of BENCH_PAGES loads (5), each in a new tab.
+# Baseline in the same run: the Elasticsearch _count of the workflow's
+#    documents, its 99th percentile over as many requests.
+# Targets: page <= 1,500 ms, API p99 <= 300 ms.
+#
+# Environment: as bench/query.sh, and BENCH_REPS, BENCH_PAGES.
+# Last line: RESULT explorer page_ms=... api_p99_ms=...
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${BENCH_REPS:-20}
+PAGES=${BENCH_PAGES:-5}
+BENCH_NEEDS="node chromium"
+EX_PID=
+BENCH_CLEANUP='[[ -n $EX_PID ]] && kill -TERM "$EX_PID" 2>/dev/null && wait "$EX_PID" 2>/dev/null'
+source bench/workflow.sh
+
+browser=tests/browser
+if [[ ! -d $browser/node_modules/puppeteer-core ]]; then
+    log "installing puppeteer-core (npm ci in $browser)"
+    (cd "$browser" && npm ci --no-audit --no-fund >/dev/null)
+fi
+
+"$BUILD/explorer/pano-explorer" --port 0 >"$DIR/explorer.log" 2>&1 &
+EX_PID=$!
+for _ in $(seq 100); do grep -q "serving" "$DIR/explorer.log" && break; sleep 0.1; done
+port=$(sed -n 's|.* on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$DIR/explorer.log")
+[[ -n $port ]] || { cat "$DIR/explorer.log" >&2; echo "bench: pano-explorer did not start" >&2; exit 1; }
+URL=http://127.0.0.1:$port
+jobs=$(curl -fsS "$URL/api/workflows/$WF" | jq '.jobs | length')
+[[ $jobs == "$JOBS" ]] || { echo "bench: the workflow API lists $jobs jobs, not $JOBS" >&2; exit 1; }
+
+# seconds of one request, as curl measures it, in milliseconds
+req_ms() { curl -fsS -o /dev/null -w '%{time_total}\n' "$1" | awk '{printf "%d\n", $1 * 1000}'; }
+paths=("workflows/$WF" "workflows/$WF/series?metric=cpu" "workflows/$WF/series?metric=rss"
+       "workflows/$WF/series?metric=read" "workflows/$WF/series?metric=write"
+       "workflows?since=30d" "workflows/$WF/jobs/job_ID04242")
+for p in "${paths[@]}"; do req_ms "$URL/api/$p" >/dev/null; done # warm-up
+for k in "${!paths[@]}"; do
+    p=${paths[$k]}
+    for _ in $(seq "$REPS"); do req_ms "$URL/api/$p"; done >"$DIR/api.$k"
+    log "api/$p: median $(median <"$DIR/api.$k") ms, p99 $(percentile 99 <"$DIR/api.$k") ms"
+done
+api_p99=$(cat "$DIR"/api.* | percentile 99)
+count_p99=$(for _ in $(seq $((REPS * ${#paths[@]}))); do req_ms "$ES/$ID-*/_count?q=wf_uuid:$WF"; done | percentile 99)
+log "API: p99 $api_p99 ms over $((REPS * ${#paths[@]})) requests; baseline _count p99 $count_p99 ms"
+
+node "$browser/page_load.mjs" "$URL" "$WF" "$PAGES" | tee "$DIR/pages" >&2
+page_ms=$(awk '$1 == "page_ms" {print $2}' "$DIR/pages" | median)
+log "workflow page: median $page_ms ms over $PAGES loads"
+printf 'RESULT explorer page_ms=%s api_p99_ms=%s count_p99_ms=%s jobs=%s samples=%s\n' \
+    "$page_ms" "$api_p99" "$count_p99" "$JOBS" "$total"

@@ -1,0 +1,44 @@
+// How long pano-explorer's workflow page takes to draw, in a real browser
+// (Debian's Chromium, headless, via puppeteer-core); used by
+// bench/explorer.sh.
+//
+//   node page_load.mjs URL UUID LOADS
+//
+// Each load opens a fresh tab at URL/#/wf/UUID and waits until the first
+// render is complete: the timeline drawn (its canvas sized for the jobs),
+// the four charts drawn, the jobs table filled and the page showing
+// "updated". Prints one line per load: "page_ms N".
+import puppeteer from 'puppeteer-core';
+
+const [url, uuid, loadsArg] = process.argv.slice(2);
+const loads = Number(loadsArg || 5);
+const browser = await puppeteer.launch({
+  executablePath: '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
+         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+try {
+  for (let i = 0; i < loads; i++) {
+    const page = await browser.newPage();
+    await page.setViewport({width: 1400, height: 1000});
+    const errors = [];
+    page.on('pageerror', e => errors.push(e.message));
+    const t0 = Date.now();
+    await page.goto(`${url}/#/wf/${uuid}`);
+    await page.waitForFunction(() => {
+      const live = document.getElementById('live');
+      const gantt = document.getElementById('gantt');
+      const charts = [...document.querySelectorAll('.charts canvas')];
+      return live && live.textContent.startsWith('updated') && gantt && gantt.height > 100 &&
+        charts.length >= 4 && charts.every(c => Chart.getChart(c)) &&
+        document.querySelectorAll('.table-wrap tbody tr').length > 0;
+    }, {timeout: 60000, polling: 'raf'});
+    const ms = Date.now() - t0;
+    if (errors.length) throw new Error('page errors: ' + errors.join('; '));
+    console.log(`page_ms ${ms}`);
+    await page.close();
+  }
+} finally {
+  await browser.close();
+}
