@@ -3,11 +3,13 @@
 # same run; each prints its own RESULT line, collected at the end.
 #
 #   bench/run.sh                 all of them
-#   bench/run.sh monitor bridge  some of them (monitor darshan transfer bridge indexer e2e query)
+#   bench/run.sh monitor bridge  some of them (monitor darshan transfer bridge indexer e2e query
+#                                explorer)
 #
 # Needs a build (meson setup build && ninja -C build) and, for bridge,
-# indexer, e2e and query, the local stack (deploy/local/pano-stack up). Run it on a
-# quiet machine: the ratios hold under load, absolute rates do not.
+# indexer, e2e, query and explorer, the local stack (deploy/local/pano-stack
+# up). Run it on a quiet machine: the ratios hold under load, absolute rates
+# do not.
 #
 # Between two benchmarks it waits (up to PANO_BENCH_SETTLE seconds, default
 # 120) for the 1-minute load average to fall below half the CPU count: the
@@ -16,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 names=("$@")
-((${#names[@]})) || names=(monitor darshan transfer bridge indexer e2e query)
+((${#names[@]})) || names=(monitor darshan transfer bridge indexer e2e query explorer)
 settle_max=${PANO_BENCH_SETTLE:-120}
 tmp=$(mktemp -d /tmp/pano-bench-run.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

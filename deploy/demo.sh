@@ -12,9 +12,11 @@
 # the demo knows exactly which events must land, waits for each of them and
 # fails, naming what is missing, if one does not.
 #
+# Ends with the address of the workflow's page in pano-explorer, which it
+# leaves running (on pano.explorer.port, 8095; PANO_EXPLORER_PORT=N picks
+# another), like the local stack (deploy/local/pano-stack down stops that).
 # Exits non-zero, with the failing component's name and the end of its log,
-# when a service or daemon does not start or an event does not land. Leaves
-# the local stack running (deploy/local/pano-stack down stops it).
+# when a service or daemon does not start or an event does not land.
 #
 # The stack runs where pano-stack's settings say: --data-dir (PANO_STACK_DIR)
 # and the ports in PANO_AMQP_PORT, PANO_RABBITMQ_MGMT_PORT, PANO_KAFKA_PORT,
@@ -22,7 +24,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 build=build
 while (($#)); do
     case $1 in
@@ -52,6 +54,12 @@ say "Building in $build/"
 ninja -C "$build" >/dev/null || fail build "ninja -C $build failed (run it to see why)"
 bin=$build
 logs=$(realpath "$build")/demo
+# the pano-explorer an earlier demo left running
+if [[ -f $logs/pano-explorer.pid ]]; then
+    old=$(cat "$logs/pano-explorer.pid")
+    [[ $(cat "/proc/$old/comm" 2>/dev/null) == pano-explorer ]] && kill -TERM "$old" 2>/dev/null
+    for _ in $(seq 50); do kill -0 "$old" 2>/dev/null || break; sleep 0.1; done
+fi
 rm -rf "$logs"
 mkdir -p "$logs"
 
@@ -62,7 +70,7 @@ eval "$(bash deploy/local/pano-stack env)"
 # start NAME READY_PATTERN CMD...: start a daemon, wait until its log shows
 # READY_PATTERN; fail with its log if it exits or does not get there in 60 s.
 pids=() names=()
-trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait 2>/dev/null || true' EXIT
+trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null || true' EXIT
 start() {
     local name=$1 ready=$2 log=$logs/$1.log
     shift 2
@@ -155,6 +163,23 @@ curl -fsS "$PANO_ES_URL/pano-*/_search" -H 'Content-Type: application/json' \
            | @tsv' | column -t -s $'\t'
 say "pano-query status $PEGASUS_WF_UUID"
 "$bin/query/pano-query" status "$PEGASUS_WF_UUID" || fail pano-query "could not read the workflow back"
+say "pano-explorer: the workflow in a browser"
+# In a session of its own, so that it outlives the demo and its terminal.
+setsid "$bin/explorer/pano-explorer" >"$logs/pano-explorer.log" 2>&1 </dev/null &
+explorer=$!
+deadline=$((SECONDS + 30))
+until url=$(sed -n 's|.* on \(http://[^ ]*/\).*|\1|p' "$logs/pano-explorer.log") && [[ -n $url ]]; do
+    kill -0 "$explorer" 2>/dev/null ||
+        fail pano-explorer "exited at start (another program on its port? PANO_EXPLORER_PORT=N picks another)" \
+            "$logs/pano-explorer.log"
+    ((SECONDS < deadline)) || fail pano-explorer "not serving after 30 s" "$logs/pano-explorer.log"
+    sleep 0.2
+done
+echo "$explorer" >"$logs/pano-explorer.pid"
+jobs=$(curl -fsS "${url}api/workflows/$PEGASUS_WF_UUID" | jq '.jobs | length') ||
+    fail pano-explorer "does not serve the workflow" "$logs/pano-explorer.log"
+echo "pano-explorer is serving the workflow's $jobs jobs (pid $explorer, log $logs/pano-explorer.log)"
+
 cat <<EOF
 
 Every event of the workflow landed. Look at it yourself:
@@ -165,5 +190,9 @@ Every event of the workflow landed. Look at it yourself:
   $bin/query/pano-query job $PEGASUS_WF_UUID stage_out_ID03
   curl -s "\$PANO_ES_URL/pano-*/_search?q=wf_uuid:$PEGASUS_WF_UUID&size=100" | jq '.hits.hits[]._source'
 The daemons' logs and the events sent are in $logs/.
-The stack keeps running: deploy/local/pano-stack down stops it.
+The stack keeps running (deploy/local/pano-stack down stops it), and so does
+pano-explorer (kill $explorer stops it).
+
+The workflow in a browser:
+  ${url}#/wf/$PEGASUS_WF_UUID
 EOF

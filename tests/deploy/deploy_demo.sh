@@ -5,7 +5,8 @@
 # publisher. Before the demo starts the first pano-bridge that stack ever saw,
 # events are published to it: the broker's layout comes from
 # deploy/rabbitmq/definitions.json at boot, so they wait in pano.events and
-# are indexed once the demo's bridge runs.
+# are indexed once the demo's bridge runs. The demo ends with the address of
+# the workflow's page in the pano-explorer it leaves running, which serves it.
 source "$(dirname "$0")/../integration/lib.sh"
 : "${PANO_SOURCE:?}"
 STACK=$PANO_SOURCE/deploy/local/pano-stack
@@ -19,8 +20,11 @@ chmod 755 "$PRIVATE_STACK"
 demo_env=(env -i "PATH=$PATH" "HOME=$HOME" "LANG=C.UTF-8" "TERM=dumb"
           "PANO_STACK_DIR=$PRIVATE_STACK" "PANO_AMQP_PORT=$base" "PANO_RABBITMQ_MGMT_PORT=$((base + 1))"
           "PANO_KAFKA_PORT=$((base + 2))" "PANO_KAFKA_CONTROLLER_PORT=$((base + 3))"
-          "PANO_ES_PORT=$es_port" "PANO_ES_HEAP=512m" "PANO_KAFKA_HEAP=512m")
-trap 'rc=$?; "${demo_env[@]}" "$STACK" down >/dev/null 2>&1 || true; rm -rf "$PRIVATE_STACK"
+          "PANO_ES_PORT=$es_port" "PANO_ES_HEAP=512m" "PANO_KAFKA_HEAP=512m"
+          "PANO_EXPLORER_PORT=0")
+explorer_pid=$PANO_BUILD/demo/pano-explorer.pid
+trap 'rc=$?; [[ -f $explorer_pid ]] && kill -TERM "$(cat "$explorer_pid")" 2>/dev/null
+      "${demo_env[@]}" "$STACK" down >/dev/null 2>&1 || true; rm -rf "$PRIVATE_STACK"
       set +e; (exit $rc); cleanup' EXIT
 
 # The artifacts of the shared stack, so that nothing is fetched again.
@@ -51,6 +55,14 @@ log "3 events published before the first pano-bridge"
 grep -q "Every event of the workflow landed" "$TEST_DIR/demo.log" || fail "the demo did not say its events landed"
 grep -q "4 job(s): 0 running, 3 succeeded, 1 failed" "$TEST_DIR/demo.log" ||
     fail "the demo's pano-query status: $(grep -A3 'pano-query status' "$TEST_DIR/demo.log")"
+
+# It ends with the workflow's page in pano-explorer, left running.
+url=$(tail -n 1 "$TEST_DIR/demo.log" | tr -d ' ')
+[[ $url =~ ^http://127\.0\.0\.1:[0-9]+/#/wf/[0-9a-f-]{36}$ ]] || fail "the demo's last line is not the workflow's page: $url"
+page=$(curl -fsS "${url%%#*}") || fail "pano-explorer, left running by the demo, does not answer at $url"
+grep -q "<title>" <<<"$page" || fail "no page at ${url%%#*}"
+curl -fsS "${url%%#*}api/workflows/${url##*/}" | jq -e '.jobs | length == 4' >/dev/null ||
+    fail "pano-explorer does not show the demo workflow's 4 monitored jobs"
 
 # What the demo sent, event by event, is in Elasticsearch exactly once.
 sent=$PANO_BUILD/demo/sent.jsonl
