@@ -134,14 +134,15 @@ static char *read_password(const pano_config *cfg, bool *ok)
     ssize_t n = f ? getline(&line, &cap, f) : -1;
     if (f)
         fclose(f);
-    if (n <= 0) {
+    if (n > 0)
+        line[strcspn(line, "\r\n")] = '\0';
+    if (n <= 0 || !line[0]) {
         pano_error("pano.explorer.password_file: cannot read %s: %s", file,
-                   n == 0 || (f && n < 0) ? "empty" : strerror(errno));
+                   n >= 0 || f ? "its first line is empty" : strerror(errno));
         free(line);
         *ok = false;
         return NULL;
     }
-    line[strcspn(line, "\r\n")] = '\0';
     return line;
 }
 

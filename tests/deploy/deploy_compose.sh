@@ -53,6 +53,39 @@ for s in pano-bridge pano-indexer; do
     done
 done
 grep -q '^FROM .* AS runtime' Dockerfile || fail "Dockerfile has no runtime stage"
+for s in pano-bridge pano-indexer pano-explorer; do
+    grep -qx "$s" <<<"$services" || fail "service $s missing"
+done
+jq -e '.services["pano-explorer"].environment.PANO_EXPLORER_PASSWORD_FILE != null' "$tmp/config.json" >/dev/null ||
+    fail "pano-explorer listens on every address of its container without a password"
+
+# The Dockerfile installs the Debian packages of every library the build asks
+# for (meson's dependency() and find_library(); Check only for the tests,
+# which the image does not build), and those of every library a program loads.
+stage() { sed -n "/^FROM .* AS $1\$/,/^FROM /p" Dockerfile; }
+build_stage=$(stage build) runtime_stage=$(stage runtime)
+package_of() { dpkg -S "$1" 2>/dev/null | head -n1 | cut -d: -f1; }
+while read -r kind name; do
+    [[ $name == check || $name == threads ]] && continue
+    if [[ $kind == dependency ]]; then
+        pkg=$(package_of "$(pkg-config --variable=pcfiledir "$name")/$name.pc")
+    else
+        pkg=$(package_of "*/lib$name.so")
+    fi
+    [[ -n $pkg ]] || fail "no Debian package holds the build's library $name"
+    grep -qw -- "$pkg" <<<"$build_stage" || fail "the Dockerfile's build stage does not install $pkg (for $name)"
+done < <(grep -rhoE "(dependency|find_library)\('[A-Za-z0-9_.+-]+'" "$PANO_SOURCE" --include=meson.build |
+         grep -v "^$PANO_SOURCE/tests" | sed -E "s/^(.*)\('(.*)'$/\1 \2/" | sort -u)
+needed() {
+    for prog in "$PANO_BUILD"/{publishers/*,broker-bridge,indexer,query,explorer,tools}/pano-*; do
+        if [[ -f $prog && -x $prog ]]; then objdump -p "$prog" | awk '$1 == "NEEDED" {print $2}'; fi
+    done | sort -u
+}
+while read -r soname; do
+    pkg=$(package_of "*/$soname")
+    case $pkg in libc6 | libgcc-s1 | libasan* | libubsan* | "") continue ;; esac
+    grep -qw -- "$pkg" <<<"$runtime_stage" || fail "the Dockerfile's runtime stage does not install $pkg (for $soname)"
+done < <(needed)
 
 # KRaft formats its storage with CLUSTER_ID: a Base64 (URL-safe) UUID, 22 characters
 jq -e '.services.kafka.environment.CLUSTER_ID | test("^[A-Za-z0-9_-]{22}$")' "$tmp/config.json" >/dev/null ||

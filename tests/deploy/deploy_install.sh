@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # meson install into a temporary DESTDIR: the programs, a man page for each,
 # the example properties file, the schemas, the dashboards, the broker
-# layout, the systemd units (which systemd-analyze verifies, hardening
+# layout, the explorer's pages, the systemd units (which systemd-analyze verifies, hardening
 # included). Every --help is complete: it lists every long option of the
 # program's getopt table, and the man page documents every option --help
 # lists; man pages have no roff warnings.
@@ -18,7 +18,8 @@ prefix=$(meson introspect "$PANO_BUILD" --buildoptions | jq -r '.[] | select(.na
 root=$dest$prefix
 for f in share/pano/pano.properties share/pano/schemas/envelope.schema.json \
     share/pano/kibana/pano.ndjson share/pano/grafana/pano.json share/pano/rabbitmq/definitions.json \
-    share/doc/pano/events.md; do
+    share/doc/pano/events.md share/pano/explorer/index.html share/pano/explorer/app.js \
+    share/pano/explorer/style.css; do
     [[ -f $root/$f ]] || fail "$prefix/$f not installed"
 done
 cmp -s "$root/share/pano/pano.properties" "$PANO_SOURCE/deploy/pano.properties" || fail "installed pano.properties differs"
@@ -56,7 +57,7 @@ done
 units=$root/lib/systemd/system
 opt_dir=$(meson introspect "$PANO_BUILD" --buildoptions | jq -r '.[] | select(.name == "systemd_unit_dir") | .value')
 [[ -z $opt_dir ]] || units=$dest$opt_dir
-for u in pano-bridge.service pano-bridge@.service pano-indexer.service pano-indexer@.service; do
+for u in pano-bridge.service pano-bridge@.service pano-indexer.service pano-indexer@.service pano-explorer.service; do
     [[ -f $units/$u ]] || fail "systemd unit $u not installed"
     grep -q "^ExecStart=$prefix/bin/pano-[a-z]* --config " "$units/$u" || fail "$u: ExecStart"
     for k in Restart=on-failure KillSignal=SIGTERM TimeoutStopSec= DynamicUser=yes NoNewPrivileges=yes ProtectSystem=strict; do
@@ -70,10 +71,11 @@ if command -v systemd-analyze >/dev/null; then
         sed "s|^ExecStart=$prefix/bin/|ExecStart=$root/bin/|" "$units/$u@.service" >"$tmp/units/$u@.service"
         cp "$tmp/units/$u@.service" "$tmp/units/$u@1.service"
     done
+    sed "s|^ExecStart=$prefix/bin/|ExecStart=$root/bin/|" "$units/pano-explorer.service" >"$tmp/units/pano-explorer.service"
     (cd "$tmp/units" && SYSTEMD_LOG_LEVEL=warning systemd-analyze verify --man=no ./*.service) >"$tmp/verify" 2>&1 ||
         { cat "$tmp/verify" >&2; fail "systemd-analyze verify"; }
     if grep -v "^$" "$tmp/verify" | grep -q .; then cat "$tmp/verify" >&2; fail "systemd-analyze verify warned"; fi
-    for u in pano-bridge pano-indexer; do
+    for u in pano-bridge pano-indexer pano-explorer; do
         score=$(cd "$tmp/units" && systemd-analyze security --offline=yes "./$u.service" 2>/dev/null |
             sed -n 's/.*Overall exposure level for .*: \([0-9.]*\).*/\1/p')
         [[ -n $score ]] || fail "systemd-analyze security gave no score for $u"

@@ -94,5 +94,11 @@ rc=0
 "$EXPLORER" --port 0 --set pano.explorer.password=oops >"$TEST_DIR/cli.log" 2>&1 || rc=$?
 [[ $rc == 2 ]] && grep -q "command line" "$TEST_DIR/cli.log" ||
     fail "a password on the command line was not refused (exit $rc): $(cat "$TEST_DIR/cli.log")"
+# an empty password file is no password
+printf '\n' >"$TEST_DIR/empty-password"
+rc=0
+PANO_EXPLORER_PASSWORD_FILE=$TEST_DIR/empty-password "$EXPLORER" --bind 0.0.0.0 --port 0 >"$TEST_DIR/empty.log" 2>&1 || rc=$?
+[[ $rc == 2 ]] && grep -q "first line is empty" "$TEST_DIR/empty.log" ||
+    fail "an empty password file was not refused (exit $rc): $(cat "$TEST_DIR/empty.log")"
 stop_all
 log "PASS"
