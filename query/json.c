@@ -259,10 +259,13 @@ pano_json *pano_workflows_to_json(const pano_workflow *w, size_t n)
         pano_json_set_str(o, "state", w[i].state);
         set_num(o, "first_event", w[i].first_event, 6);
         set_num(o, "last_event", w[i].last_event, 6);
-        pano_json_set_int(o, "runs", (int64_t)w[i].runs);
-        pano_json_set_int(o, "running", (int64_t)w[i].running);
-        pano_json_set_int(o, "succeeded", (int64_t)w[i].succeeded);
-        pano_json_set_int(o, "failed", (int64_t)w[i].failed);
+        const char *names[] = {"runs", "running", "succeeded", "failed"};
+        size_t counts[] = {w[i].runs, w[i].running, w[i].succeeded, w[i].failed};
+        for (size_t c = 0; c < 4; c++)
+            if (w[i].runs_known)
+                pano_json_set_int(o, names[c], (int64_t)counts[c]);
+            else
+                pano_json_set(o, names[c], pano_json_null());
         pano_json_append(list, o);
     }
     return list;

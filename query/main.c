@@ -165,11 +165,13 @@ static int cmd_workflows(opts *o)
             {"FAILED", true}};
         table *t = table_new(cols, 9);
         for (size_t i = 0; i < n; i++) {
-            char a[32], b[32], c[24], d[24], e[24], f[24];
-            snprintf(c, sizeof c, "%zu", w[i].runs);
-            snprintf(d, sizeof d, "%zu", w[i].running);
-            snprintf(e, sizeof e, "%zu", w[i].succeeded);
-            snprintf(f, sizeof f, "%zu", w[i].failed);
+            char a[32], b[32], c[24] = "-", d[24] = "-", e[24] = "-", f[24] = "-";
+            if (w[i].runs_known) { /* else known only from pegasus-monitord */
+                snprintf(c, sizeof c, "%zu", w[i].runs);
+                snprintf(d, sizeof d, "%zu", w[i].running);
+                snprintf(e, sizeof e, "%zu", w[i].succeeded);
+                snprintf(f, sizeof f, "%zu", w[i].failed);
+            }
             const char *row[] = {w[i].wf_uuid, w[i].wf_label, w[i].state,
                                  fmt_time(a, sizeof a, w[i].first_event, o->tsv),
                                  fmt_time(b, sizeof b, w[i].last_event, o->tsv), c, d, e, f};

@@ -290,8 +290,12 @@ typedef struct {
     char wf_uuid[37];
     char *wf_label;
     double first_event, last_event; /* as in pano_jobs */
+    /* pano-monitor's runs. A workflow known only from pegasus-monitord has
+     * none: its counts need the job-by-job reading of pano_query_jobs, too
+     * costly for a list, and runs_known is false (the list shows "-"). */
     size_t runs, running, succeeded, failed;
-    const char *state; /* running, succeeded, failed, idle (no run running, no end event) */
+    bool runs_known;
+    const char *state; /* running, stalled, succeeded, failed */
 } pano_workflow;
 
 /* The workflows with events since `since` (epoch s), most recent first, at

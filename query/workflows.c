@@ -61,6 +61,7 @@ int pano_query_workflows(pano_query *q, double since, size_t limit, double now,
     pano_json_set(top, "sort", store_literal("[{\"ts\":\"desc\"}]"));
     pano_json_set(top, "_source", store_literal("[\"status\"]"));
     pano_json_set(sub, "xwf_end", xwf);
+    pano_json_set(sub, "monitord", store_filter_agg(store_prefix("event", "stampede.job_inst."), &a));
 
     char *path = store_search_path(q, NULL, all_families);
     pano_json *answer = store_search(q, path, body, err, errlen);
@@ -93,9 +94,10 @@ int pano_query_workflows(pano_query *q, double since, size_t limit, double now,
         w->failed = ended - w->succeeded;
         w->running = w->runs > ended ? w->runs - ended : 0;
         const pano_json *status = store_top_hit(store_agg(b, "xwf_end"), "status");
+        w->runs_known = w->runs > 0 || count_of(b, "monitord") == 0;
         if (status)
             w->state = store_num(status, "status", 0) == 0 ? "succeeded" : "failed";
-        else if (w->running > 0)
+        else if (w->running > 0 || !w->runs_known) /* monitord's, not ended */
             w->state = now - w->last_event > STALLED_AFTER ? "stalled" : "running";
         else
             w->state = w->failed > 0 ? "failed" : "succeeded";

@@ -274,10 +274,11 @@ function workflowsPage() {
       {title: 'State', cell: w => badge(w.state)},
       {title: 'Started', cell: w => fmtTime(w.first_event)},
       {title: 'Last event', cell: w => fmtTime(w.last_event)},
-      {title: 'Runs', num: true, cell: w => String(w.runs)},
-      {title: 'Running', num: true, cell: w => String(w.running)},
-      {title: 'Succeeded', num: true, cell: w => String(w.succeeded)},
-      {title: 'Failed', num: true, cell: w => String(w.failed)},
+      // null: a workflow known only from pegasus-monitord (its page counts its jobs)
+      {title: 'Runs', num: true, cell: w => String(w.runs ?? '–')},
+      {title: 'Running', num: true, cell: w => String(w.running ?? '–')},
+      {title: 'Succeeded', num: true, cell: w => String(w.succeeded ?? '–')},
+      {title: 'Failed', num: true, cell: w => String(w.failed ?? '–')},
     ], list) : el('p', {class: 'muted'}, 'No workflow has events in this time.'));
   }, list => list.some(w => w.state === 'running'));
   let page = start();

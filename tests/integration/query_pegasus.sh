@@ -94,5 +94,19 @@ for s in "${samples[@]}"; do
         fail "$s breakdown: $(jq '.breakdown | length' "$TEST_DIR/$s.json") rows, pegasus-statistics $(grep -c '^ALL,' "$DATA/$s/expected/breakdown.csv")"
     log "$s: as pegasus-statistics and pegasus-status"
 done
+
+# The workflows list: each run's state from its end event; no run counts for
+# workflows known only from monitord (they take the per-job reading above).
+"$QUERY" workflows --since 3650d --json >"$TEST_DIR/workflows.json" 2>>"$TEST_DIR/query.log" ||
+    fail "pano-query workflows failed"
+for s in "${samples[@]}"; do
+    root=$(head -n 1 "$DATA/$s/events.jsonl" | jq -r .root_xwf_id)
+    want=$(jq -r '.dags.root.state | if . == "Success" then "succeeded" else "failed" end' "$DATA/$s/expected/status.json")
+    jq -e --arg wf "$root" --arg state "$want" '.[] | select(.wf_uuid == $wf)
+        | .state == $state and .runs == null and .succeeded == null and .failed == null' \
+        "$TEST_DIR/workflows.json" >/dev/null ||
+        fail "$s in the workflows list: $(jq -c --arg wf "$root" '.[] | select(.wf_uuid == $wf)' "$TEST_DIR/workflows.json")"
+done
+"$QUERY" workflows --since 3650d | grep -q -- "failed .* -  *-  *-  *-$" || fail "the workflows table does not show - for unknown counts"
 stop_all
 log "PASS"
