@@ -116,8 +116,10 @@ class ChartBox {
       el('div', {class: 'canvas-wrap'}, this.canvas), this.empty);
     this.chart = null;
   }
-  update(series) {
+  // running: whether samples may still come (else an empty chart says why)
+  update(series, running) {
     const points = series.samples ? series.points.map(([t, v]) => ({x: t, y: CHARTS[this.metric].scale(v)})) : [];
+    this.empty.textContent = running ? 'no samples yet' : 'no samples: not run under pano-monitor';
     this.empty.hidden = points.length > 0;
     this.canvas.parentNode.hidden = points.length === 0;
     if (typeof Chart === 'undefined') { this.empty.hidden = false; this.empty.textContent = 'Chart.js is not installed'; return; }
@@ -296,6 +298,9 @@ function workflowState(wf) {
   return by.running ? 'running' : by.failed + by.killed ? 'failed' : 'succeeded';
 }
 
+// Whether a workflow has jobs that run or wait to: more data will come.
+const active = wf => wf.jobs.some(j => j.state === 'running' || j.state === 'queued');
+
 function workflowPage(uuid) {
   const head = el('div', {}), cards = el('div', {class: 'cards'});
   const gantt = new Gantt(j => { location.hash = jobHref(uuid, j.id); });
@@ -324,7 +329,7 @@ function workflowPage(uuid) {
       card('Cumulative job time', fmtSeconds(st.workflow_cumulative_job_wall_time)),
       st.status ? card('Done (DAG nodes)', st.status.percent_done.toFixed(1) + ' %') : null);
     gantt.draw(wf.jobs, wf.now);
-    charts.forEach((c, i) => c.update(series[i]));
+    charts.forEach((c, i) => c.update(series[i], active(wf)));
     fill(pegasus, ...(st.tasks ? [el('h2', {}, 'As pegasus-statistics counts'), table([
       {title: 'Type', cell: r => r[0]},
       {title: 'Succeeded', num: true, cell: r => String(r[1].succeeded)},
@@ -338,7 +343,7 @@ function workflowPage(uuid) {
         `${fmtSeconds(st.workflow_cumulative_job_wall_time)} (submit side ${fmtSeconds(st.cumulative_job_walltime_from_submit_side)}); ` +
         `badput ${fmtSeconds(st.workflow_cumulative_badput_time)}.`)] : []));
     const groupColumns = key => [
-      {title: key === 'host' ? 'Host' : 'Transformation', cell: g => g[key]},
+      {title: key === 'host' ? 'Host' : 'Transformation', cell: g => g[key] || '–'},
       {title: 'Runs', num: true, cell: g => String(g.count)},
       {title: 'Failed', num: true, cell: g => String(g.failed)},
       {title: 'Running', num: true, cell: g => String(g.running)},
@@ -364,7 +369,7 @@ function workflowPage(uuid) {
     ], wf.anomalies) : el('p', {class: 'muted'}, 'None.'));
     fill(io, ioCards(wf.io));
     fill(jobs, jobsTable(uuid, wf.jobs));
-  }, ({wf}) => wf.jobs.some(j => j.state === 'running' || j.state === 'queued'));
+  }, ({wf}) => active(wf));
 }
 
 function ioCards(io) {
@@ -386,7 +391,7 @@ function jobsTable(uuid, jobs) {
     {title: 'State', cell: j => badge(j.state)},
     {title: 'Exit', num: true, cell: j => fmtExit(j)},
     {title: 'Transformation', cell: j => j.transformation},
-    {title: 'Host', cell: j => j.host},
+    {title: 'Host', cell: j => j.host || '–'},
     {title: 'Start', cell: j => fmtTime(j.start)},
     {title: 'Duration', num: true, cell: j => fmtSeconds(j.duration)},
     {title: 'CPU', num: true, cell: j => fmtSeconds(j.cpu_time)},
@@ -425,7 +430,7 @@ function jobPage(uuid, id) {
       ['Working directory', start.cwd || '–'], ['User', start.user || '–'],
     ];
     fill(facts, ...rows.flatMap(([k, v]) => [el('div', {class: 'k'}, k), el('div', {class: 'v wrap', 'data-field': k}, v)]));
-    charts.forEach((c, i) => c.update(series[i]));
+    charts.forEach((c, i) => c.update(series[i], job.state === 'running'));
     const logs = job.events.filter(e => e.event === 'darshan.perf');
     fill(darshan, logs.length ? table([
       {title: 'Log', cell: e => e.log_file || '–'},
