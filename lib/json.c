@@ -786,6 +786,7 @@ static int on_number(void *ctx, const char *s, size_t len)
     if (!isfinite(v->u.real.value)) {
         /* 1e400: JSON has no infinity, and Elasticsearch would refuse it */
         st->error = "number out of range (larger than a double can hold)";
+        st_free(st, v);
         return 0;
     }
     return attach(st, v);
