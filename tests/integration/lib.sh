@@ -93,6 +93,43 @@ wait_until() {
 
 es() { curl -fsS -H 'Content-Type: application/json' "$@"; }
 
+# jq 1.6 (Debian 12) exits 0 under -e when its input is empty, so an
+# assertion on an answer that never came would pass. Here -e on empty input
+# (no JSON in stdin or in the files named) fails with a message.
+jq() {
+    local a check=false null_input=false filter_seen=false
+    local -a files=()
+    local skip=0
+    for a in "$@"; do
+        if ((skip)); then skip=$((skip - 1)); continue; fi
+        case $a in
+            --arg | --argjson | --slurpfile | --rawfile) skip=2 ;;
+            --exit-status) check=true ;;
+            --null-input) null_input=true ;;
+            --*) ;;
+            -[a-zA-Z]*)
+                [[ $a == *e* ]] && check=true
+                [[ $a == *n* ]] && null_input=true ;;
+            *) if $filter_seen; then files+=("$a"); else filter_seen=true; fi ;;
+        esac
+    done
+    if ! $check || $null_input; then
+        command jq "$@"
+        return
+    fi
+    local input
+    if ((${#files[@]})); then
+        input=$(cat "${files[@]}" 2>/dev/null)
+    else
+        input=$(cat)
+    fi
+    if [[ -z ${input//[[:space:]]/} ]]; then
+        echo "jq: nothing to check (empty input)" >&2
+        return 5
+    fi
+    if ((${#files[@]})); then command jq "$@"; else command jq "$@" <<<"$input"; fi
+}
+
 # Number of documents matching a query string in the test's indices.
 es_count() {
     es -X POST "$ES/$TEST_ID-*/_count" -d "{\"query\":{\"query_string\":{\"query\":$(jq -Rn --arg q "$1" '$q')}}}" |
