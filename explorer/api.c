@@ -73,14 +73,11 @@ static void workflows(pano_query *q, const pano_http_request *req, pano_http_rep
     double since = 30 * 86400.0;
     long limit = 50;
     if (since_arg) {
-        char *end;
-        since = strtod(since_arg, &end);
-        double unit = *end == 'd' ? 86400 : *end == 'h' ? 3600 : *end == 'm' ? 60 : 1;
-        if (end == since_arg || !(since > 0) || (*end && end[1])) {
+        since = pano_config_parse_duration(since_arg);
+        if (!(since > 0)) {
             reply_error(r, 400, "since: '%.40s' is not a duration (30d, 12h, 90m, 3600)", since_arg);
             return;
         }
-        since *= unit;
     }
     if (limit_arg) {
         char *end;

@@ -28,8 +28,17 @@ void pano_bulk_timestamp(double ts, char *out, size_t size)
 /* Epoch seconds that make a sensible @timestamp: 1970 to 9999. */
 #define MAX_TS 253402300799.0
 
-bool pano_bulk_doc_prepare(const char *json, size_t len, const pano_bulk_layout *layout,
-                           pano_bulk_doc *out, char *reason, size_t reason_len)
+void pano_bulk_partition(const char *base, pano_period period, double ts, char *out,
+                         size_t size)
+{
+    char suffix[16];
+    pano_period_suffix(period, ts, suffix, sizeof suffix);
+    snprintf(out, size, "%.200s-%s", base, suffix);
+}
+
+pano_bulk_doc_status pano_bulk_doc_prepare(const char *json, size_t len,
+                                           const pano_bulk_layout *layout, double now,
+                                           pano_bulk_doc *out, char *reason, size_t reason_len)
 {
     memset(out, 0, sizeof *out);
     char err[200];
@@ -37,11 +46,11 @@ bool pano_bulk_doc_prepare(const char *json, size_t len, const pano_bulk_layout 
     bool ok = false;
     if (!ev) {
         snprintf(reason, reason_len, "invalid JSON: %s", err);
-        return false;
+        return PANO_BULK_DOC_INVALID;
     }
     const char *name = ev->type == PANO_JSON_OBJECT ? pano_json_get_str(ev, "event") : NULL;
     const char *id = ev->type == PANO_JSON_OBJECT ? pano_json_get_str(ev, "event_id") : NULL;
-    double ts;
+    double ts = 0;
     if (ev->type != PANO_JSON_OBJECT || !name || !pano_event_name_valid(name))
         snprintf(reason, reason_len, "no valid event name");
     else if (!id || !*id || strlen(id) >= sizeof out->id ||
@@ -50,18 +59,33 @@ bool pano_bulk_doc_prepare(const char *json, size_t len, const pano_bulk_layout 
     else if (!pano_json_get_number(ev, "ts", &ts) || !(ts >= 0 && ts <= MAX_TS))
         snprintf(reason, reason_len, "no usable ts (epoch seconds)");
     else {
-        out->family = pano_event_family(name);
-        snprintf(out->id, sizeof out->id, "%s", id);
-        if (pano_wf_uuid_normalize(pano_json_get_str(ev, "wf_uuid"), out->wf_uuid)) {
-            if (layout->per_workflow)
-                snprintf(out->index, sizeof out->index, "%.150s%s-%s", layout->prefix,
-                         out->family, out->wf_uuid);
-            else {
-                snprintf(out->index, sizeof out->index, "%.200s%s", layout->prefix, out->family);
-                memcpy(out->routing, out->wf_uuid, sizeof out->routing);
-            }
-        } else
-            snprintf(out->index, sizeof out->index, "%s", layout->fallback_index);
+        ok = true;
+        snprintf(out->id, sizeof out->id, "%s", id); /* for a dead letter too */
+    }
+    int stream = PANO_STREAM_UNASSIGNED;
+    if (ok && pano_wf_uuid_normalize(pano_json_get_str(ev, "wf_uuid"), out->wf_uuid))
+        stream = pano_stream_index(pano_event_stream(name));
+    else
+        out->wf_uuid[0] = '\0';
+    const pano_stream_policy *policy = &layout->policies[stream];
+    bool expired = ok && pano_period_expired(policy, ts, now);
+    if (expired) {
+        snprintf(reason, reason_len,
+                 "older than the retention of stream %s (%.0f days after its period): its "
+                 "partition is deleted",
+                 pano_streams[stream], policy->retention / 86400);
+        ok = false;
+    }
+    if (ok) {
+        out->stream = pano_streams[stream];
+        char base[256];
+        if (stream == PANO_STREAM_UNASSIGNED)
+            snprintf(base, sizeof base, "%s", layout->fallback_index);
+        else {
+            snprintf(base, sizeof base, "%.200s%s", layout->prefix, out->stream);
+            memcpy(out->routing, out->wf_uuid, sizeof out->routing);
+        }
+        pano_bulk_partition(base, policy->period, ts, out->index, sizeof out->index);
         char stamp[64];
         pano_bulk_timestamp(ts, stamp, sizeof stamp);
         if (pano_json_get(ev, "@timestamp") || memchr(json, '\n', len) ||
@@ -83,10 +107,9 @@ bool pano_bulk_doc_prepare(const char *json, size_t len, const pano_bulk_layout 
             out->doc = pano_asprintf("{\"@timestamp\":\"%s\",%.*s", stamp, (int)rest_len, rest);
         }
         out->doc_len = strlen(out->doc);
-        ok = true;
     }
     pano_json_free(ev);
-    return ok;
+    return ok ? PANO_BULK_DOC_OK : expired ? PANO_BULK_DOC_EXPIRED : PANO_BULK_DOC_INVALID;
 }
 
 void pano_bulk_doc_free(pano_bulk_doc *doc)

@@ -3,16 +3,16 @@
  *
  * Each event becomes a `create` action with _id = event_id (so a replayed
  * event is refused with 409 instead of indexed twice), routing = wf_uuid
- * (a workflow's events share a shard), in the index of its family, with
- * @timestamp taken from the event's own ts, never the time of ingestion.
+ * (a workflow's events share a shard), in the index of its stream and of
+ * the period of its own ts (partition.h: pano-kickstart-2026.11), with
+ * @timestamp taken from that ts, never the time of ingestion. Nothing is
+ * made per workflow: a workflow is found by routing and a term on wf_uuid.
  *
- * Index names (prefix = pano.indexer.index_prefix, default "pano-"):
- *   shared layout        <prefix><family>, routed by the lowercased wf_uuid,
- *                        read through the filtered alias <prefix>wf-<uuid>
- *   per-workflow layout  <prefix><family>-<uuid>
- *   no valid wf_uuid     the fallback index (no routing), counted
- * A wf_uuid becomes part of a name only after pano_wf_uuid_normalize()
- * accepted it (8-4-4-4-12 hex digits), so "../_all", "*" or "a,b" never do.
+ * Events without a valid wf_uuid go to the fallback index's partition (no
+ * routing), counted. A wf_uuid is used only after pano_wf_uuid_normalize()
+ * accepted it (8-4-4-4-12 hex digits), so "../_all", "*" or "a,b" never are.
+ * An event whose partition is past its stream's retention is refused (it
+ * would be deleted): the caller dead-letters it with that reason.
  *
  * Outcomes per item, from the response (items come back in request order):
  *   2xx and 409 (already there)     -> done
@@ -24,14 +24,15 @@
 
 #include "buf.h"
 #include "event.h"
+#include "partition.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 
 typedef struct {
     const char *prefix;         /* index prefix, lowercase */
-    bool per_workflow;          /* layout = per-workflow */
-    const char *fallback_index; /* events without a valid wf_uuid */
+    const char *fallback_index; /* base name for events without a valid wf_uuid */
+    const pano_stream_policy *policies; /* PANO_N_STREAMS, partition.h */
 } pano_bulk_layout;
 
 typedef struct {
@@ -39,16 +40,26 @@ typedef struct {
     char id[192];
     char routing[PANO_WF_UUID_LEN + 1]; /* "" for none */
     char wf_uuid[PANO_WF_UUID_LEN + 1]; /* normalized, "" when not valid */
-    const char *family;                 /* static string */
+    const char *stream;                 /* static string (partition.h) */
     char *doc; /* the event with "@timestamp" added */
     size_t doc_len;
 } pano_bulk_doc;
 
-/* Prepare one event. Returns false with a reason when the bytes are not an
- * indexable event (not JSON, no event name, no event_id, no usable ts). An
- * event without a valid wf_uuid is prepared for the fallback index. */
-bool pano_bulk_doc_prepare(const char *json, size_t len, const pano_bulk_layout *layout,
-                           pano_bulk_doc *out, char *reason, size_t reason_len);
+typedef enum {
+    PANO_BULK_DOC_OK,
+    PANO_BULK_DOC_INVALID, /* not JSON, no event name, no event_id, no usable ts */
+    PANO_BULK_DOC_EXPIRED, /* its partition is past its stream's retention */
+} pano_bulk_doc_status;
+
+/* Prepare one event, at time now; the reason when it is not OK. An event
+ * without a valid wf_uuid is prepared for the fallback index. */
+pano_bulk_doc_status pano_bulk_doc_prepare(const char *json, size_t len,
+                                           const pano_bulk_layout *layout, double now,
+                                           pano_bulk_doc *out, char *reason, size_t reason_len);
+
+/* The name of the partition of the index base holding ts. */
+void pano_bulk_partition(const char *base, pano_period period, double ts, char *out,
+                         size_t size);
 void pano_bulk_doc_free(pano_bulk_doc *doc);
 
 /* Append the action line and the document line to a bulk body. */

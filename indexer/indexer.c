@@ -19,7 +19,11 @@
  * and sees rebalances: items of partitions taken away are dropped from the
  * batch in hand unsettled (their new owner replays them).
  *
- * Layout, aliases, templates: see bulk.h, template.h and docs/indexer.md.
+ * Index names, partitions and retention: partition.h, bulk.h; the templates:
+ * template.h; all of it for operators: docs/indexer.md.
+ *
+ * Messages the bridge dead-lettered (the dead-letter topic) are written to
+ * the dead-letter index too, with the reason and routing key it gave.
  */
 #include "buf.h"
 #include "bulk.h"
@@ -30,9 +34,10 @@
 #include "kafka.h"
 #include "log.h"
 #include "mem.h"
+#include "partition.h"
+#include "retention.h"
 #include "status.h"
 #include "template.h"
-#include "wfcache.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -62,7 +67,8 @@ typedef struct {
 
 typedef struct {
     uint64_t consumed, indexed, duplicates, dead, unassigned, retries;
-    uint64_t bulk_requests, bulk_failures, aliases, rebalances, dropped_revoked;
+    uint64_t bulk_requests, bulk_failures, rebalances, dropped_revoked;
+    uint64_t bridge_dead, expired, indices_deleted;
     uint64_t offsets_stored;
     double bulk_seconds;
 } counters;
@@ -72,8 +78,11 @@ typedef struct {
     rd_kafka_t *consumer;
     pano_es *es;
     pano_bulk_layout layout;
+    pano_stream_policy policies[PANO_N_STREAMS];
     const char *prefix;
     char fallback_index[256], dead_letter_index[256];
+    char dead_letter_topic[256];
+    double retention_interval, last_retention;
     size_t max_docs, max_bytes;
     double linger, max_backoff, drain_timeout, stats_interval;
 
@@ -90,7 +99,6 @@ typedef struct {
     size_t npending, cap_pending;
     bool paused;
     bool indices_ready;
-    pano_wfcache *known;
     size_t concurrency;
     pano_buf *bodies; /* one per concurrent bulk request */
     size_t nbodies;
@@ -137,6 +145,13 @@ static void usage(FILE *out)
             "  -g, --group NAME       consumer group (pano.indexer.group)\n"
             "      --print-templates  print the index templates generated from the\n"
             "                         schemas as one JSON object and exit\n"
+            "      --retention        delete the indices past their stream's retention\n"
+            "                         (pano.indexer.retention) once and exit; the\n"
+            "                         daemon does it every pano.indexer.retention_interval\n"
+            "      --remove-aliases   remove the per-workflow aliases <prefix>wf-<uuid> of\n"
+            "                         earlier versions (indices stay) and exit\n"
+            "      --dry-run          with --retention or --remove-aliases: list what\n"
+            "                         would go, change nothing\n"
             "\n"
             "SIGTERM or SIGINT: finish the batch in hand (at most\n"
             "pano.indexer.drain_timeout seconds), commit, exit 0.\n"
@@ -173,12 +188,16 @@ static void publish_status(indexer *ix)
     COUNTER("duplicates_total", "Events already indexed (409 on create, a replay).",
             n->duplicates);
     COUNTER("dead_lettered_total", "Messages written to the dead-letter index.", n->dead);
+    COUNTER("bridge_dead_letters_total",
+            "Of those, the bridge's dead letters (from the dead-letter topic).", n->bridge_dead);
+    COUNTER("expired_total", "Events older than their stream's retention, dead-lettered.",
+            n->expired);
+    COUNTER("indices_deleted_total", "Indices deleted by retention.", n->indices_deleted);
     COUNTER("unassigned_total", "Events without a valid wf_uuid, in the fallback index.",
             n->unassigned);
     COUNTER("item_retries_total", "Bulk items retried (429, 5xx).", n->retries);
     COUNTER("bulk_requests_total", "Bulk requests sent.", n->bulk_requests);
     COUNTER("bulk_failures_total", "Bulk requests without a usable answer.", n->bulk_failures);
-    COUNTER("aliases_total", "Workflow aliases (or per-workflow indices) ensured.", n->aliases);
     COUNTER("rebalances_total", "Partition assignments and revocations.", n->rebalances);
     COUNTER("revoked_dropped_total", "Unsettled messages dropped because their partition was revoked.",
             n->dropped_revoked);
@@ -191,7 +210,6 @@ static void publish_status(indexer *ix)
           ix->es_up ? 1 : 0);
     GAUGE("paused", "1 while the partitions are paused (Elasticsearch unavailable).", "%d",
           ix->paused ? 1 : 0);
-    GAUGE("known_workflows", "Workflows in the alias cache.", "%zu", pano_wfcache_size(ix->known));
     GAUGE("uptime_seconds", "Seconds since start.", "%.0f", pano_now() - ix->started);
 #undef COUNTER
 #undef GAUGE
@@ -259,7 +277,8 @@ static int build_templates(const indexer *ix, pano_template **t, size_t *nt, cha
     return pano_templates_build(pano_builtin_schemas, &opt, t, nt, warnings, err, errlen);
 }
 
-/* The templates from the schemas, and the indices the aliases point at. */
+/* The templates from the schemas. The partitions are created by the bulk
+ * requests that first write to them, from these templates. */
 static int setup_indices(indexer *ix)
 {
     pano_template *t;
@@ -283,19 +302,6 @@ static int setup_indices(indexer *ix)
             rc = -1;
         }
         free(answer);
-        /* Create the shared indices now: an alias can only name indices
-         * that exist, and the fallback and dead-letter indices must not
-         * depend on automatic index creation. */
-        if (rc == 0 && (!t[i].family || !ix->layout.per_workflow)) {
-            snprintf(path, sizeof path, "/%s", t[i].name);
-            st = es_call(ix, "PUT", path, "{}", &answer);
-            if (st != 200 && !(st == 400 && answer && strstr(answer, "resource_already_exists"))) {
-                if (st)
-                    pano_warn("cannot create index %s (%ld): %.300s", t[i].name, st, answer);
-                rc = -1;
-            }
-            free(answer);
-        }
     }
     pano_templates_free(t, nt);
     if (rc == 0) {
@@ -305,112 +311,55 @@ static int setup_indices(indexer *ix)
     return rc;
 }
 
-static void cache_key(const indexer *ix, const pano_bulk_doc *d, char *key, size_t size)
-{
-    if (ix->layout.per_workflow)
-        snprintf(key, size, "%s/%s", d->family, d->wf_uuid);
-    else
-        snprintf(key, size, "%s", d->wf_uuid);
-}
-
-/* Make sure every workflow of the unsettled items has its alias (and, in
- * the per-workflow layout, its indices) before its events are written.
- * Idempotent, so a forgotten or re-started workflow costs one request. */
-static bool ensure_aliases(indexer *ix)
-{
-    char key[PANO_WFCACHE_KEY];
-    pano_buf actions = {0};
-    size_t n = 0;
-    bool ok = true;
-    char **added = NULL;
-    for (size_t i = 0; i < ix->count; i++) {
-        batch_item *it = &ix->items[i];
-        if (it->settled || it->rejected || !it->doc.wf_uuid[0])
-            continue;
-        cache_key(ix, &it->doc, key, sizeof key);
-        if (pano_wfcache_has(ix->known, key))
-            continue;
-        bool dup = false;
-        for (size_t k = 0; k < n && !dup; k++)
-            dup = strcmp(added[k], key) == 0;
-        if (dup)
-            continue;
-        added = pano_reallocarray(added, n + 1, sizeof *added);
-        added[n++] = pano_strdup(key);
-        const char *wf = it->doc.wf_uuid;
-        pano_buf_append_str(&actions, actions.len ? "," : "{\"actions\":[");
-        if (ix->layout.per_workflow) {
-            /* The index of this family and workflow, then the alias on it. */
-            char path[300], *answer;
-            snprintf(path, sizeof path, "/%s", it->doc.index);
-            long st = es_call(ix, "PUT", path, "{}", &answer);
-            bool exists = st == 200 || (st == 400 && answer && strstr(answer, "resource_already_exists"));
-            if (!exists && st)
-                pano_warn("cannot create index %s (%ld): %.300s", it->doc.index, st, answer);
-            free(answer);
-            if (!exists) {
-                ok = false;
-                goto done;
-            }
-            pano_buf_appendf(&actions, "{\"add\":{\"index\":\"%s\",\"alias\":\"%swf-%s\"}}",
-                             it->doc.index, ix->prefix, wf);
-        } else {
-            pano_buf_append_str(&actions, "{\"add\":{\"indices\":[");
-            for (size_t f = 0; pano_event_families[f]; f++)
-                pano_buf_appendf(&actions, "%s\"%s%s\"", f ? "," : "", ix->prefix,
-                                 pano_event_families[f]);
-            pano_buf_appendf(&actions,
-                             "],\"alias\":\"%swf-%s\",\"routing\":\"%s\","
-                             "\"filter\":{\"term\":{\"wf_uuid\":\"%s\"}}}}",
-                             ix->prefix, wf, wf, wf);
-        }
-    }
-    if (n == 0)
-        goto done;
-    pano_buf_append_str(&actions, "]}");
-    char *answer;
-    long st = es_call(ix, "POST", "/_aliases", actions.data, &answer);
-    if (st != 200) {
-        if (st) {
-            pano_warn("cannot create workflow aliases (%ld): %.300s", st, answer);
-            if (st == 404)
-                ix->indices_ready = false; /* someone deleted an index */
-        }
-        ok = false;
-    } else {
-        for (size_t k = 0; k < n; k++)
-            pano_wfcache_add(ix->known, added[k]);
-        ix->n.aliases += n;
-        pano_debug("%zu new workflow aliases", n);
-    }
-    free(answer);
-done:
-    for (size_t k = 0; k < n; k++)
-        free(added[k]);
-    free(added);
-    pano_buf_free(&actions);
-    return ok;
-}
-
 /* ---- batches ------------------------------------------------------------ */
 
+/* Dead letters keep this much of the original bytes; the size says how
+ * much there was. */
+#define DEAD_LETTER_EXCERPT (256 * 1024)
+
+/* A header of a Kafka message as a string ("" when absent). */
+static const char *header(const rd_kafka_message_t *m, const char *name, char *buf, size_t size)
+{
+    rd_kafka_headers_t *h;
+    const void *value;
+    size_t len;
+    buf[0] = '\0';
+    if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        rd_kafka_header_get_last(h, name, &value, &len) == RD_KAFKA_RESP_ERR_NO_ERROR && value)
+        snprintf(buf, size, "%.*s", (int)(len < size ? len : size - 1), (const char *)value);
+    return buf;
+}
+
+static bool from_bridge(const indexer *ix, const rd_kafka_message_t *m)
+{
+    return strcmp(rd_kafka_topic_name(m->rkt), ix->dead_letter_topic) == 0;
+}
+
 /* Turn an item into its dead-letter document: the reason, where it came
- * from and the original bytes, keyed by topic, partition, offset and a hash
- * of the bytes, so a replay does not write it twice. */
+ * from, the original bytes (an excerpt of large ones) and their size, in
+ * the dead-letter partition of now. Its _id makes a replay harmless: the
+ * topic, partition and offset of a message the indexer refused; for one the
+ * bridge refused (and may dead-letter again after a crash), a hash of the
+ * routing key and the bytes. */
 static void make_dead_letter(indexer *ix, batch_item *it)
 {
     rd_kafka_message_t *m = it->msg;
+    const char *payload = m->payload ? m->payload : "";
+    bool bridge = from_bridge(ix, m);
     static unsigned logged;
-    if (logged++ < 100)
+    if (!bridge && logged++ < 100)
         pano_info("dead letter from %s [%d] at %lld: %s%s", rd_kafka_topic_name(m->rkt),
                   (int)m->partition, (long long)m->offset, it->reason,
                   logged == 100 ? " (no more of these messages)" : "");
+    double now = pano_now();
     pano_json *d = pano_json_object();
-    char stamp[64], hash[33];
-    pano_bulk_timestamp(pano_now(), stamp, sizeof stamp);
+    char stamp[64], hash[33], key[256], value[64];
+    pano_bulk_timestamp(now, stamp, sizeof stamp);
     pano_json_set_str(d, "@timestamp", stamp);
+    pano_json_set_str(d, "source", bridge ? "pano-bridge" : "pano-indexer");
     pano_json_set_str(d, "reason", it->reason);
-    pano_json_set_int(d, "status", it->status);
+    if (!bridge)
+        pano_json_set_int(d, "status", it->status);
     pano_json_set_str(d, "topic", rd_kafka_topic_name(m->rkt));
     pano_json_set_int(d, "partition", m->partition);
     pano_json_set_int(d, "offset", m->offset);
@@ -418,17 +367,56 @@ static void make_dead_letter(indexer *ix, batch_item *it)
         pano_json_set_str(d, "wf_uuid", it->doc.wf_uuid);
     if (it->doc.id[0])
         pano_json_set_str(d, "event_id", it->doc.id);
-    pano_json_set(d, "original", pano_json_string_len(m->payload ? m->payload : "", m->len));
-    pano_event_id_of(m->payload ? m->payload : "", m->len, hash);
+    long long size = (long long)m->len;
+    bool truncated = m->len > DEAD_LETTER_EXCERPT;
+    if (bridge) {
+        pano_json_set_str(d, "routing_key", header(m, "routing_key", key, sizeof key));
+        pano_json_set_str(d, "exchange", header(m, "exchange", value, sizeof value));
+        size = atoll(header(m, "original_size", value, sizeof value));
+        truncated |= strcmp(header(m, "truncated", value, sizeof value), "true") == 0;
+    }
+    pano_json_set_int(d, "original_size", size > 0 ? size : (long long)m->len);
+    pano_json_set_bool(d, "truncated", truncated);
+    size_t kept = m->len > DEAD_LETTER_EXCERPT ? DEAD_LETTER_EXCERPT : m->len;
+    pano_json_set(d, "original", pano_json_string_len(payload, kept));
     pano_bulk_doc_free(&it->doc);
     pano_bulk_doc *dd = &it->doc;
-    snprintf(dd->index, sizeof dd->index, "%s", ix->dead_letter_index);
-    snprintf(dd->id, sizeof dd->id, "%.120s-%d-%lld-%.16s", rd_kafka_topic_name(m->rkt),
-             (int)m->partition, (long long)m->offset, hash);
+    pano_bulk_partition(ix->dead_letter_index, ix->policies[PANO_STREAM_DEAD_LETTER].period, now,
+                        dd->index, sizeof dd->index);
+    if (bridge) {
+        pano_buf both = {0};
+        pano_buf_append_str(&both, key);
+        pano_buf_append(&both, "\n", 1);
+        pano_buf_append(&both, payload, m->len);
+        pano_event_id_of(both.data, both.len, hash);
+        pano_buf_free(&both);
+        snprintf(dd->id, sizeof dd->id, "bridge-%s", hash);
+    } else {
+        pano_event_id_of(payload, m->len, hash);
+        snprintf(dd->id, sizeof dd->id, "%.120s-%d-%lld-%.16s", rd_kafka_topic_name(m->rkt),
+                 (int)m->partition, (long long)m->offset, hash);
+    }
     dd->routing[0] = '\0';
     dd->doc = pano_json_serialize(d, &dd->doc_len);
     pano_json_free(d);
     it->rejected = true;
+}
+
+/* The workflow and event id of a message the bridge refused, when it still
+ * says them: they make its dead letter findable with the workflow. */
+static void bridge_record_ids(const rd_kafka_message_t *m, pano_bulk_doc *doc)
+{
+    char why[64];
+    pano_json *ev = pano_json_parse(m->payload ? m->payload : "", m->len, PANO_JSON_DEFAULT_DEPTH,
+                                    why, sizeof why);
+    if (ev && ev->type == PANO_JSON_OBJECT) {
+        if (!pano_wf_uuid_normalize(pano_json_get_str(ev, "wf_uuid"), doc->wf_uuid))
+            doc->wf_uuid[0] = '\0';
+        const char *id = pano_json_get_str(ev, "event_id");
+        if (id && strlen(id) < sizeof doc->id && strlen(id) == pano_json_get(ev, "event_id")->u.string.len)
+            snprintf(doc->id, sizeof doc->id, "%s", id);
+    }
+    pano_json_free(ev);
 }
 
 static void add_message_to(indexer *ix, batch_item *items, size_t *count,
@@ -438,8 +426,21 @@ static void add_message_to(indexer *ix, batch_item *items, size_t *count,
     memset(it, 0, sizeof *it);
     it->msg = msg;
     ix->n.consumed++;
-    if (!pano_bulk_doc_prepare(msg->payload ? msg->payload : "", msg->len, &ix->layout,
-                               &it->doc, it->reason, sizeof it->reason))
+    if (from_bridge(ix, msg)) {
+        char reason[sizeof it->reason];
+        snprintf(it->reason, sizeof it->reason, "%s",
+                 *header(msg, "reason", reason, sizeof reason) ? reason : "refused by pano-bridge");
+        bridge_record_ids(msg, &it->doc);
+        ix->n.bridge_dead++;
+        make_dead_letter(ix, it);
+        return;
+    }
+    pano_bulk_doc_status st = pano_bulk_doc_prepare(msg->payload ? msg->payload : "", msg->len,
+                                                    &ix->layout, pano_now(), &it->doc,
+                                                    it->reason, sizeof it->reason);
+    if (st == PANO_BULK_DOC_EXPIRED)
+        ix->n.expired++;
+    if (st != PANO_BULK_DOC_OK)
         make_dead_letter(ix, it);
 }
 
@@ -851,7 +852,7 @@ static void settle_batch(indexer *ix)
     double backoff = 0.1, deadline = stopping ? pano_now() + ix->drain_timeout : 0;
     for (bool first = true;; first = false) {
         bool answered = ix->count == 0 ||
-                        ((ix->indices_ready || setup_indices(ix) == 0) && ensure_aliases(ix) &&
+                        ((ix->indices_ready || setup_indices(ix) == 0) &&
                          send_pending(ix, first && !stopping));
         if (all_settled(ix))
             break;
@@ -969,6 +970,8 @@ static rd_kafka_t *create_consumer(indexer *ix, char *err, size_t errlen)
         pano_kafka_topic(ix->cfg, pano_event_families[i], name, sizeof name);
         rd_kafka_topic_partition_list_add(topics, name, RD_KAFKA_PARTITION_UA);
     }
+    /* and what the bridge refused, to make it findable */
+    rd_kafka_topic_partition_list_add(topics, ix->dead_letter_topic, RD_KAFKA_PARTITION_UA);
     rd_kafka_resp_err_t e = rd_kafka_subscribe(rk, topics);
     rd_kafka_topic_partition_list_destroy(topics);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -998,6 +1001,194 @@ static void sleep_unless_stopping(double s)
         usleep(50000);
 }
 
+/* ---- retention ---------------------------------------------------------------- */
+
+static void stream_bases(const indexer *ix, char names[PANO_N_STREAMS][256],
+                         const char *bases[PANO_N_STREAMS])
+{
+    for (int i = 0; i < PANO_N_STREAMS; i++) {
+        if (i == PANO_STREAM_UNASSIGNED)
+            snprintf(names[i], 256, "%s", ix->fallback_index);
+        else if (i == PANO_STREAM_DEAD_LETTER)
+            snprintf(names[i], 256, "%s", ix->dead_letter_index);
+        else
+            snprintf(names[i], 256, "%.200s%s", ix->prefix, pano_streams[i]);
+        bases[i] = names[i];
+    }
+}
+
+/* Delete the partitions past their stream's retention (a dry run lists
+ * them on stdout). How many, or -1 when Elasticsearch did not answer. */
+static long retention_pass(indexer *ix, bool dry_run)
+{
+    char names[PANO_N_STREAMS][256], path[1024], *answer;
+    const char *bases[PANO_N_STREAMS];
+    stream_bases(ix, names, bases);
+    snprintf(path, sizeof path,
+             "/_cat/indices/%s*,%s-*,%s-*?h=index&format=json&expand_wildcards=open,closed",
+             ix->prefix, ix->fallback_index, ix->dead_letter_index);
+    long st = es_call(ix, "GET", path, NULL, &answer);
+    char why[200];
+    pano_json *list = st == 200 && answer ? pano_json_parse(answer, strlen(answer),
+                                                            PANO_JSON_DEFAULT_DEPTH, why,
+                                                            sizeof why)
+                                          : NULL;
+    free(answer);
+    if (!list || list->type != PANO_JSON_ARRAY) {
+        pano_warn("retention: cannot list the indices (HTTP %ld)", st);
+        pano_json_free(list);
+        return -1;
+    }
+    long n = 0;
+    double now = pano_now();
+    for (size_t i = 0; i < list->u.items.len; i++) {
+        const char *index = pano_json_get_str(list->u.items.values[i], "index");
+        if (!index || !pano_retention_expired(index, bases, ix->policies, now))
+            continue;
+        n++;
+        if (dry_run) {
+            printf("%s\n", index);
+            continue;
+        }
+        snprintf(path, sizeof path, "/%s", index); /* a name of pano's own form */
+        st = es_call(ix, "DELETE", path, NULL, &answer);
+        if (st == 200 || st == 404) {
+            pano_info("retention: deleted index %s", index);
+            ix->n.indices_deleted += st == 200;
+        } else {
+            pano_warn("retention: cannot delete index %s (HTTP %ld): %.200s", index, st,
+                      answer ? answer : "");
+            n--;
+        }
+        free(answer);
+    }
+    pano_json_free(list);
+    return n;
+}
+
+/* Remove the per-workflow aliases (<prefix>wf-<uuid>) earlier versions
+ * made; indices are never touched. A dry run lists them. How many, or -1
+ * when Elasticsearch did not answer. */
+static long remove_aliases(indexer *ix, bool dry_run)
+{
+    char path[512], *answer, why[200];
+    snprintf(path, sizeof path, "/_cat/aliases/%swf-*?h=alias,index&format=json", ix->prefix);
+    long st = es_call(ix, "GET", path, NULL, &answer);
+    pano_json *list = st == 200 && answer ? pano_json_parse(answer, strlen(answer),
+                                                            PANO_JSON_DEFAULT_DEPTH, why,
+                                                            sizeof why)
+                                          : NULL;
+    free(answer);
+    if (!list || list->type != PANO_JSON_ARRAY) {
+        pano_warn("cannot list the aliases (HTTP %ld)", st);
+        pano_json_free(list);
+        return -1;
+    }
+    long n = 0, failed = 0;
+    pano_buf actions = {0};
+    size_t prefix_len = strlen(ix->prefix);
+    for (size_t i = 0; i <= list->u.items.len; i++) {
+        const pano_json *a = i < list->u.items.len ? list->u.items.values[i] : NULL;
+        const char *alias = a ? pano_json_get_str(a, "alias") : NULL;
+        const char *index = a ? pano_json_get_str(a, "index") : NULL;
+        char uuid[PANO_WF_UUID_LEN + 1];
+        /* only <prefix>wf-<uuid>, the form pano made */
+        if (alias && index && strncmp(alias, ix->prefix, prefix_len) == 0 &&
+            strncmp(alias + prefix_len, "wf-", 3) == 0 &&
+            pano_wf_uuid_normalize(alias + prefix_len + 3, uuid) &&
+            strcmp(alias + prefix_len + 3, uuid) == 0 && index_name_ok(index, false)) {
+            n++;
+            if (dry_run)
+                printf("%s %s\n", alias, index);
+            else
+                pano_buf_appendf(&actions, "%s{\"remove\":{\"index\":\"%s\",\"alias\":\"%s\"}}",
+                                 actions.len ? "," : "{\"actions\":[", index, alias);
+        }
+        /* one request per 500 aliases, and the rest at the end */
+        if (actions.len && (n % 500 == 0 || i == list->u.items.len)) {
+            pano_buf_append_str(&actions, "]}");
+            st = es_call(ix, "POST", "/_aliases", actions.data, &answer);
+            if (st != 200) {
+                pano_warn("cannot remove aliases (HTTP %ld): %.200s", st, answer ? answer : "");
+                failed = 1;
+            }
+            free(answer);
+            pano_buf_clear(&actions);
+        }
+    }
+    pano_buf_free(&actions);
+    pano_json_free(list);
+    return failed ? -1 : n;
+}
+
+static bool any_retention(const indexer *ix)
+{
+    for (int i = 0; i < PANO_N_STREAMS; i++)
+        if (ix->policies[i].retention > 0)
+            return true;
+    return false;
+}
+
+/* How many shards the cluster allows: cluster.max_shards_per_node times the
+ * data nodes; 0 when Elasticsearch does not say. */
+static long cluster_shard_limit(indexer *ix)
+{
+    char *answer, why[200];
+    long per_node = 0, nodes = 0;
+    long st = es_call(ix, "GET", "/_cluster/settings?include_defaults=true&flat_settings=true",
+                      NULL, &answer);
+    pano_json *j = st == 200 && answer ? pano_json_parse(answer, strlen(answer),
+                                                         PANO_JSON_DEFAULT_DEPTH, why, sizeof why)
+                                       : NULL;
+    free(answer);
+    /* transient overrides persistent, which overrides the default */
+    static const char *const levels[] = {"transient", "persistent", "defaults"};
+    for (size_t i = 0; i < 3 && j && !per_node; i++) {
+        const char *v = pano_json_get_str(pano_json_get(j, levels[i]),
+                                          "cluster.max_shards_per_node");
+        per_node = v ? atol(v) : 0;
+    }
+    pano_json_free(j);
+    st = es_call(ix, "GET", "/_cluster/health?filter_path=number_of_data_nodes", NULL, &answer);
+    j = st == 200 && answer ? pano_json_parse(answer, strlen(answer), PANO_JSON_DEFAULT_DEPTH, why,
+                                              sizeof why)
+                            : NULL;
+    free(answer);
+    int64_t v = 0;
+    if (j && pano_json_get_int(j, "number_of_data_nodes", &v))
+        nodes = (long)v;
+    pano_json_free(j);
+    return per_node * nodes;
+}
+
+/* Refuse a configuration whose partitions, within their retention, would
+ * need more shards than the cluster allows (it would stop creating indices,
+ * and so indexing, when it reached the limit). -1 to refuse. */
+static int check_shard_budget(indexer *ix)
+{
+    int shards = (int)pano_config_int(ix->cfg, "pano.indexer.shards");
+    int replicas = (int)pano_config_int(ix->cfg, "pano.indexer.replicas");
+    long per_year, kept = pano_retention_shards(ix->policies, shards, replicas, &per_year);
+    long limit = cluster_shard_limit(ix);
+    if (limit <= 0) {
+        pano_warn("cannot read the cluster's shard limit: the shard budget is not checked");
+        return 0;
+    }
+    if (kept > limit) {
+        pano_error("pano.indexer.retention and .partition keep up to %ld shards (%d primary "
+                   "and %d replica per index), more than the %ld the cluster allows "
+                   "(cluster.max_shards_per_node x data nodes): use longer periods, shorter "
+                   "retention, or fewer shards or replicas (docs/operating.md, sizing)",
+                   kept, shards, replicas, limit);
+        return -1;
+    }
+    if (per_year > 0)
+        pano_info("shards: %ld within retention; the streams kept forever add %ld a year, of "
+                  "the %ld the cluster allows",
+                  kept, per_year, limit);
+    return 0;
+}
+
 static int run(indexer *ix)
 {
     /* The templates must be in place before the first document creates an
@@ -1005,6 +1196,8 @@ static int run(indexer *ix)
     for (double backoff = 1; !stopping && setup_indices(ix) < 0;
          backoff = backoff * 2 > ix->max_backoff ? ix->max_backoff : backoff * 2)
         sleep_unless_stopping(backoff * jitter());
+    if (!stopping && check_shard_budget(ix) < 0)
+        return 2;
     double next_stats = pano_now() + ix->stats_interval;
     publish_status(ix);
     while (!stopping) {
@@ -1035,6 +1228,10 @@ static int run(indexer *ix)
         }
         if (now - ix->last_publish >= 1)
             publish_status(ix);
+        if (any_retention(ix) && now - ix->last_retention >= ix->retention_interval) {
+            retention_pass(ix, false);
+            ix->last_retention = now;
+        }
     }
     /* Drain: the batch in hand was settled (or given up) above; messages
      * polled meanwhile are left for the next run. */
@@ -1070,19 +1267,22 @@ int main(int argc, char **argv)
     pano_config *cfg = pano_cli_init("pano-indexer", argc, argv, false);
     if (!cfg)
         return 2;
-    enum { OPT_PRINT_TEMPLATES = 0x2000 };
+    enum { OPT_PRINT_TEMPLATES = 0x2000, OPT_RETENTION, OPT_REMOVE_ALIASES, OPT_DRY_RUN };
     static const struct option options[] = {
         {"brokers", required_argument, NULL, 'b'},
         {"es-url", required_argument, NULL, 'e'},
         {"group", required_argument, NULL, 'g'},
         {"print-templates", no_argument, NULL, OPT_PRINT_TEMPLATES},
+        {"retention", no_argument, NULL, OPT_RETENTION},
+        {"remove-aliases", no_argument, NULL, OPT_REMOVE_ALIASES},
+        {"dry-run", no_argument, NULL, OPT_DRY_RUN},
         {"help", no_argument, NULL, 'h'},
         PANO_CLI_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     static const char *const keys[128] = {
         ['b'] = "pano.kafka.brokers", ['e'] = "pano.es.url", ['g'] = "pano.indexer.group"};
-    bool want_templates = false;
+    bool want_templates = false, want_retention = false, want_unalias = false, dry_run = false;
     int opt;
     while ((opt = getopt_long(argc, argv, "b:e:g:h", options, NULL)) != -1) {
         int handled = pano_cli_option(cfg, opt, optarg);
@@ -1095,6 +1295,12 @@ int main(int argc, char **argv)
                 return 2;
         } else if (opt == OPT_PRINT_TEMPLATES)
             want_templates = true;
+        else if (opt == OPT_RETENTION)
+            want_retention = true;
+        else if (opt == OPT_REMOVE_ALIASES)
+            want_unalias = true;
+        else if (opt == OPT_DRY_RUN)
+            dry_run = true;
         else if (opt == 'h') {
             usage(stdout);
             return 0;
@@ -1107,6 +1313,10 @@ int main(int argc, char **argv)
         pano_error("unexpected argument '%s'", argv[optind]);
         return 2;
     }
+    if (dry_run && !want_retention && !want_unalias) {
+        pano_error("--dry-run goes with --retention or --remove-aliases");
+        return 2;
+    }
     pano_cli_apply_logging(cfg);
 
     indexer ix = {.cfg = cfg, .started = pano_now()};
@@ -1117,7 +1327,11 @@ int main(int argc, char **argv)
              fallback ? fallback : "unassigned");
     snprintf(ix.dead_letter_index, sizeof ix.dead_letter_index, "%.200s%s",
              dead ? "" : ix.prefix, dead ? dead : "dead-letter");
-    const char *layout = pano_config_str(cfg, "pano.indexer.layout");
+    char err[512];
+    if (pano_stream_policies(cfg, ix.policies, err, sizeof err) < 0) {
+        pano_error("%s", err);
+        return 2;
+    }
     if (!index_name_ok(ix.prefix, true)) {
         pano_error("pano.indexer.index_prefix '%s': use lowercase letters, digits, '.', '_' "
                    "and '-', not first '.', '_' or '-'",
@@ -1128,13 +1342,12 @@ int main(int argc, char **argv)
         pano_error("pano.indexer.fallback_index / dead_letter_index: not valid index names");
         return 2;
     }
-    if (strcmp(layout, "shared") != 0 && strcmp(layout, "per-workflow") != 0) {
-        pano_error("pano.indexer.layout '%s': use shared or per-workflow", layout);
-        return 2;
-    }
     ix.layout = (pano_bulk_layout){.prefix = ix.prefix,
-                                   .per_workflow = strcmp(layout, "per-workflow") == 0,
-                                   .fallback_index = ix.fallback_index};
+                                   .fallback_index = ix.fallback_index,
+                                   .policies = ix.policies};
+    snprintf(ix.dead_letter_topic, sizeof ix.dead_letter_topic, "%s",
+             pano_config_str(cfg, "pano.kafka.dead_letter_topic"));
+    ix.retention_interval = pano_config_double(cfg, "pano.indexer.retention_interval");
     if (want_templates) {
         int rc = print_templates(&ix);
         pano_config_free(cfg);
@@ -1149,14 +1362,21 @@ int main(int argc, char **argv)
     ix.concurrency = (size_t)pano_config_int(cfg, "pano.indexer.concurrency");
     ix.items = pano_calloc(ix.max_docs, sizeof *ix.items);
     ix.next = pano_calloc(ix.max_docs, sizeof *ix.next);
-    ix.known = pano_wfcache_new((size_t)pano_config_int(cfg, "pano.indexer.alias_cache"));
 
-    char err[512];
     int rc = 1;
     ix.es = pano_es_new(cfg, err, sizeof err);
     if (!ix.es) {
         pano_error("%s", err);
         rc = 2;
+        goto out;
+    }
+    if (want_retention || want_unalias) {
+        long n = 0, m = 0;
+        if (want_retention && (n = retention_pass(&ix, dry_run)) >= 0 && !dry_run)
+            pano_info("retention: %ld indices deleted", n);
+        if (want_unalias && (m = remove_aliases(&ix, dry_run)) >= 0 && !dry_run)
+            pano_info("%ld workflow aliases removed", m);
+        rc = n < 0 || m < 0 ? 1 : fflush(stdout) == 0 ? 0 : 1;
         goto out;
     }
     ix.status_file = pano_config_str(cfg, "pano.indexer.status_file");
@@ -1181,7 +1401,7 @@ int main(int argc, char **argv)
         pano_error("%s", err);
         goto out;
     }
-    pano_info("indexing into %s (%s*, layout %s)", pano_es_describe(ix.es), ix.prefix, layout);
+    pano_info("indexing into %s (%s<stream>-<period>)", pano_es_describe(ix.es), ix.prefix);
 
     rc = run(&ix);
     /* Leaving the group can hang when Kafka misbehaves: bound it. */
@@ -1208,7 +1428,6 @@ out:
     free(ix.pending);
     free(ix.items);
     free(ix.next);
-    pano_wfcache_free(ix.known);
     pano_config_free(cfg);
     return rc;
 }

@@ -379,19 +379,25 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
     }
     fixed_fields(all);
 
-    pano_template *t = pano_calloc(nfam + 2, sizeof *t);
-    for (size_t f = 0; f < nfam; f++) {
-        char exact[256], per_wf[260];
-        snprintf(exact, sizeof exact, "%.200s%s", opt->prefix, pano_event_families[f]);
-        snprintf(per_wf, sizeof per_wf, "%.250s-*", exact);
-        const char *patterns[] = {exact, per_wf, NULL};
-        snprintf(t[f].name, sizeof t[f].name, "%s", exact);
-        t[f].body = template_body(opt, patterns, fam[f], false, false);
-        t[f].family = true;
+    /* One template per stream (partition.h), for its partitions
+     * <base>-<period>: the families, the samples (kickstart's fields), the
+     * fallback index (every family's), then the dead letters. */
+    size_t nt = nfam + 3;
+    pano_template *t = pano_calloc(nt, sizeof *t);
+    for (size_t f = 0; f <= nfam; f++) {
+        const char *stream = f < nfam ? pano_event_families[f] : "samples";
+        const pano_json *props = fam[f < nfam ? f : 0]; /* kickstart first */
+        snprintf(t[f].name, sizeof t[f].name, "%.200s%s", opt->prefix, stream);
+        char pattern[260];
+        snprintf(pattern, sizeof pattern, "%s-*", t[f].name);
+        const char *patterns[] = {pattern, NULL};
+        t[f].body = template_body(opt, patterns, props, false, false);
     }
-    const char *fallback[] = {opt->fallback_index, NULL};
-    snprintf(t[nfam].name, sizeof t[nfam].name, "%s", opt->fallback_index);
-    t[nfam].body = template_body(opt, fallback, all, false, true);
+    char fallback[260];
+    snprintf(fallback, sizeof fallback, "%.250s-*", opt->fallback_index);
+    const char *fallback_patterns[] = {fallback, NULL};
+    snprintf(t[nfam + 1].name, sizeof t[nfam + 1].name, "%s", opt->fallback_index);
+    t[nfam + 1].body = template_body(opt, fallback_patterns, all, false, true);
 
     pano_json *dl = pano_json_object();
     pano_json_set(dl, "@timestamp", leaf("date"));
@@ -405,17 +411,24 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
     pano_json_set(dl, "wf_uuid", wf);
     pano_json_set(dl, "event", leaf("keyword"));
     pano_json_set(dl, "event_id", leaf("keyword"));
+    pano_json_set(dl, "source", leaf("keyword"));
+    pano_json_set(dl, "routing_key", leaf("keyword"));
+    pano_json_set(dl, "exchange", leaf("keyword"));
+    pano_json_set(dl, "original_size", leaf("long"));
+    pano_json_set(dl, "truncated", leaf("boolean"));
     pano_json *orig = leaf("text");
     pano_json_set_bool(orig, "index", false);
     pano_json_set(dl, "original", orig);
-    const char *dead[] = {opt->dead_letter_index, NULL};
-    snprintf(t[nfam + 1].name, sizeof t[nfam + 1].name, "%s", opt->dead_letter_index);
-    t[nfam + 1].body = template_body(opt, dead, dl, true, false);
+    char dead[260];
+    snprintf(dead, sizeof dead, "%.250s-*", opt->dead_letter_index);
+    const char *dead_patterns[] = {dead, NULL};
+    snprintf(t[nfam + 2].name, sizeof t[nfam + 2].name, "%s", opt->dead_letter_index);
+    t[nfam + 2].body = template_body(opt, dead_patterns, dl, true, false);
     pano_json_free(dl);
     pano_json_free(all);
 
     *out = t;
-    *count = nfam + 2;
+    *count = nt;
 done:
     for (size_t f = 0; f < nfam; f++)
         pano_json_free(fam[f]);

@@ -5,26 +5,26 @@
  * schemas/events/<event>.schema.json, and schemas/families/<family>.schema.json
  * for the fields of a family's events from other tools; built into lib/ as
  * pano_builtin_schemas)
- * are the one description of the fields. From them come:
+ * are the one description of the fields. From them come one template per
+ * stream (partition.h), each for that stream's partitions <base>-<period>:
  *
- *   <prefix><family>        one template per event family, for the shared
- *                           index <prefix><family> and the per-workflow
- *                           indices <prefix><family>-<uuid>
+ *   <prefix><family>-*      the events of a family (samples apart)
+ *   <prefix>samples-*       pano-monitor's samples (kickstart's fields)
  *   the fallback index      events without a valid wf_uuid: every family's
  *                           fields
- *   <prefix>dead-letter     rejected documents, their reason and the
- *                           original event as text
+ *   <prefix>dead-letter-*   rejected messages: the reason, where they came
+ *                           from and the original bytes as text
  *
  * Types: string -> keyword (format date-time -> date), integer -> long,
  * number -> double, boolean -> boolean, object -> object with its
  * properties, array -> the type of its items; "x-es-type" in a schema
  * overrides (e.g. "text" for messages). @timestamp is a date (from ts).
- * wf_uuid is a keyword with a lowercase normalizer, so the alias filter
+ * wf_uuid is a keyword with a lowercase normalizer, so a term on it
  * matches whatever case a publisher used.
  *
  * A field that two families type differently gets one type in every
- * template (the alias <prefix>wf-<uuid> spans the families and a query or
- * aggregation over it must see one type): long and double give double, text
+ * template (a query over a workflow spans the families, and an aggregation
+ * over several indices must see one type): long and double give double, text
  * and a keyword give text with a .keyword sub-field, any other mix gives
  * keyword (which accepts numbers and booleans as they are). An object in
  * one family and a value in another cannot be made compatible; each family
@@ -53,9 +53,8 @@ typedef struct {
 } pano_template_options;
 
 typedef struct {
-    char name[256]; /* template name */
+    char name[256]; /* template name: the stream's base name */
     char *body;     /* PUT _index_template/<name> body */
-    bool family;    /* a family template (its shared index is <name>) */
 } pano_template;
 
 /* Build every template. Returns 0, or -1 with a message in err (a schema

@@ -57,6 +57,23 @@ static ssize_t key_index(const pano_config *cfg, const char *name)
     return -1;
 }
 
+double pano_config_parse_duration(const char *text)
+{
+    static const struct {
+        const char *unit;
+        double seconds;
+    } units[] = {{"", 1},       {"s", 1},         {"ms", 0.001},      {"m", 60},
+                 {"h", 3600},   {"d", 86400},     {"w", 7 * 86400.0}, {"y", 365 * 86400.0}};
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || !isfinite(v) || v < 0)
+        return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (strcmp(end, units[i].unit) == 0)
+            return v * units[i].seconds;
+    return -1;
+}
+
 int pano_config_parse_bool(const char *s)
 {
     static const char *const yes[] = {"1", "true", "yes", "on"};

@@ -93,5 +93,8 @@ void pano_config_dump(const pano_config *cfg, FILE *out);
 
 /* Parse a boolean word: 1 true, 0 false, -1 not a boolean. */
 int pano_config_parse_bool(const char *text);
+/* Parse a duration: a number of seconds, or one with a unit: ms, s, m, h,
+ * d, w or y (365 days): "90d", "1.5h". Seconds, or -1 if it is not one. */
+double pano_config_parse_duration(const char *text);
 
 #endif

@@ -199,10 +199,17 @@ const pano_config_key pano_config_keys[] = {
      "Bulk requests in flight at once for one batch (each at least 1000 documents)."},
     {"pano.indexer.linger", PANO_CFG_DOUBLE, "0.2", 0, 60, false, {0}, {0},
      "Seconds to wait for a batch to fill before sending it."},
-    {"pano.indexer.layout", PANO_CFG_STR, "shared", NOLIMIT, false, {0}, {0},
-     "shared: one index per family (<prefix><family>) routed by wf_uuid, and a filtered "
-     "alias <prefix>wf-<uuid> per workflow; per-workflow: real indices "
-     "<prefix><family>-<uuid> (small sites only), with the same alias name."},
+    {"pano.indexer.partition", PANO_CFG_STR, "month", NOLIMIT, false, {0}, {0},
+     "Period of each index: events go to <prefix><stream>-<period> by their own ts (UTC): "
+     "day (2026.11.25), month (2026.11) or year (2026). DEFAULT[,STREAM=VALUE...] sets "
+     "streams apart; streams: kickstart samples stampede darshan transfer custom other "
+     "unassigned dead-letter (docs/indexer.md)."},
+    {"pano.indexer.retention", PANO_CFG_STR, "0", NOLIMIT, false, {0}, {0},
+     "How long an index is kept after its period ended (90d, 2y; 0: forever); older ones "
+     "are deleted whole. DEFAULT[,STREAM=VALUE...], e.g. 2y,samples=90d. Events older "
+     "than their stream's retention go to the dead-letter index with that reason."},
+    {"pano.indexer.retention_interval", PANO_CFG_DOUBLE, "3600", 10, 604800, false, {0}, {0},
+     "Seconds between two passes deleting expired indices (pano-indexer --retention runs one)."},
     {"pano.indexer.fallback_index", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
      "Index for events without a valid wf_uuid (default <prefix>unassigned)."},
     {"pano.indexer.dead_letter_index", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
@@ -215,8 +222,6 @@ const pano_config_key pano_config_keys[] = {
      "index.refresh_interval of the indices pano creates (how soon events are searchable)."},
     {"pano.indexer.total_fields_limit", PANO_CFG_INT, "2000", 100, 100000, false, {0}, {0},
      "index.mapping.total_fields.limit: bounds the fields extras can add to a mapping."},
-    {"pano.indexer.alias_cache", PANO_CFG_INT, "100000", 2, 100000000, false, {0}, {0},
-     "Workflows remembered as having their alias (forgotten ones cost one request)."},
     {"pano.indexer.max_backoff", PANO_CFG_DOUBLE, "30", 0.1, 3600, false, {0}, {0},
      "Longest wait in seconds between retries while Elasticsearch fails."},
     {"pano.indexer.drain_timeout", PANO_CFG_DOUBLE, "10", 0, 3600, false, {0}, {0},

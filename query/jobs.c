@@ -69,19 +69,16 @@ bool pano_query_job_name_valid(const char *name)
 
 pano_query *pano_query_new(const pano_config *cfg, char *err, size_t errlen)
 {
-    const char *layout = pano_config_str(cfg, "pano.indexer.layout");
-    if (strcmp(layout, "shared") != 0 && strcmp(layout, "per-workflow") != 0) {
-        snprintf(err, errlen, "pano.indexer.layout: '%s' is neither shared nor per-workflow",
-                 layout);
+    pano_stream_policy policies[PANO_N_STREAMS];
+    if (pano_stream_policies(cfg, policies, err, errlen) < 0)
         return NULL;
-    }
     pano_es *es = pano_es_new(cfg, err, errlen);
     if (!es)
         return NULL;
     pano_query *q = pano_calloc(1, sizeof *q);
     q->es = es;
     q->prefix = pano_strdup(pano_config_str(cfg, "pano.indexer.index_prefix"));
-    q->per_workflow = strcmp(layout, "per-workflow") == 0;
+    memcpy(q->policies, policies, sizeof policies);
     q->ingest_delay = pano_config_double(cfg, "pano.query.ingest_delay");
     return q;
 }
@@ -176,8 +173,8 @@ static int64_t filter_count(const pano_json *aggs, const char *name)
 static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *err,
                         size_t errlen)
 {
-    static const char *const all[] = {"kickstart", "stampede", "darshan", "transfer",
-                                      "custom",    "other",    NULL};
+    static const char *const all[] = {"kickstart", "samples", "stampede", "darshan",
+                                      "transfer",  "custom",  "other",    NULL};
     pano_json *filter, *body = store_body(out->wf_uuid, &filter);
     pano_json *aggs = pano_json_set_object(body, "aggs");
     store_span_aggs(aggs);
@@ -204,7 +201,7 @@ static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *
     pano_json_set(top, "sort", store_literal("[{\"ts\":\"desc\"}]"));
     pano_json_set(aggs, "xwf_end", end);
 
-    char *path = store_search_path(q, out->wf_uuid, all);
+    char *path = store_search_path(q, out, all);
     pano_json *answer = store_search(q, path, body, err, errlen);
     free(path);
     pano_json_free(body);
@@ -212,6 +209,8 @@ static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *
         return -1;
     const pano_json *a = pano_json_get(answer, "aggregations");
     store_span_read(a, &out->first_event, &out->last_event);
+    out->stored_from = store_value(a, "first", 0);
+    out->stored_to = store_value(a, "last", 0);
     char buf[512] = "";
     for (size_t i = 0; i < 2 && !buf[0]; i++) {
         const pano_json *buckets = pano_json_get(store_agg(a, label_fields[i]), "buckets");
@@ -304,12 +303,12 @@ static void on_monitor_run(const pano_json *b, void *user)
     }
 }
 
-static int ask_monitor_runs(pano_query *q, const char *uuid, collect *c, char *err,
+static int ask_monitor_runs(pano_query *q, const pano_jobs *jobs, collect *c, char *err,
                             size_t errlen)
 {
     static const char *const fam[] = {"kickstart", NULL};
     static const char *const ends[] = {"kickstart.inv.start", "kickstart.inv.end", NULL};
-    pano_json *filter, *body = store_body(uuid, &filter);
+    pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
     pano_json_append(filter, store_terms("event", ends));
     pano_json *sub, *end;
     composite_agg(pano_json_set_object(body, "aggs"), "runs", run_sources(true), &sub);
@@ -324,7 +323,7 @@ static int ask_monitor_runs(pano_query *q, const char *uuid, collect *c, char *e
                                     {"samples", "samples"}};
     for (size_t i = 0; i < sizeof end_metrics / sizeof end_metrics[0]; i++)
         pano_json_set(end, end_metrics[i][0], store_metric("max", end_metrics[i][1]));
-    char *path = store_search_path(q, uuid, fam);
+    char *path = store_search_path(q, jobs, fam);
     int rc = store_composite_each(q, path, body, "runs", on_monitor_run, c, err, errlen);
     free(path);
     pano_json_free(body);
@@ -374,15 +373,15 @@ static void on_open_run(const pano_json *b, void *user)
     }
 }
 
-static int ask_open_runs(pano_query *q, const char *uuid, collect *c, char *err, size_t errlen)
+static int ask_open_runs(pano_query *q, const pano_jobs *jobs, collect *c, char *err, size_t errlen)
 {
     size_t open = 0;
     for (size_t i = 0; i < c->n; i++)
         open += !c->runs[i].ended;
     if (open == 0)
         return 0;
-    static const char *const fam[] = {"kickstart", NULL};
-    pano_json *filter, *body = store_body(uuid, &filter);
+    static const char *const fam[] = {"samples", NULL};
+    pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
     pano_json_append(filter, store_term("event", "kickstart.inv.online"));
     if (open <= MAX_OPEN_RUNS) {
         pano_json *any = pano_json_object();
@@ -407,7 +406,7 @@ static int ask_open_runs(pano_query *q, const char *uuid, collect *c, char *err,
     pano_json *src = pano_json_set_array(top, "_source");
     for (size_t i = 0; fields[i]; i++)
         pano_json_append(src, pano_json_string(fields[i]));
-    char *path = store_search_path(q, uuid, fam);
+    char *path = store_search_path(q, jobs, fam);
     int rc = store_composite_each(q, path, body, "runs", on_open_run, c, err, errlen);
     free(path);
     pano_json_free(body);
@@ -505,10 +504,10 @@ static pano_json *top_hit_agg(const pano_json *filter, const char *const *fields
     return a;
 }
 
-static int ask_instances(pano_query *q, const char *uuid, collect *c, char *err, size_t errlen)
+static int ask_instances(pano_query *q, const pano_jobs *jobs, collect *c, char *err, size_t errlen)
 {
     static const char *const fam[] = {"stampede", NULL};
-    pano_json *filter, *body = store_body(uuid, &filter);
+    pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
     pano_json *any = pano_json_object();
     pano_json *b = pano_json_set_object(any, "bool");
     pano_json *should = pano_json_set_array(b, "should");
@@ -565,7 +564,7 @@ static int ask_instances(pano_query *q, const char *uuid, collect *c, char *err,
                   store_filter_agg(store_term("event", "stampede.job_inst.main.start"), &ts_aggs));
     pano_json_set(ts_aggs, "ts", store_metric("max", "ts"));
 
-    char *path = store_search_path(q, uuid, fam);
+    char *path = store_search_path(q, jobs, fam);
     int rc = store_composite_each(q, path, body, "instances", on_instance, c, err, errlen);
     free(path);
     pano_json_free(body);
@@ -600,17 +599,17 @@ static void on_side(const pano_json *b, void *user)
     best->job.transfer_events += filter_count(buckets, "transfer");
 }
 
-static int ask_side_events(pano_query *q, const char *uuid, collect *c, char *err, size_t errlen)
+static int ask_side_events(pano_query *q, const pano_jobs *jobs, collect *c, char *err, size_t errlen)
 {
     static const char *const fam[] = {"darshan", "transfer", NULL};
-    pano_json *filter, *body = store_body(uuid, &filter);
+    pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
     pano_json *sub;
     composite_agg(pano_json_set_object(body, "aggs"), "jobs", sources_of(run_keys, 2, true), &sub);
     pano_json *kinds = pano_json_set_object(pano_json_set_object(sub, "kinds"), "filters");
     pano_json *fs = pano_json_set_object(kinds, "filters");
     pano_json_set(fs, "darshan", store_prefix("event", "darshan."));
     pano_json_set(fs, "transfer", store_prefix("event", "transfer."));
-    char *path = store_search_path(q, uuid, fam);
+    char *path = store_search_path(q, jobs, fam);
     int rc = store_composite_each(q, path, body, "jobs", on_side, c, err, errlen);
     free(path);
     pano_json_free(body);
@@ -757,13 +756,13 @@ int pano_query_jobs(pano_query *q, const char *wf_uuid, double now, pano_jobs *o
     collect c = {.now = now};
     int rc = 0;
     if (counts.monitor_events > 0)
-        rc = ask_monitor_runs(q, out->wf_uuid, &c, err, errlen);
+        rc = ask_monitor_runs(q, out, &c, err, errlen);
     if (rc == 0 && counts.monitor_events > 0)
-        rc = ask_open_runs(q, out->wf_uuid, &c, err, errlen);
+        rc = ask_open_runs(q, out, &c, err, errlen);
     if (rc == 0 && counts.stampede_events > 0)
-        rc = ask_instances(q, out->wf_uuid, &c, err, errlen);
+        rc = ask_instances(q, out, &c, err, errlen);
     if (rc == 0 && counts.side_events > 0 && c.n > 0)
-        rc = ask_side_events(q, out->wf_uuid, &c, err, errlen);
+        rc = ask_side_events(q, out, &c, err, errlen);
     if (rc < 0) {
         for (size_t i = 0; i < c.n; i++)
             free_job(&c.runs[i].job);

@@ -74,7 +74,7 @@ static void usage(FILE *out)
             "      --json             the command's JSON document (seconds, bytes, kB, epoch)\n"
             "      --tsv              tab-separated values with a header line (raw numbers)\n"
             "      --es-url URL       Elasticsearch (pano.es.url)\n"
-            "Durations (D): 10s, 5m, 2h, 7d or seconds. --since default 30d, --limit 50.\n"
+            "Durations (D): 10s, 5m, 2h, 7d, 2w, 1y or seconds. --since default 30d, --limit 50.\n"
             "\n"
             "Exit status: 0 ok; 1 the store cannot be asked (or --publish failed); 2 usage;\n"
             "3 no such workflow or job.\n"
@@ -814,7 +814,7 @@ int main(int argc, char **argv)
         case OPT_WATCH:
         case OPT_SINCE:
         case OPT_STEP: {
-            double d = parse_duration(optarg);
+            double d = pano_config_parse_duration(optarg);
             if (d <= 0) {
                 pano_error("'%s' is not a duration (10s, 5m, 2h, 7d or seconds)", optarg);
                 goto out;

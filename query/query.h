@@ -3,10 +3,9 @@
  * read back from the Elasticsearch store pano-indexer writes.
  *
  * Every request is scoped to one workflow the way the store is laid out:
- * the family indices with routing = the lowercased wf_uuid and a term on
- * wf_uuid (pano.indexer.layout=shared), or the workflow's own indices
- * (per-workflow). Everything is aggregated on the server; no request reads
- * a workflow's samples one by one:
+ * the partitions of its time span (partition.h), routing = the lowercased
+ * wf_uuid and a term on wf_uuid. Everything is aggregated on the server; no
+ * request reads a workflow's samples one by one:
  *
  *   jobs      one row per job run: pano-monitor's kickstart.inv.start/.end
  *             per (dag_job_id, hostname, pid), with its samples consulted
@@ -92,6 +91,7 @@ typedef struct {
     char *wf_label;      /* "" when unknown */
     double now;          /* the time the state refers to */
     double first_event, last_event; /* its span, Darshan logs aside (docs/query.md); 0: none */
+    double stored_from, stored_to;  /* min and max ts of all its events: where they are stored */
     bool wf_ended;       /* a stampede.xwf.end was seen */
     int wf_status;       /* its status (0: success) */
     pano_job *jobs;      /* ordered by start, then id */

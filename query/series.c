@@ -170,7 +170,7 @@ static void on_raw_run(const pano_json *run_bucket, void *user)
 static int ask_raw(pano_query *q, const pano_jobs *jobs, const pano_job *job, buckets *b,
                    const pano_metric_info *m, char *err, size_t errlen)
 {
-    static const char *const fam[] = {"kickstart", NULL};
+    static const char *const fam[] = {"samples", NULL};
     pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
     pano_json_append(filter, store_term("event", "kickstart.inv.online"));
     if (job)
@@ -204,7 +204,7 @@ static int ask_raw(pano_query *q, const pano_jobs *jobs, const pano_job *job, bu
     for (size_t f = 0; f < 2 && m->fields[f]; f++)
         pano_json_append(src, pano_json_string(m->fields[f]));
     raw_ctx ctx = {b, m, pano_calloc(b->n, sizeof(double))};
-    char *path = store_search_path(q, jobs->wf_uuid, fam);
+    char *path = store_search_path(q, jobs, fam);
     int rc = store_composite_each(q, path, body, "runs", on_raw_run, &ctx, err, errlen);
     free(path);
     free(ctx.run);
@@ -243,7 +243,7 @@ int pano_query_series(pano_query *q, const pano_jobs *jobs, const pano_job *job,
     b.n = (size_t)n;
     b.sum = pano_calloc(b.n, sizeof *b.sum);
 
-    static const char *const fam[] = {"kickstart", NULL};
+    static const char *const fam[] = {"samples", NULL};
     pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
     pano_json_append(filter, store_term("event", "kickstart.inv.online"));
     if (job)
@@ -261,7 +261,7 @@ int pano_query_series(pano_query *q, const pano_jobs *jobs, const pano_job *job,
                      store_exists("delta"));
     pano_json *unused;
     pano_json_set(aggs, "without", store_filter_agg(none, &unused));
-    char *path = store_search_path(q, jobs->wf_uuid, fam);
+    char *path = store_search_path(q, jobs, fam);
     pano_json *answer = store_search(q, path, body, err, errlen);
     free(path);
     pano_json_free(body);

@@ -10,26 +10,49 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *store_search_path(const pano_query *q, const char *wf_uuid, const char *const *families)
+/* Named partitions in a path at most: a longer span reads every partition of
+ * the stream (a request line must stay under Elasticsearch's 4 KB). */
+#define MAX_NAMED_PARTITIONS 24
+
+static void append_stream(pano_buf *path, const pano_query *q, const pano_jobs *jobs,
+                          const char *stream)
+{
+    char base[256];
+    snprintf(base, sizeof base, "%s%s", q->prefix, stream);
+    /* the unpartitioned index of earlier versions: samples were kickstart's */
+    pano_buf_appendf(path, "%s%s,", q->prefix, strcmp(stream, "samples") == 0 ? "kickstart" : stream);
+    int s = pano_stream_index(stream);
+    pano_period period = q->policies[s < 0 ? 0 : s].period;
+    bool named = jobs && jobs->stored_from > 0 && jobs->stored_to >= jobs->stored_from;
+    size_t count = 0;
+    for (double t = named ? jobs->stored_from : 0; named && t <= jobs->stored_to;
+         t = pano_period_next(period, t))
+        named = ++count <= MAX_NAMED_PARTITIONS;
+    if (!named) {
+        pano_buf_appendf(path, "%s-*", base);
+        return;
+    }
+    char suffix[16];
+    for (double t = jobs->stored_from; t <= jobs->stored_to; t = pano_period_next(period, t)) {
+        pano_period_suffix(period, t, suffix, sizeof suffix);
+        pano_buf_appendf(path, "%s%s-%s", t > jobs->stored_from ? "," : "", base, suffix);
+    }
+}
+
+char *store_search_path(const pano_query *q, const pano_jobs *jobs, const char *const *streams)
 {
     pano_buf path = {0};
     pano_buf_append_str(&path, "/");
-    for (size_t i = 0; families[i]; i++) {
+    for (size_t i = 0; streams[i]; i++) {
         if (i)
             pano_buf_append_str(&path, ",");
-        pano_buf_append_str(&path, q->prefix);
-        pano_buf_append_str(&path, families[i]);
-        if (wf_uuid && q->per_workflow) {
-            pano_buf_append_str(&path, "-");
-            pano_buf_append_str(&path, wf_uuid);
-        } else if (!wf_uuid && q->per_workflow)
-            pano_buf_append_str(&path, "*");
+        append_stream(&path, q, jobs, streams[i]);
     }
-    /* Families a workflow never used have no index: not an error. */
+    /* Partitions a workflow never used do not exist: not an error. */
     pano_buf_append_str(&path, "/_search?ignore_unavailable=true&allow_no_indices=true");
-    if (wf_uuid && !q->per_workflow) {
+    if (jobs) {
         pano_buf_append_str(&path, "&routing=");
-        pano_buf_append_str(&path, wf_uuid);
+        pano_buf_append_str(&path, jobs->wf_uuid);
     }
     return path.data; /* NUL-terminated, the caller frees it */
 }

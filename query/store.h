@@ -2,27 +2,33 @@
  * store.h - how the query library asks Elasticsearch (internal).
  *
  * One place knows how the indexer lays a workflow's events out, so that
- * every request is scoped the same way: the family indices with routing =
- * the wf_uuid and a term on it, or the workflow's own indices.
+ * every request is scoped the same way: the partitions of the streams
+ * (partition.h) that hold the workflow's time span, routing = the wf_uuid
+ * and a term on it.
  */
 #ifndef PANO_QUERY_STORE_H
 #define PANO_QUERY_STORE_H
 
 #include "es.h"
 #include "json.h"
+#include "partition.h"
 #include "query.h"
 
 struct pano_query {
     pano_es *es;
-    char *prefix;      /* pano.indexer.index_prefix */
-    bool per_workflow; /* pano.indexer.layout = per-workflow */
+    char *prefix; /* pano.indexer.index_prefix */
+    pano_stream_policy policies[PANO_N_STREAMS]; /* pano.indexer.partition */
     double ingest_delay; /* pano.query.ingest_delay */
 };
 
-/* The _search path for one workflow (a normalized UUID; NULL: every
- * workflow) over the given families (NULL-terminated, e.g. {"kickstart",
- * NULL}). Free with free(). */
-char *store_search_path(const pano_query *q, const char *wf_uuid, const char *const *families);
+/* The _search path over the given streams (NULL-terminated, e.g.
+ * {"kickstart", "samples", NULL}) for one workflow, routed by its UUID, or
+ * for every workflow (jobs NULL). Once the workflow's span is known
+ * (jobs->stored_from, set by the first request) only the partitions of that
+ * span are named, else every partition of the streams; and the stream's
+ * unpartitioned index of earlier versions (<prefix><family>), which stays
+ * readable. Free with free(). */
+char *store_search_path(const pano_query *q, const pano_jobs *jobs, const char *const *streams);
 
 /* A search body {"size": 0, "track_total_hits": false, "query": {"bool":
  * {"filter": [...]}}} whose filter array already holds the term on wf_uuid

@@ -153,18 +153,3 @@ const char *fmt_time(char *buf, size_t size, double epoch, bool raw)
     strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
     return buf;
 }
-
-double parse_duration(const char *text)
-{
-    char *end;
-    double v = strtod(text, &end);
-    if (end == text || !isfinite(v) || v < 0)
-        return -1;
-    double unit = strcmp(end, "") == 0 || strcmp(end, "s") == 0 ? 1
-                  : strcmp(end, "ms") == 0                      ? 0.001
-                  : strcmp(end, "m") == 0                       ? 60
-                  : strcmp(end, "h") == 0                       ? 3600
-                  : strcmp(end, "d") == 0                       ? 86400
-                                                                : -1;
-    return unit < 0 ? -1 : v * unit;
-}

@@ -32,7 +32,5 @@ const char *fmt_bytes(char *buf, size_t size, double bytes, bool raw); /* 3.1 Gi
 const char *fmt_time(char *buf, size_t size, double epoch, bool raw);  /* local 2026-11-25 12:37:40 */
 const char *fmt_number(char *buf, size_t size, double v, int decimals);
 
-/* "10s", "5m", "2h", "7d" or plain seconds ("0.5"): seconds, or -1. */
-double parse_duration(const char *text);
 
 #endif

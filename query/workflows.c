@@ -15,8 +15,8 @@
 /* A workflow with runs still open and nothing new for this long is stalled. */
 #define STALLED_AFTER 120.0
 
-static const char *const all_families[] = {"kickstart", "stampede", "darshan", "transfer",
-                                           "custom",    "other",    NULL};
+static const char *const all_streams[] = {"kickstart", "samples", "stampede", "darshan",
+                                          "transfer",  "custom",  "other",    NULL};
 
 static int64_t count_of(const pano_json *aggs, const char *name)
 {
@@ -63,7 +63,7 @@ int pano_query_workflows(pano_query *q, double since, size_t limit, double now,
     pano_json_set(sub, "xwf_end", xwf);
     pano_json_set(sub, "monitord", store_filter_agg(store_prefix("event", "stampede.job_inst."), &a));
 
-    char *path = store_search_path(q, NULL, all_families);
+    char *path = store_search_path(q, NULL, all_streams);
     pano_json *answer = store_search(q, path, body, err, errlen);
     free(path);
     pano_json_free(body);
@@ -124,7 +124,7 @@ pano_json *pano_query_job_start(pano_query *q, const pano_jobs *jobs, const pano
     pano_json_set_int(body, "size", 1);
     pano_json_append(filter, store_term("event", "kickstart.inv.start"));
     pano_json_append(filter, store_run_filter(job));
-    char *path = store_search_path(q, jobs->wf_uuid, fam);
+    char *path = store_search_path(q, jobs, fam);
     pano_json *answer = store_search(q, path, body, err, errlen);
     free(path);
     pano_json_free(body);
@@ -159,7 +159,7 @@ pano_json *pano_query_job_events(pano_query *q, const pano_jobs *jobs, const pan
     pano_json_set_double(ts, "gte", job->start - 1, 3);
     pano_json_set_double(ts, "lte", (job->end > 0 ? job->end : jobs->now) + 1, 3);
     pano_json_append(filter, range);
-    char *path = store_search_path(q, jobs->wf_uuid, fam);
+    char *path = store_search_path(q, jobs, fam);
     pano_json *answer = store_search(q, path, body, err, errlen);
     free(path);
     pano_json_free(body);

@@ -262,6 +262,13 @@ Rules every panel follows:
   sampled for days is charted in full.
 - Narrow any dashboard with the query bar: `wf_uuid : "<uuid>"`,
   `dag_job_id : "<job>"` (Grafana: the `filter` variable, Lucene syntax).
+  A workflow has no index or alias of its own: the filter on `wf_uuid` is
+  how one is opened, and a link does it, e.g.
+  `http://localhost:5601/app/dashboards#/view/pano-dashboard-workflow?_a=(query:(language:kuery,query:'wf_uuid:"<uuid>"'))&_g=(time:(from:now-7d,to:now))`
+  in Kibana, or
+  `http://localhost:3000/d/pano/pano?var-filter=wf_uuid:"<uuid>"` in
+  Grafana. (Saved as a search in Kibana, the same query opens in Discover
+  with the workflow's events.)
 
 HEAD
 jq -r '

@@ -118,7 +118,8 @@ jq -rs '
       (.description // ""),
       "",
       (.title | split(".")[0] | if IN("kickstart","darshan","transfer","stampede","custom") then . else "other" end) as $f
-      | "Family `\($f)`: Kafka topic `pano.\($f)`, index `pano-\($f)`. Besides the envelope:",
+      | (if .title == "kickstart.inv.online" then "samples" else $f end) as $stream
+      | "Family `\($f)`: Kafka topic `pano.\($f)`, indices `pano-\($stream)-<period>`. Besides the envelope:",
       "",
       table,
       ""),
@@ -127,7 +128,7 @@ jq -rs '
       (.description // ""),
       "",
       (.title | split(".")[0]) as $f
-      | "Family `\($f)`: Kafka topic `pano.\($f)`, index `pano-\($f)`. Besides the envelope:",
+      | "Family `\($f)`: Kafka topic `pano.\($f)`, indices `pano-\($f)-<period>`. Besides the envelope:",
       "",
       table,
       "")

@@ -72,8 +72,11 @@ jq -n -r --argjson uses "$uses" --argjson declared "$declared" --arg prefix "$pr
             dynamic: (.template.mappings.dynamic_templates // [])})) as $tpl
   | [ $uses[] | . as $u
       | ($u.dataType // $known[$u.field] // (if $u.use | IN("terms", "top_metrics", "last_value", "unique_count", "cardinality") then null else "number" end)) as $expect
-      | ($u.pattern | sub("^pano-"; $prefix) | rtrimstr("*")) as $index
-      | [$tpl[] | select(any(.patterns[]; . as $g | $index | test($g | globre)))] as $applies
+      # each pattern of the data view ("pano-kickstart*,pano-samples*"), as the
+      # name of one of its partitions
+      | ($u.pattern | split(",") | map(sub("^pano-"; $prefix) | sub("\\*$"; "-2026.01"))) as $indices
+      | ($indices | join(",")) as $index
+      | [$tpl[] | select(any(.patterns[]; . as $g | any($indices[]; test($g | globre))))] as $applies
       | ([$applies[] | .props[$u.field] // empty] | first) as $type
       # a field the templates do not describe: what their dynamic rules make of
       # it, when the result fits whatever form the value takes in JSON

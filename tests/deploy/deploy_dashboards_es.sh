@@ -101,7 +101,7 @@ for ((i = 0; i < n; i++)); do
         skipped=$((skipped + 1))
         continue
     fi
-    index=$(jq -r '.index | sub("^pano-"; "'"$TEST_ID"'-")' <<<"$q")
+    index=$(jq -r '.index | split(",") | map(sub("^pano-"; "'"$TEST_ID"'-")) | join(",")' <<<"$q")
     body=$(jq -c --arg wf "$WF" --argjson deriv "$has_derivative" '
         .body
         | .query.bool.filter += [{term: {wf_uuid: $wf}}]

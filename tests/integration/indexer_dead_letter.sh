@@ -11,12 +11,12 @@ export PANO_INDEXER_STATUS_FILE="$TEST_DIR/status.prom"
 printf '%s\n' 'this is not json' '{"event":"kickstart.inv.end","ts":1}' |
     kcat -P -b "$KAFKA" -t "${PANO_KAFKA_TOPIC_PREFIX}kickstart" -k junk
 start_indexer ix1
-wait_until 120 count_is "${P}dead-letter" 22 ||
-    fail "expected 22 dead letters, found $(count_in "${P}dead-letter")"
+wait_until 120 count_is "${P}dead-letter-*" 22 ||
+    fail "expected 22 dead letters, found $(count_in "${P}dead-letter-*")"
 wait_until 60 count_is "$FAMILY_INDICES" 2000 ||
     fail "expected 2000 events, found $(count_in "$FAMILY_INDICES")"
 
-dl=$(es -X POST "$ES/${P}dead-letter/_search" -d '{"size":100}')
+dl=$(es -X POST "$ES/${P}dead-letter-*/_search" -d '{"size":100}')
 jq -e '[.hits.hits[]._source | select(.event_id|tostring|endswith("-bad"))
         | select(.reason|test("exitcode")) | select(.status == 400)
         | select(.original|fromjson|.exitcode == "not-a-number")] | length == 20' <<<"$dl" >/dev/null ||
@@ -50,6 +50,6 @@ wait_until 120 bash -c "grep -q '^pano_indexer_consumed_total 2022$' '$PANO_INDE
 sleep 2
 stop_all
 [[ $(metric "$PANO_INDEXER_STATUS_FILE" duplicates_total) == 2000 ]] || fail "replay: $(grep -v '^#' "$PANO_INDEXER_STATUS_FILE")"
-count_is "${P}dead-letter" 22 || fail "the replay duplicated dead letters"
+count_is "${P}dead-letter-*" 22 || fail "the replay duplicated dead letters"
 check_distinct "$FAMILY_INDICES" 2000
 log "PASS"

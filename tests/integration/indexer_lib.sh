@@ -27,8 +27,8 @@ refresh() { es -X POST "$ES/$P*/_refresh" >/dev/null; }
 # Documents in an index, alias or pattern (after a refresh).
 count_in() { es "$ES/$1/_count?ignore_unavailable=true" | jq -r .count; }
 
-# The family indices (not the fallback or dead-letter ones).
-FAMILY_INDICES="${P}kickstart,${P}darshan,${P}transfer,${P}stampede,${P}custom,${P}other"
+# The partitions of the streams (not the fallback or dead-letter ones).
+FAMILY_INDICES="${P}kickstart-*,${P}samples-*,${P}darshan-*,${P}transfer-*,${P}stampede-*,${P}custom-*,${P}other-*"
 
 # count_is TARGET N: refresh, then exactly N documents (for wait_until).
 count_is() { refresh; [[ $(count_in "$1") == "$2" ]]; }

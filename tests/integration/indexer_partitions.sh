@@ -1,11 +1,31 @@
 #!/usr/bin/env bash
-# The alias <prefix>wf-<uuid> returns exactly one workflow's events from
-# every family, whatever the case of its wf_uuid; the per-workflow layout
-# too; a wf_uuid such as ../_all, * or a,b never reaches an index or alias
-# name (those events are in the fallback index, counted).
+# Time-partitioned indices, nothing per workflow, retention, and every
+# rejected message findable:
+# - workflows A (also sent with an uppercase UUID) and B land in
+#   <prefix><stream>-<month of their ts>; a workflow is found by routing and
+#   a term on wf_uuid; no alias exists, and every index name is a stream's
+#   partition; wf_uuids such as ../_all, * or a,b go to the fallback's
+#   partition, counted;
+# - an event whose ts lies in an earlier month, sent twice, is stored once
+#   in that month's partition; a sample older than its retention (samples
+#   kept 30 days, by day, here) goes to the dead-letter index with the reason;
+# - pano-indexer --retention --dry-run lists exactly the expired partitions
+#   and deletes nothing; --retention deletes them and nothing else (not the
+#   partitions kept forever, the unpartitioned index of earlier versions or
+#   a name that only looks like a partition);
+# - a message pano-bridge dead-lettered (the dead-letter topic, with its
+#   headers) is in the dead-letter index once, with its reason and routing
+#   key, even when the bridge sent it twice;
+# - a store of the earlier layout (an unpartitioned index, a workflow's
+#   alias) is read by pano-query, and --remove-aliases removes the alias and
+#   nothing else;
+# - a configuration whose retention needs more shards than the cluster
+#   allows is refused at start.
 source "$(dirname "$0")/indexer_lib.sh"
 require_stack
 
+export PANO_INDEXER_RETENTION="0,samples=30d" PANO_INDEXER_PARTITION="month,samples=day"
+export PANO_INDEXER_STATUS_FILE="$TEST_DIR/status.prom"
 A=$(cat /proc/sys/kernel/random/uuid)
 B=$(cat /proc/sys/kernel/random/uuid)
 FAMS=kickstart,darshan,transfer,stampede,custom,myapp
@@ -15,43 +35,119 @@ FAMS=kickstart,darshan,transfer,stampede,custom,myapp
 BAD='../_all * a,b _all pano-wf-x ../../etc %2e%2e'
 "$LOAD" -n 0 --invalid-wf "$BAD" --run-id bad >/dev/null 2>&1 || fail "kafka_load bad"
 NBAD=7
-
-check_layout() { # PREFIX
-    local p=$1 idx
-    wait_until 90 count_is "${p}wf-$A" 72 || fail "$p: alias of A has $(count_in "${p}wf-$A"), expected 72"
-    wait_until 30 count_is "${p}wf-$B" 30 || fail "$p: alias of B has $(count_in "${p}wf-$B"), expected 30"
-    wait_until 30 count_is "${p}unassigned" "$NBAD" || fail "$p: $(count_in "${p}unassigned") unassigned, expected $NBAD"
-    # Only A's events, from every family (six indices).
-    local r
-    r=$(es -X POST "$ES/${p}wf-$A/_search" -d '{"size":0,"aggs":{"wf":{"terms":{"field":"wf_uuid"}},"idx":{"terms":{"field":"_index","size":50}}}}')
-    jq -e --arg a "$A" '.aggregations.wf.buckets | length == 1 and .[0].key == $a and .[0].doc_count == 72' <<<"$r" >/dev/null ||
-        fail "$p: alias of A: $(jq -c .aggregations.wf <<<"$r")"
-    [[ $(jq '.aggregations.idx.buckets | length' <<<"$r") == 6 ]] || fail "$p: alias of A spans $(jq -c '[.aggregations.idx.buckets[].key]' <<<"$r")"
-    # Every name in the cluster that starts with the prefix is one we expect.
-    for idx in $(curl -fsS "$ES/_cat/indices/${p}*?h=index") $(curl -fsS "$ES/_cat/aliases/${p}*?h=alias"); do
-        [[ $idx =~ ^${p}(kickstart|darshan|transfer|stampede|custom|other|unassigned|dead-letter)(-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})?$ ||
-           $idx =~ ^${p}wf-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$ ]] ||
-            fail "$p: unexpected name $idx"
-    done
-    [[ $(curl -fsS "$ES/_cat/aliases/${p}*?h=alias" | sort -u | wc -l) == 2 ]] || fail "$p: not exactly two aliases"
-}
-
-export PANO_INDEXER_STATUS_FILE="$TEST_DIR/status.prom"
-start_indexer shared
-check_layout "$P"
-[[ $(curl -fsS "$ES/_cat/indices/${P}*-*-*?h=index" | grep -c -- "-$A") == 0 ]] || fail "shared layout made per-workflow indices"
-wait_until 10 bash -c "grep -q '^pano_indexer_unassigned_total $NBAD$' '$PANO_INDEXER_STATUS_FILE'" ||
-    fail "unassigned not counted: $(grep unassigned "$PANO_INDEXER_STATUS_FILE")"
-log "shared layout OK"
-
-# The per-workflow layout: a second prefix and group over the same topics.
-PANO_INDEXER_LAYOUT=per-workflow PANO_INDEXER_INDEX_PREFIX="${P}pw-" PANO_INDEXER_GROUP="$TEST_ID-pw" \
-    PANO_INDEXER_STATUS_FILE="$TEST_DIR/pw.prom" start_indexer perwf
-check_layout "${P}pw-"
-for f in kickstart darshan transfer stampede custom other; do
-    [[ $(count_in "${P}pw-$f-$A") -gt 0 ]] || fail "no index ${P}pw-$f-$A"
-    [[ $(count_in "${P}pw-$f-$B") -gt 0 ]] || fail "no index ${P}pw-$f-$B"
+# Events of another time: 40 days ago (an earlier month), twice (a replay);
+# a sample of 40 days ago, past the samples' 30 days.
+now=$(date +%s)
+old=$((now - 40 * 86400))
+old_month=$(date -u -d "@$old" +%Y.%m)
+ev_old="{\"event\":\"kickstart.inv.end\",\"ts\":$old,\"event_id\":\"$TEST_ID-old\",\"wf_uuid\":\"$A\",\"exitcode\":0}"
+sample_old="{\"event\":\"kickstart.inv.online\",\"ts\":$old,\"event_id\":\"$TEST_ID-sample-old\",\"wf_uuid\":\"$A\"}"
+for m in "$ev_old" "$ev_old" "$sample_old"; do
+    printf '%s\t%s\n' "$A" "$m" | kcat -P -b "$KAFKA" -t "${PANO_KAFKA_TOPIC_PREFIX}kickstart" -K $'\t'
 done
-log "per-workflow layout OK"
+# A message the bridge refused, as it writes it (twice: a bridge that died
+# before acking dead-letters it again).
+for _ in 1 2; do
+    printf 'not json at all' | kcat -P -b "$KAFKA" -t "$PANO_KAFKA_DEAD_LETTER_TOPIC" -k "odd.key" \
+        -H "reason=invalid JSON: lexical error" -H "routing_key=odd.key" -H "exchange=monitoring" \
+        -H "original_size=15"
+done
+
+start_indexer ix
+wait_until 90 count_is "${P}*" $((72 + 30 + NBAD + 1 + 2)) ||
+    fail "$(count_in "${P}*") documents, expected $((72 + 30 + NBAD + 1 + 2))"
+
+# One workflow: routing and a term, whatever the case it was sent with.
+r=$(es -X POST "$ES/$FAMILY_INDICES/_search?routing=$A" -d '{"size":0,"query":{"term":{"wf_uuid":"'"$A"'"}},
+    "aggs":{"idx":{"terms":{"field":"_index","size":50}}}}')
+[[ $(jq .hits.total.value <<<"$r") == 73 ]] || fail "workflow A: $(jq .hits.total.value <<<"$r") events, expected 72 + the old one: $(jq -c .aggregations.idx.buckets <<<"$r")"
+jq -e --arg m "$old_month" '[.aggregations.idx.buckets[].key] | any(endswith("kickstart-" + $m))' <<<"$r" >/dev/null ||
+    fail "the old event is not in its month's partition: $(jq -c '[.aggregations.idx.buckets[].key]' <<<"$r")"
+[[ $(count_in "${P}kickstart-$old_month") -ge 1 ]] || fail "no partition ${P}kickstart-$old_month"
+r=$(es -X POST "$ES/${P}*/_search" -d '{"size":0,"query":{"term":{"event_id":"'"$TEST_ID-old"'"}}}')
+[[ $(jq .hits.total.value <<<"$r") == 1 ]] || fail "the replayed old event is stored $(jq .hits.total.value <<<"$r") times"
+[[ $(count_in "${P}unassigned-*") == "$NBAD" ]] || fail "$(count_in "${P}unassigned-*") unassigned, expected $NBAD"
+wait_until 10 bash -c "grep -q '^pano_indexer_unassigned_total $NBAD$' '$PANO_INDEXER_STATUS_FILE'" ||
+    fail "unassigned not counted"
+# Nothing per workflow: no alias, every name a stream's partition.
+[[ -z $(curl -fsS "$ES/_cat/aliases/${P}*?h=alias") ]] || fail "aliases exist: $(curl -fsS "$ES/_cat/aliases/${P}*?h=alias")"
+for idx in $(curl -fsS "$ES/_cat/indices/${P}*?h=index"); do
+    [[ $idx =~ ^${P}(kickstart|samples|darshan|transfer|stampede|custom|other|unassigned|dead-letter)-[0-9]{4}\.[0-9]{2}(\.[0-9]{2})?$ ]] ||
+        fail "unexpected index $idx"
+done
+log "partitions by month, one workflow by routing and term, no alias"
+
+# The expired sample and the bridge's dead letter, findable with their reasons.
+dl=$(es -X POST "$ES/${P}dead-letter-*/_search" -d '{"size":10}')
+jq -e --arg id "$TEST_ID-sample-old" --arg wf "$A" '[.hits.hits[]._source | select(.event_id == $id)] | length == 1 and
+      (.[0] | (.reason | startswith("older than the retention of stream samples")) and .wf_uuid == $wf
+              and .source == "pano-indexer")' <<<"$dl" >/dev/null ||
+    fail "the expired sample is not dead-lettered with its reason: $(jq -c '[.hits.hits[]._source | {event_id, reason}]' <<<"$dl")"
+jq -e '[.hits.hits[]._source | select(.source == "pano-bridge")] | length == 1 and
+      (.[0] | .reason == "invalid JSON: lexical error" and .routing_key == "odd.key" and .exchange == "monitoring"
+              and .original == "not json at all" and .original_size == 15)' <<<"$dl" >/dev/null ||
+    fail "the bridge's dead letter: $(jq -c '[.hits.hits[]._source | select(.source == "pano-bridge")]' <<<"$dl")"
+wait_until 10 bash -c "grep -q '^pano_indexer_expired_total 1$' '$PANO_INDEXER_STATUS_FILE' &&
+                       grep -q '^pano_indexer_bridge_dead_letters_total 2$' '$PANO_INDEXER_STATUS_FILE'" ||
+    fail "expired and bridge dead letters not counted: $(grep -E 'expired|bridge' "$PANO_INDEXER_STATUS_FILE")"
+log "an expired sample and the bridge's dead letter (sent twice) are in the dead-letter index once"
+
+# Retention: expired partitions go, nothing else.
+for idx in "${P}samples-2020.01" "${P}samples-2020.02.03" "${P}kickstart-2020.01" "${P}samples" "${P}samples-old"; do
+    es -X PUT "$ES/$idx" -d '{"settings":{"number_of_replicas":0}}' >/dev/null || fail "cannot create $idx"
+done
+listed=$("$INDEXER" --retention --dry-run 2>"$TEST_DIR/dry.log" | sort | tr '\n' ' ') ||
+    fail "--retention --dry-run failed: $(cat "$TEST_DIR/dry.log")"
+[[ $listed == "${P}samples-2020.01 ${P}samples-2020.02.03 " ]] || fail "--dry-run listed '$listed'"
+[[ $(curl -s -o /dev/null -w '%{http_code}' "$ES/${P}samples-2020.01") == 200 ]] || fail "--dry-run deleted an index"
+"$INDEXER" --retention >"$TEST_DIR/retention.log" 2>&1 || fail "--retention failed: $(cat "$TEST_DIR/retention.log")"
+for idx in "${P}samples-2020.01" "${P}samples-2020.02.03"; do
+    [[ $(curl -s -o /dev/null -w '%{http_code}' "$ES/$idx") == 404 ]] || fail "$idx not deleted"
+done
+for idx in "${P}kickstart-2020.01" "${P}samples" "${P}samples-old" "${P}kickstart-$old_month"; do
+    [[ $(curl -s -o /dev/null -w '%{http_code}' "$ES/$idx") == 200 ]] || fail "$idx deleted"
+done
+grep -q "2 indices deleted" "$TEST_DIR/retention.log" || fail "--retention: $(cat "$TEST_DIR/retention.log")"
+log "--retention deleted exactly the expired partitions"
+
+# pano-query reads only the partitions of the workflow's span (September and
+# October here), not the other ones of the stream (2020.01 made above).
+"$PANO_BUILD/query/pano-query" jobs "$A" --log-level debug >/dev/null 2>"$TEST_DIR/query.log" ||
+    fail "pano-query jobs: $(tail -3 "$TEST_DIR/query.log")"
+path=$(grep -o 'POST /[^ ]*kickstart-[0-9][^ ]*' "$TEST_DIR/query.log" | head -n 1 | cut -d' ' -f2)
+[[ -n $path ]] || fail "pano-query named no kickstart partition: $(grep POST "$TEST_DIR/query.log")"
+grep -q "${P}kickstart-2020\|kickstart-\*" <<<"$path" && fail "pano-query read partitions outside the span: $path"
+shards=$(es -X POST "$ES$path" -d '{"size":0}' | jq ._shards.total)
+[[ $shards == 2 ]] || fail "the span's request touched $shards shards, not 2 (one per month): $path"
+all=$(es -X POST "$ES/${P}kickstart-*/_search?routing=$A" -d '{"size":0}' | jq ._shards.total)
+((all > shards)) || fail "the stream has no other partition to leave out ($all shards)"
+log "pano-query touched $shards shards for the workflow's two months ($all for every partition of the stream)"
 stop_all
+
+# A store of the earlier layout: the unpartitioned index, a workflow's alias.
+# pano-query still reads it; --remove-aliases removes the alias, not the data.
+OLD=$(cat /proc/sys/kernel/random/uuid)
+es -X PUT "$ES/${P}stampede" -d '{"settings":{"number_of_replicas":0},"mappings":{"properties":{
+    "wf_uuid":{"type":"keyword"},"event":{"type":"keyword"},"ts":{"type":"double"},
+    "event_id":{"type":"keyword"},"@timestamp":{"type":"date"}}}}' >/dev/null || fail "cannot make an old index"
+es -X PUT "$ES/${P}stampede/_doc/old-1?routing=$OLD&refresh=true" -d '{"event":"stampede.xwf.start","ts":1600000000,
+    "event_id":"old-1","wf_uuid":"'"$OLD"'","@timestamp":"2020-09-13T12:26:40Z"}' >/dev/null || fail "cannot index an old document"
+es -X POST "$ES/_aliases" -d '{"actions":[{"add":{"index":"'"${P}stampede"'","alias":"'"${P}wf-$OLD"'",
+    "routing":"'"$OLD"'","filter":{"term":{"wf_uuid":"'"$OLD"'"}}}}]}' >/dev/null || fail "cannot make the old alias"
+"$PANO_BUILD/query/pano-query" status "$OLD" --json >"$TEST_DIR/old.json" 2>"$TEST_DIR/old.err" ||
+    fail "pano-query cannot read the earlier layout: $(cat "$TEST_DIR/old.err")"
+jq -e '.first_event == 1600000000' "$TEST_DIR/old.json" >/dev/null || fail "old workflow: $(cat "$TEST_DIR/old.json")"
+[[ $("$INDEXER" --remove-aliases --dry-run 2>/dev/null) == "${P}wf-$OLD ${P}stampede" ]] || fail "--remove-aliases --dry-run"
+[[ $(curl -fsS "$ES/_cat/aliases/${P}wf-*?h=alias") == "${P}wf-$OLD" ]] || fail "--dry-run removed the alias"
+"$INDEXER" --remove-aliases >"$TEST_DIR/unalias.log" 2>&1 || fail "--remove-aliases: $(cat "$TEST_DIR/unalias.log")"
+[[ -z $(curl -fsS "$ES/_cat/aliases/${P}wf-*?h=alias") ]] || fail "the alias is still there"
+[[ $(count_in "${P}stampede") == 1 ]] || fail "--remove-aliases touched the index"
+log "an earlier store: read by pano-query, its alias removed, its data kept"
+
+# More shards than the cluster allows within the retention: refused.
+rc=0
+PANO_INDEXER_RETENTION="10y" PANO_INDEXER_PARTITION=day PANO_INDEXER_GROUP="$TEST_ID-big" \
+    timeout 60 "$INDEXER" >"$TEST_DIR/big.log" 2>&1 || rc=$?
+[[ $rc == 2 ]] && grep -q "more than the .* the cluster allows" "$TEST_DIR/big.log" ||
+    fail "a retention beyond the shard limit was not refused (exit $rc): $(tail -3 "$TEST_DIR/big.log")"
 log "PASS"

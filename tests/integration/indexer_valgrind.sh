@@ -19,9 +19,9 @@ export PANO_INDEXER_STATUS_FILE="$TEST_DIR/status.prom"
 start vg valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect \
     --show-leak-kinds=definite,indirect --error-exitcode=99 --track-fds=no \
     "$INDEXER" --set pano.indexer.status_port=-1
-wait_until 240 count_is "${P}dead-letter" 3 || fail "expected 3 dead letters, found $(count_in "${P}dead-letter")"
+wait_until 240 count_is "${P}dead-letter-*" 3 || fail "expected 3 dead letters, found $(count_in "${P}dead-letter-*")"
 wait_until 60 count_is "$FAMILY_INDICES" 300 || fail "expected 300 events, found $(count_in "$FAMILY_INDICES")"
-wait_until 30 count_is "${P}unassigned" 1 || fail "expected 1 unassigned event"
+wait_until 30 count_is "${P}unassigned-*" 1 || fail "expected 1 unassigned event"
 # Scrape the status port once while running.
 port=$(grep -o 'http://127.0.0.1:[0-9]*' "$TEST_DIR/vg.log" | head -n1)
 curl -fsS "$port/metrics" | grep -q '^pano_indexer_indexed_total' || fail "status port did not answer"

@@ -27,10 +27,10 @@ for s in "${samples[@]}"; do
 done
 log "published $total events of ${#samples[@]} runs"
 wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count' | jq .count) -ge $total ]]" ||
-    fail "$(curl -fsS "$ES/$TEST_ID-*/_count" | jq .count) of $total events indexed; dead letters: $(curl -fsS "$ES/$TEST_ID-dead-letter/_search?size=3" | jq -c '[.hits.hits[]?._source.reason]')"
+    fail "$(curl -fsS "$ES/$TEST_ID-*/_count" | jq .count) of $total events indexed; dead letters: $(curl -fsS "$ES/$TEST_ID-dead-letter-*/_search?size=3" | jq -c '[.hits.hits[]?._source.reason]')"
 es -X POST "$ES/$TEST_ID-*/_refresh" >/dev/null
-dead=$(curl -fsS "$ES/$TEST_ID-dead-letter/_count?ignore_unavailable=true" | jq '.count // 0')
-[[ $dead == 0 ]] || fail "$dead events dead-lettered: $(curl -fsS "$ES/$TEST_ID-dead-letter/_search?size=5" | jq -c '[.hits.hits[]._source.reason]')"
+dead=$(curl -fsS "$ES/$TEST_ID-dead-letter-*/_count" | jq '.count // 0')
+[[ $dead == 0 ]] || fail "$dead events dead-lettered: $(curl -fsS "$ES/$TEST_ID-dead-letter-*/_search?size=5" | jq -c '[.hits.hits[]._source.reason]')"
 [[ $(curl -fsS "$ES/$TEST_ID-*/_count" | jq .count) == "$total" ]] || fail "not every event indexed exactly once"
 grep -q "dead-lettering" "$TEST_DIR/bridge.log" && fail "the bridge dead-lettered Pegasus events: $(grep dead-lettering "$TEST_DIR/bridge.log" | head -3)"
 

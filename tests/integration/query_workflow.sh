@@ -139,9 +139,9 @@ q job "$WF" burn_ID07 | grep -q "^state  *succeeded" || fail "job table"
 q anomalies "$WF" --publish >/dev/null || fail "anomalies --publish failed: $(tail -3 "$TEST_DIR/query.log")"
 q anomalies "$WF" --publish >/dev/null || fail "anomalies --publish (again) failed"
 alerts=$(jq length "$TEST_DIR/anomalies.json")
-wait_until 30 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-other/_count?q=event:pano.alert.*+AND+wf_uuid:$WF' | jq .count) == $alerts ]]" ||
-    fail "expected $alerts alerts in $TEST_ID-other, found $(curl -fsS "$ES/$TEST_ID-other/_count?q=event:pano.alert.*" | jq .count)"
-curl -fsS "$ES/$TEST_ID-other/_search?q=event:pano.alert.outlier+AND+metric:duration" |
+wait_until 30 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-other-*/_count?q=event:pano.alert.*+AND+wf_uuid:$WF' | jq .count) == $alerts ]]" ||
+    fail "expected $alerts alerts in $TEST_ID-other-*, found $(curl -fsS "$ES/$TEST_ID-other-*/_count?q=event:pano.alert.*" | jq .count)"
+curl -fsS "$ES/$TEST_ID-other-*/_search?q=event:pano.alert.outlier+AND+metric:duration" |
     jq -e '.hits.hits[0]._source | .dag_job_id == "burn_ID07" and .xformation == "burn" and .score > 3.5
            and .wf_uuid == "'"$WF"'"' >/dev/null || fail "the duration alert of burn_ID07"
 
@@ -153,7 +153,8 @@ for f in "$PANO_FIXTURES"/events/stampede.*.json; do
         -p -C application/json -b "$(cat "$f")" || fail "cannot publish $f"
 done
 inv=$PANO_FIXTURES/events/stampede.inv.end.json
-wait_until 30 bash -c "'$QUERY' jobs $STAMPEDE_WF --json 2>/dev/null | jq -e '.jobs[] | select(.id == \"preprocess_j1\") | .state == \"succeeded\"' >/dev/null" ||
+# (jq -n and input: no answer at all is a failure, not an empty success)
+wait_until 30 bash -c "'$QUERY' jobs $STAMPEDE_WF --json 2>/dev/null | jq -n -e 'input | .jobs[] | select(.id == \"preprocess_j1\") | .state == \"succeeded\"' >/dev/null" ||
     fail "no succeeded preprocess_j1 from the stampede events: $("$QUERY" jobs $STAMPEDE_WF --json 2>&1 | head -c 600)"
 "$QUERY" jobs $STAMPEDE_WF --json | jq -e --argjson cpu "$(jq .remote_cpu_time "$inv")" \
     --arg tr "$(jq -r .transformation "$inv")" \

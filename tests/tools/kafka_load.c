@@ -152,6 +152,7 @@ typedef struct {
     size_t per_body, in_body, files;
     pano_buf body;
     pano_bulk_layout layout;
+    pano_stream_policy policies[PANO_N_STREAMS];
     char fallback[256];
 } bulk_writer;
 
@@ -178,7 +179,8 @@ static int bulk_add(bulk_writer *w, const char *text, size_t len)
 {
     pano_bulk_doc d;
     char reason[256];
-    if (!pano_bulk_doc_prepare(text, len, &w->layout, &d, reason, sizeof reason)) {
+    if (pano_bulk_doc_prepare(text, len, &w->layout, pano_now(), &d, reason, sizeof reason) !=
+        PANO_BULK_DOC_OK) {
         pano_error("not indexable: %s", reason);
         return -1;
     }
@@ -326,13 +328,19 @@ int main(int argc, char **argv)
         pano_error("no families");
         return 2;
     }
-    if (bw.dir) {
-        snprintf(bw.fallback, sizeof bw.fallback, "%sunassigned", bulk_prefix);
-        bw.layout = (pano_bulk_layout){.prefix = bulk_prefix, .fallback_index = bw.fallback};
-    }
-
     rd_kafka_t *rk = NULL;
     char err[512];
+    if (bw.dir) {
+        /* the partitions pano-indexer would write, as configured */
+        if (pano_stream_policies(cfg, bw.policies, err, sizeof err) < 0) {
+            pano_error("%s", err);
+            return 2;
+        }
+        snprintf(bw.fallback, sizeof bw.fallback, "%sunassigned", bulk_prefix);
+        bw.layout = (pano_bulk_layout){
+            .prefix = bulk_prefix, .fallback_index = bw.fallback, .policies = bw.policies};
+    }
+
     if (produce) {
         rd_kafka_conf_t *conf = pano_kafka_conf_new(cfg, err, sizeof err);
         if (!conf || pano_kafka_conf_set(conf, "linger.ms", "20", err, sizeof err) < 0 ||

@@ -1,17 +1,26 @@
-/* pano-indexer's bulk documents: UUID checks, names, routing, @timestamp,
- * escaping and the reading of bulk responses. */
+/* pano-indexer's bulk documents: UUID checks, partitioned index names,
+ * routing, retention, @timestamp, escaping and the reading of bulk
+ * responses. */
 #include "bulk.h"
 #include "json.h"
 #include "testutil.h"
-#include "wfcache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const pano_bulk_layout shared = {.prefix = "pano-", .fallback_index = "pano-unassigned"};
-static const pano_bulk_layout per_wf = {
-    .prefix = "pano-", .per_workflow = true, .fallback_index = "pano-unassigned"};
+/* every stream by month, kept forever; samples by day, kept 30 days */
+static pano_stream_policy policies[PANO_N_STREAMS];
+static const pano_bulk_layout shared = {
+    .prefix = "pano-", .fallback_index = "pano-unassigned", .policies = policies};
+#define NOW 1790000000.0 /* 2026-09-21 */
+
+static void setup(void)
+{
+    for (int i = 0; i < PANO_N_STREAMS; i++)
+        policies[i] = (pano_stream_policy){PANO_PERIOD_MONTH, 0};
+    policies[pano_stream_index("samples")] = (pano_stream_policy){PANO_PERIOD_DAY, 30 * 86400.0};
+}
 
 START_TEST(uuid_validation)
 {
@@ -45,7 +54,8 @@ static pano_bulk_doc prepare_ok(const char *json, const pano_bulk_layout *layout
 {
     pano_bulk_doc d;
     char reason[256] = "";
-    ck_assert_msg(pano_bulk_doc_prepare(json, strlen(json), layout, &d, reason, sizeof reason),
+    ck_assert_msg(pano_bulk_doc_prepare(json, strlen(json), layout, NOW, &d, reason,
+                                        sizeof reason) == PANO_BULK_DOC_OK,
                   "%s: %s", json, reason);
     return d;
 }
@@ -54,21 +64,22 @@ static void prepare_fails(const char *json, const char *fragment)
 {
     pano_bulk_doc d;
     char reason[256] = "";
-    ck_assert_msg(!pano_bulk_doc_prepare(json, strlen(json), &shared, &d, reason, sizeof reason),
+    ck_assert_msg(pano_bulk_doc_prepare(json, strlen(json), &shared, NOW, &d, reason,
+                                        sizeof reason) == PANO_BULK_DOC_INVALID,
                   "accepted %s", json);
     ck_assert_msg(strstr(reason, fragment), "%s -> '%s' lacks '%s'", json, reason, fragment);
 }
 
-START_TEST(shared_layout_routes_by_workflow)
+START_TEST(partition_of_its_time_routed_by_workflow)
 {
     pano_bulk_doc d = prepare_ok(
         "{\"event\":\"kickstart.inv.end\",\"ts\":1790000000.5,\"event_id\":\"e1\","
         "\"wf_uuid\":\"0B2FB1C4-3B1E-4D4B-9A57-6D9D6E3C1A20\",\"exitcode\":0}",
         &shared);
-    ck_assert_str_eq(d.index, "pano-kickstart");
+    ck_assert_str_eq(d.index, "pano-kickstart-2026.09");
     ck_assert_str_eq(d.routing, "0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20");
     ck_assert_str_eq(d.wf_uuid, "0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20");
-    ck_assert_str_eq(d.family, "kickstart");
+    ck_assert_str_eq(d.stream, "kickstart");
     ck_assert_str_eq(d.id, "e1");
     /* @timestamp from ts, in front of the event as it was sent */
     ck_assert_str_eq(d.doc, "{\"@timestamp\":\"2026-09-21T14:13:20.500000Z\",\"event\":\"kickstart."
@@ -76,7 +87,7 @@ START_TEST(shared_layout_routes_by_workflow)
                             "\"0B2FB1C4-3B1E-4D4B-9A57-6D9D6E3C1A20\",\"exitcode\":0}");
     pano_buf b = {0};
     pano_bulk_append(&b, &d);
-    ck_assert_str_eq(b.data, "{\"create\":{\"_index\":\"pano-kickstart\",\"_id\":\"e1\",\"routing\":"
+    ck_assert_str_eq(b.data, "{\"create\":{\"_index\":\"pano-kickstart-2026.09\",\"_id\":\"e1\",\"routing\":"
                              "\"0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20\"}}\n"
                              "{\"@timestamp\":\"2026-09-21T14:13:20.500000Z\",\"event\":\"kickstart."
                              "inv.end\",\"ts\":1790000000.5,\"event_id\":\"e1\",\"wf_uuid\":"
@@ -86,18 +97,55 @@ START_TEST(shared_layout_routes_by_workflow)
 }
 END_TEST
 
-START_TEST(per_workflow_layout_and_families)
+START_TEST(streams_and_periods)
 {
-    pano_bulk_doc d = prepare_ok("{\"event\":\"stampede.xwf.start\",\"ts\":1,\"event_id\":\"x\","
-                                 "\"wf_uuid\":\"0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20\"}",
-                                 &per_wf);
-    ck_assert_str_eq(d.index, "pano-stampede-0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20");
-    ck_assert_str_eq(d.routing, "");
+    const char *wf = "\"wf_uuid\":\"0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20\"";
+    char json[300];
+    /* 2026-08-31T23:59:59.9 UTC: still August, and that day */
+    snprintf(json, sizeof json, "{\"event\":\"kickstart.inv.online\",\"ts\":1788220799.9,"
+                                "\"event_id\":\"s\",%s}", wf);
+    pano_bulk_doc d = prepare_ok(json, &shared);
+    ck_assert_str_eq(d.index, "pano-samples-2026.08.31");
+    ck_assert_str_eq(d.stream, "samples");
     pano_bulk_doc_free(&d);
-    d = prepare_ok("{\"event\":\"myapp.step\",\"ts\":1,\"event_id\":\"y\","
-                   "\"wf_uuid\":\"0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20\"}",
-                   &shared);
-    ck_assert_str_eq(d.index, "pano-other");
+    snprintf(json, sizeof json, "{\"event\":\"stampede.xwf.start\",\"ts\":1788220800,"
+                                "\"event_id\":\"x\",%s}", wf);
+    d = prepare_ok(json, &shared);
+    ck_assert_str_eq(d.index, "pano-stampede-2026.09");
+    pano_bulk_doc_free(&d);
+    snprintf(json, sizeof json, "{\"event\":\"myapp.step\",\"ts\":1,\"event_id\":\"y\",%s}", wf);
+    d = prepare_ok(json, &shared);
+    ck_assert_str_eq(d.index, "pano-other-1970.01");
+    pano_bulk_doc_free(&d);
+    char index[64];
+    pano_bulk_partition("pano-darshan", PANO_PERIOD_YEAR, 1790000000, index, sizeof index);
+    ck_assert_str_eq(index, "pano-darshan-2026");
+}
+END_TEST
+
+START_TEST(past_retention_is_refused_with_the_reason)
+{
+    const char *wf = "\"wf_uuid\":\"0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20\"";
+    char json[300], reason[256];
+    pano_bulk_doc d;
+    /* a sample of 31 days ago: its day ended more than 30 days ago */
+    snprintf(json, sizeof json, "{\"event\":\"kickstart.inv.online\",\"ts\":%.0f,"
+                                "\"event_id\":\"old\",%s}", NOW - 31 * 86400, wf);
+    ck_assert_int_eq(pano_bulk_doc_prepare(json, strlen(json), &shared, NOW, &d, reason,
+                                           sizeof reason), PANO_BULK_DOC_EXPIRED);
+    ck_assert_msg(strstr(reason, "retention of stream samples (30 days"), "%s", reason);
+    /* for the dead letter */
+    ck_assert_str_eq(d.wf_uuid, "0b2fb1c4-3b1e-4d4b-9a57-6d9d6e3c1a20");
+    ck_assert_str_eq(d.id, "old");
+    /* 29 days ago: kept; and the end event of the same time too (kept forever) */
+    snprintf(json, sizeof json, "{\"event\":\"kickstart.inv.online\",\"ts\":%.0f,"
+                                "\"event_id\":\"new\",%s}", NOW - 29 * 86400, wf);
+    d = prepare_ok(json, &shared);
+    pano_bulk_doc_free(&d);
+    snprintf(json, sizeof json, "{\"event\":\"kickstart.inv.end\",\"ts\":%.0f,"
+                                "\"event_id\":\"end\",%s}", NOW - 31 * 86400, wf);
+    d = prepare_ok(json, &shared);
+    ck_assert_str_eq(d.index, "pano-kickstart-2026.08");
     pano_bulk_doc_free(&d);
 }
 END_TEST
@@ -111,17 +159,15 @@ START_TEST(invalid_workflow_goes_to_the_fallback)
         snprintf(json, sizeof json,
                  "{\"event\":\"kickstart.inv.end\",\"ts\":1,\"event_id\":\"e\",\"wf_uuid\":%s}",
                  bad[i]);
-        for (int l = 0; l < 2; l++) {
-            pano_bulk_doc d = prepare_ok(json, l ? &per_wf : &shared);
-            ck_assert_str_eq(d.index, "pano-unassigned");
-            ck_assert_str_eq(d.routing, "");
-            ck_assert_str_eq(d.wf_uuid, "");
-            pano_bulk_doc_free(&d);
-        }
+        pano_bulk_doc d = prepare_ok(json, &shared);
+        ck_assert_str_eq(d.index, "pano-unassigned-1970.01");
+        ck_assert_str_eq(d.routing, "");
+        ck_assert_str_eq(d.wf_uuid, "");
+        pano_bulk_doc_free(&d);
     }
     pano_bulk_doc d = prepare_ok("{\"event\":\"kickstart.inv.end\",\"ts\":1,\"event_id\":\"e\"}",
                                  &shared);
-    ck_assert_str_eq(d.index, "pano-unassigned");
+    ck_assert_str_eq(d.index, "pano-unassigned-1970.01");
     pano_bulk_doc_free(&d);
 }
 END_TEST
@@ -221,39 +267,21 @@ START_TEST(responses)
 }
 END_TEST
 
-START_TEST(workflow_cache_is_bounded)
-{
-    pano_wfcache *c = pano_wfcache_new(100);
-    char key[64];
-    for (int i = 0; i < 10000; i++) {
-        snprintf(key, sizeof key, "wf-%d", i);
-        pano_wfcache_add(c, key);
-        ck_assert(pano_wfcache_has(c, key));
-        /* a key used all the time stays */
-        ck_assert(pano_wfcache_has(c, "wf-0"));
-        ck_assert_uint_le(pano_wfcache_size(c), 100);
-    }
-    ck_assert(!pano_wfcache_has(c, "wf-5"));
-    ck_assert(pano_wfcache_has(c, "wf-9999"));
-    ck_assert(pano_wfcache_has(c, "wf-9960"));
-    pano_wfcache_free(c);
-}
-END_TEST
-
 int main(void)
 {
     Suite *s = suite_create("indexer_bulk");
     TCase *tc = tcase_create("bulk");
+    tcase_add_checked_fixture(tc, setup, NULL);
     tcase_add_test(tc, uuid_validation);
-    tcase_add_test(tc, shared_layout_routes_by_workflow);
-    tcase_add_test(tc, per_workflow_layout_and_families);
+    tcase_add_test(tc, partition_of_its_time_routed_by_workflow);
+    tcase_add_test(tc, streams_and_periods);
+    tcase_add_test(tc, past_retention_is_refused_with_the_reason);
     tcase_add_test(tc, invalid_workflow_goes_to_the_fallback);
     tcase_add_test(tc, unusable_events_have_reasons);
     tcase_add_test(tc, multiline_and_own_timestamp_are_rewritten);
     tcase_add_test(tc, ids_are_escaped);
     tcase_add_test(tc, classification);
     tcase_add_test(tc, responses);
-    tcase_add_test(tc, workflow_cache_is_bounded);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }

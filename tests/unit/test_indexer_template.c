@@ -2,6 +2,7 @@
  * families, dynamic rules, and the schemas embedded in the program. */
 #include "event.h"
 #include "json.h"
+#include "partition.h"
 #include "template.h"
 #include "testutil.h"
 
@@ -92,20 +93,31 @@ static const char *type_of(const char *tmpl, const char *path)
     return m ? pano_json_get_str(m, "type") : NULL;
 }
 
-START_TEST(one_template_per_family_and_the_special_indices)
+START_TEST(one_template_per_stream_for_its_partitions)
 {
-    for (size_t i = 0; pano_event_families[i]; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "p-%s", pano_event_families[i]);
+    /* every stream (partition.h), the fallback and dead-letter indices
+     * under the names the options give them */
+    for (size_t i = 0; pano_streams[i]; i++) {
+        char name[64], pattern[70];
+        snprintf(name, sizeof name, "p-%s", pano_streams[i]);
+        snprintf(pattern, sizeof pattern, "%s-*", name);
         pano_json *t = pano_json_get(templates, name);
         ck_assert_msg(t, "no template for %s", name);
         pano_json *pat = pano_json_get(t, "index_patterns");
-        ck_assert_int_eq(pat->u.items.len, 2);
-        ck_assert_str_eq(pat->u.items.values[0]->u.string.text, name);
-        ck_assert(strstr(pat->u.items.values[1]->u.string.text, "-*"));
+        ck_assert_int_eq(pat->u.items.len, 1);
+        ck_assert_str_eq(pat->u.items.values[0]->u.string.text, pattern);
     }
-    ck_assert(pano_json_get(templates, "p-unassigned"));
-    ck_assert(pano_json_get(templates, "p-dead-letter"));
+    /* the samples have kickstart's fields */
+    char *samples = pano_json_serialize(field("p-samples", "event"), NULL);
+    char *kickstart = pano_json_serialize(field("p-kickstart", "event"), NULL);
+    ck_assert_str_eq(samples, kickstart);
+    free(samples);
+    free(kickstart);
+    pano_json *props[2];
+    for (int i = 0; i < 2; i++)
+        props[i] = pano_json_get(pano_json_get(pano_json_get(pano_json_get(templates,
+                   i ? "p-samples" : "p-kickstart"), "template"), "mappings"), "properties");
+    ck_assert_int_eq(props[0]->u.items.len, props[1]->u.items.len);
     pano_json *settings =
         pano_json_get(pano_json_get(pano_json_get(templates, "p-kickstart"), "template"), "settings");
     int64_t v;
@@ -239,7 +251,7 @@ int main(void)
     Suite *s = suite_create("indexer_template");
     TCase *tc = tcase_create("template");
     tcase_add_checked_fixture(tc, build, teardown);
-    tcase_add_test(tc, one_template_per_family_and_the_special_indices);
+    tcase_add_test(tc, one_template_per_stream_for_its_partitions);
     tcase_add_test(tc, schema_types_become_es_types);
     tcase_add_test(tc, same_field_same_type_across_families);
     tcase_add_test(tc, dynamic_rules_are_safe);
