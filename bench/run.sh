@@ -3,13 +3,13 @@
 # same run; each prints its own RESULT line, collected at the end.
 #
 #   bench/run.sh                 all of them
-#   bench/run.sh monitor bridge  some of them (monitor darshan transfer bridge indexer e2e query
-#                                explorer)
+#   bench/run.sh monitor bridge  some of them (monitor darshan transfer bridge
+#                                indexer e2e query explorer store)
 #
 # Needs a build (meson setup build && ninja -C build) and, for bridge,
-# indexer, e2e, query and explorer, the local stack (deploy/local/pano-stack
-# up). Run it on a quiet machine: the ratios hold under load, absolute rates
-# do not.
+# indexer, e2e, query, explorer and store, the local stack
+# (deploy/local/pano-stack up). Run it on a quiet machine: the ratios hold
+# under load, absolute rates do not.
 #
 # Between two benchmarks it waits (up to PANO_BENCH_SETTLE seconds, default
 # 120) for the 1-minute load average to fall below half the CPU count: the
@@ -18,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 names=("$@")
-((${#names[@]})) || names=(monitor darshan transfer bridge indexer e2e query explorer)
+((${#names[@]})) || names=(monitor darshan transfer bridge indexer e2e query explorer store)
 settle_max=${PANO_BENCH_SETTLE:-120}
 tmp=$(mktemp -d /tmp/pano-bench-run.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

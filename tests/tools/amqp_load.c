@@ -45,7 +45,7 @@ static const char *const bad_names[BAD_KINDS] = {
 };
 
 typedef struct {
-    uint64_t count, start, workflows, malformed, huge, pad;
+    uint64_t count, start, workflows, workflow_base, malformed, huge, pad;
     size_t in_flight;
     double rate, timeout;
     bool newline, events_owned;
@@ -76,6 +76,8 @@ static void usage(FILE *out)
             "  -n, --count N         valid events to publish (default 1000)\n"
             "  -s, --start I         index of the first event (default 0)\n"
             "  -w, --workflows W     distinct wf_uuid values (default 10)\n"
+            "  -b, --workflow-base B the first of them is workflow B (default 0), so\n"
+            "                        that another run can use other workflows\n"
             "  -e, --events LIST     comma-separated event names, cycled\n"
             "                        (default kickstart.load.sample)\n"
             "  -p, --prefix P        event_id prefix (default: random)\n"
@@ -98,7 +100,7 @@ static void workflow_uuid(uint64_t w, char out[37])
 static size_t valid_event(const load *l, uint64_t i, char *buf, size_t size, const char **key)
 {
     char wf[37];
-    workflow_uuid(i % l->o.workflows, wf);
+    workflow_uuid(l->o.workflow_base + i % l->o.workflows, wf);
     const char *name = l->o.events[i % l->o.n_events];
     *key = name;
     int n = snprintf(
@@ -270,6 +272,7 @@ static int parse_options(int argc, char **argv, options *o)
     static const struct option longopts[] = {
         {"url", required_argument, NULL, 'u'},      {"count", required_argument, NULL, 'n'},
         {"start", required_argument, NULL, 's'},    {"workflows", required_argument, NULL, 'w'},
+        {"workflow-base", required_argument, NULL, 'b'},
         {"events", required_argument, NULL, 'e'},   {"prefix", required_argument, NULL, 'p'},
         {"malformed", required_argument, NULL, 'm'}, {"huge", required_argument, NULL, 'H'},
         {"in-flight", required_argument, NULL, 'i'}, {"rate", required_argument, NULL, 'r'},
@@ -285,7 +288,7 @@ static int parse_options(int argc, char **argv, options *o)
     char *events = NULL;
     int opt;
     uint64_t v;
-    while ((opt = getopt_long(argc, argv, "u:n:s:w:e:p:m:i:r:t:lP:h", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "u:n:s:w:b:e:p:m:i:r:t:lP:h", longopts, NULL)) != -1) {
         switch (opt) {
         case 'u':
             o->url = optarg;
@@ -293,6 +296,7 @@ static int parse_options(int argc, char **argv, options *o)
         case 'n':
         case 's':
         case 'w':
+        case 'b':
         case 'm':
         case 'H':
         case 'P':
@@ -307,6 +311,8 @@ static int parse_options(int argc, char **argv, options *o)
                 o->start = v;
             else if (opt == 'w')
                 o->workflows = v ? v : 1;
+            else if (opt == 'b')
+                o->workflow_base = v;
             else if (opt == 'm')
                 o->malformed = v;
             else if (opt == 'H')
