@@ -106,6 +106,8 @@ typedef struct {
     const char *status_file; /* pano.indexer.status_file */
     double started, last_publish;
     bool es_up;
+    bool fatal;       /* the consumer failed for good (fenced) */
+    bool cooperative; /* the assignment strategy configured is cooperative */
     counters n;
 } indexer;
 
@@ -508,7 +510,10 @@ static void rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                       rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
     indexer *ix = opaque;
-    bool coop = strcmp(rd_kafka_rebalance_protocol(rk), "COOPERATIVE") == 0;
+    /* The protocol in use; NULL while the consumer is not in a group (on
+     * close, say): then the one configured. */
+    const char *protocol = rd_kafka_rebalance_protocol(rk);
+    bool coop = protocol ? strcmp(protocol, "COOPERATIVE") == 0 : ix->cooperative;
     ix->n.rebalances++;
     rd_kafka_error_t *e = NULL;
     rd_kafka_resp_err_t r = RD_KAFKA_RESP_ERR_NO_ERROR;
@@ -568,8 +573,21 @@ static void set_paused(indexer *ix, bool pause)
 static rd_kafka_message_t *poll_one(indexer *ix, int timeout_ms)
 {
     rd_kafka_message_t *msg = rd_kafka_consumer_poll(ix->consumer, timeout_ms);
+    if (msg && msg->err == RD_KAFKA_RESP_ERR__FATAL) {
+        /* the consumer is unusable: above all, another member with this
+         * group.instance.id took our place (fenced) */
+        char why[512];
+        rd_kafka_resp_err_t e = rd_kafka_fatal_error(ix->consumer, why, sizeof why);
+        pano_error("Kafka: %s%s", why,
+                   e == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID
+                       ? " (another pano-indexer of this group uses the same "
+                         "pano.indexer.instance_id: give each its own)"
+                       : "");
+        ix->fatal = true;
+        stopping = 1;
+    }
     if (msg && msg->err) {
-        if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+        if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF && msg->err != RD_KAFKA_RESP_ERR__FATAL)
             pano_warn("Kafka: %s", rd_kafka_message_errstr(msg));
         rd_kafka_message_destroy(msg);
         return NULL;
@@ -944,12 +962,28 @@ static rd_kafka_t *create_consumer(indexer *ix, char *err, size_t errlen)
         {"enable.auto.offset.store", "false"},
         {"enable.auto.commit", "true"},
     };
+    /* Fast failover: a static member that comes back (within the session
+     * timeout) takes its partitions back without a rebalance, and a
+     * rebalance moves only the partitions that change hands. */
+    char host[256] = "pano-indexer";
+    const char *instance = pano_config_str(ix->cfg, "pano.indexer.instance_id");
+    if (!instance && gethostname(host, sizeof host - 1) == 0)
+        host[sizeof host - 1] = '\0';
     if (pano_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, errlen) < 0 ||
+        pano_kafka_conf_set(conf, "partition.assignment.strategy", "cooperative-sticky", err,
+                            errlen) < 0 ||
+        pano_kafka_conf_set(conf, "group.instance.id", instance ? instance : host, err,
+                            errlen) < 0 ||
         pano_kafka_conf_apply(conf, own, sizeof own / sizeof own[0], ix->cfg,
                               "pano.indexer.kafka_properties", err, errlen) < 0) {
         rd_kafka_conf_destroy(conf);
         return NULL;
     }
+    char strategy[128] = "";
+    size_t len = sizeof strategy;
+    if (rd_kafka_conf_get(conf, "partition.assignment.strategy", strategy, &len) ==
+        RD_KAFKA_CONF_OK)
+        ix->cooperative = strstr(strategy, "cooperative") != NULL;
     rd_kafka_conf_set_rebalance_cb(conf, rebalance);
     rd_kafka_conf_set_opaque(conf, ix);
     char why[256];
@@ -1191,13 +1225,6 @@ static int check_shard_budget(indexer *ix)
 
 static int run(indexer *ix)
 {
-    /* The templates must be in place before the first document creates an
-     * index; wait for Elasticsearch rather than index with wrong types. */
-    for (double backoff = 1; !stopping && setup_indices(ix) < 0;
-         backoff = backoff * 2 > ix->max_backoff ? ix->max_backoff : backoff * 2)
-        sleep_unless_stopping(backoff * jitter());
-    if (!stopping && check_shard_budget(ix) < 0)
-        return 2;
     double next_stats = pano_now() + ix->stats_interval;
     publish_status(ix);
     while (!stopping) {
@@ -1396,6 +1423,21 @@ int main(int argc, char **argv)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* The templates must be in place before the first document creates an
+     * index: wait for Elasticsearch rather than index with wrong types, and
+     * before joining the group, so that no partition waits on an indexer
+     * that cannot index (or must not, over the shard budget). */
+    for (double backoff = 1; !stopping && setup_indices(&ix) < 0;
+         backoff = backoff * 2 > ix.max_backoff ? ix.max_backoff : backoff * 2)
+        sleep_unless_stopping(backoff * jitter());
+    if (stopping) {
+        rc = 0;
+        goto out;
+    }
+    if (check_shard_budget(&ix) < 0) {
+        rc = 2;
+        goto out;
+    }
     ix.consumer = create_consumer(&ix, err, sizeof err);
     if (!ix.consumer) {
         pano_error("%s", err);
@@ -1404,6 +1446,8 @@ int main(int argc, char **argv)
     pano_info("indexing into %s (%s<stream>-<period>)", pano_es_describe(ix.es), ix.prefix);
 
     rc = run(&ix);
+    if (ix.fatal)
+        rc = 1;
     /* Leaving the group can hang when Kafka misbehaves: bound it. */
     struct sigaction al = {.sa_handler = on_alarm};
     sigemptyset(&al.sa_mask);

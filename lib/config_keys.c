@@ -189,6 +189,10 @@ const pano_config_key pano_config_keys[] = {
 
     {"pano.indexer.group", PANO_CFG_STR, "pano-indexer", NOLIMIT, false, {0}, {0},
      "Kafka consumer group; indexers in one group share the partitions."},
+    {"pano.indexer.instance_id", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "This indexer's static membership in the group (group.instance.id; default: the host "
+     "name): restarted, it gets its partitions back at once. Two indexers of one group need "
+     "two ids (the systemd template units use <host>-<instance>)."},
     {"pano.indexer.index_prefix", PANO_CFG_STR, "pano-", NOLIMIT, false, {0}, {0},
      "Prefix of the Elasticsearch indices (<prefix>kickstart, ...)."},
     {"pano.indexer.batch_docs", PANO_CFG_INT, "8000", 1, 100000, false, {0}, {0},

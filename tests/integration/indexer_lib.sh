@@ -55,13 +55,15 @@ check_distinct() {
         fail "expected exactly $want distinct events once each, got $docs documents, $total distinct ids, $dup duplicated"
 }
 
-# start_indexer NAME [ARGS...]: pano-indexer in the background; its pid in
-# IX_PID[NAME], its log in $TEST_DIR/NAME.log.
+# start_indexer NAME [ARGS...]: pano-indexer in the background, a static
+# member of the group named after NAME (started again under the same name,
+# it is the same member); its pid in IX_PID[NAME], its log in
+# $TEST_DIR/NAME.log.
 declare -A IX_PID
 start_indexer() {
     local name=$1
     shift
-    start "$name" "$INDEXER" "$@"
+    PANO_INDEXER_INSTANCE_ID="$TEST_ID-$name" start "$name" "$INDEXER" "$@"
     IX_PID[$name]=$!
 }
 
