@@ -7,7 +7,8 @@
 # restarted bridge consumes at once (RabbitMQ gives the dead connection's
 # unacked messages back when it closes). Each must be working again within
 # 15 s of its restart (the figures are logged), and at the end every event
-# is in Elasticsearch exactly once.
+# is in Elasticsearch exactly once. A second indexer started with the same
+# instance id fences the first, which exits 1 and says why.
 source "$(dirname "$0")/indexer_lib.sh"
 source "$(dirname "$0")/bridge_lib.sh"
 require_stack
@@ -64,4 +65,18 @@ wait_until 120 count_is "$FAMILY_INDICES" $N || fail "$(count_in "$FAMILY_INDICE
 check_distinct "$FAMILY_INDICES" $N
 awk -v a="$ix_s" -v b="$bridge_s" -v l=$LIMIT 'BEGIN { exit !(a <= l && b <= l) }' ||
     fail "working again after $ix_s s (indexer) and $bridge_s s (bridge), more than $LIMIT s"
-log "PASS: failover in $ix_s s (indexer) and $bridge_s s (bridge); $N events, each once"
+
+# A second indexer with the same instance id fences the first, which stops
+# and says why.
+first=${IX_PID[ix]}
+PANO_INDEXER_INSTANCE_ID="$TEST_ID-ix" start twin "$INDEXER"
+twin=$!
+wait_until 60 bash -c "! kill -0 $first 2>/dev/null" || fail "the fenced indexer kept running"
+rc=0
+wait "$first" || rc=$?
+[[ $rc == 1 ]] || fail "the fenced indexer exited $rc, not 1"
+grep -q "uses the same pano.indexer.instance_id" "$TEST_DIR/ix.log" || fail "the fenced indexer did not say why"
+for i in "${!PIDS[@]}"; do [[ ${PIDS[$i]} == "$first" ]] && unset 'PIDS[i]'; done
+PIDS=("${PIDS[@]}")
+kill -0 "$twin" || fail "the new indexer stopped too"
+log "PASS: failover in $ix_s s (indexer) and $bridge_s s (bridge); $N events, each once; a twin fences with a message"
