@@ -8,6 +8,10 @@
 # Environment: the local stack's ports (PANO_AMQP_PORT, PANO_KAFKA_PORT,
 # PANO_ES_PORT, PANO_RABBITMQ_MGMT_PORT), BUILD (build), and any
 # PANO_INDEXER_* / PANO_BRIDGE_* setting.
+# Before it, where the time went: the indexer's stage histograms
+# (pano_indexer_stage_seconds: to_kafka, to_bulk, bulk), each quantile given
+# as the histogram bucket holding it; the rest, up to the end-to-end figure,
+# is the refresh interval and the probe's polling (20 ms).
 # Last line: RESULT e2e p50_ms=... p99_ms=... lost=...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -67,6 +71,21 @@ log "$ID: $RATE events/s for $DURATION s through RabbitMQ, pano-bridge, Kafka, p
 [[ -n ${BENCH_KEEP_LOG:-} ]] && cp "$DIR/indexer.log" "$BENCH_KEEP_LOG"
 line=$(tail -n1 "$DIR/probe.out")
 { grep -h "consumed\|received" "$DIR/indexer.log" "$DIR/bridge.log" || true; } | tail -n 2 >&2
+# The bucket holding each quantile of each stage, from the cumulative counts.
+awk -F'[{}" ]+' '/^pano_indexer_stage_seconds_bucket/ {
+        st = $3; le = $5; n[st]++; bound[st, n[st]] = le; cum[st, n[st]] = $NF
+        if (le == "+Inf") total[st] = $NF
+    }
+    function q(st, f,   i) {
+        for (i = 1; i <= n[st]; i++) if (cum[st, i] >= f * total[st]) return bound[st, i]
+    }
+    function ms(b) { return b == "+Inf" ? "more than 10000" : "<= " b * 1000 }
+    END {
+        split("to_kafka to_bulk bulk", order, " ")
+        for (k = 1; k <= 3; k++) if (total[order[k]] > 0)
+            printf "stage %-8s p50 %s ms, p99 %s ms (%d events)\n", order[k],
+                ms(q(order[k], 0.5)), ms(q(order[k], 0.99)), total[order[k]]
+    }' "$DIR/indexer.prom"
 p50=$(sed -n 's/.*p50_ms=\([-0-9]*\).*/\1/p' <<<"$line")
 p99=$(sed -n 's/.*p99_ms=\([-0-9]*\).*/\1/p' <<<"$line")
 lost=$(sed -n 's/.*lost=\([-0-9]*\).*/\1/p' <<<"$line")

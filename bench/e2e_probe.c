@@ -32,6 +32,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+/* Seconds between two searches for the probes. */
+#define POLL_PERIOD 0.02
+
 typedef struct {
     char id[64];
     double ts;
@@ -124,9 +127,11 @@ static void *prober(void *arg)
         }
         if (rc == 0)
             pano_es_response_free(&resp);
+        /* A probe is seen at most one period (and a search) after it became
+         * searchable: the reading is pessimistic by that much. */
         double spent = pano_now() - asked;
-        if (spent < 0.1)
-            usleep((useconds_t)((0.1 - spent) * 1e6));
+        if (spent < POLL_PERIOD)
+            usleep((useconds_t)((POLL_PERIOD - spent) * 1e6));
     }
     pano_es_free(es);
     return NULL;

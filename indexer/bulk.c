@@ -60,6 +60,7 @@ pano_bulk_doc_status pano_bulk_doc_prepare(const char *json, size_t len,
         snprintf(reason, reason_len, "no usable ts (epoch seconds)");
     else {
         ok = true;
+        out->ts = ts;
         snprintf(out->id, sizeof out->id, "%s", id); /* for a dead letter too */
     }
     int stream = PANO_STREAM_UNASSIGNED;

@@ -41,6 +41,7 @@ typedef struct {
     char routing[PANO_WF_UUID_LEN + 1]; /* "" for none */
     char wf_uuid[PANO_WF_UUID_LEN + 1]; /* normalized, "" when not valid */
     const char *stream;                 /* static string (partition.h) */
+    double ts;                          /* the event's, 0 when it had none */
     char *doc; /* the event with "@timestamp" added */
     size_t doc_len;
 } pano_bulk_doc;

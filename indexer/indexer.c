@@ -73,6 +73,13 @@ typedef struct {
     double bulk_seconds;
 } counters;
 
+/* Where an event's time goes before it is searchable, per indexed document:
+ * from its ts until the bridge produced it to Kafka (publisher, RabbitMQ,
+ * bridge), from then until its bulk request left (Kafka, polling, batching,
+ * the batch ahead), and the bulk request until settled. Refresh follows. */
+enum { STAGE_TO_KAFKA, STAGE_TO_BULK, STAGE_BULK, N_STAGES };
+static const char *const stage_names[N_STAGES] = {"to_kafka", "to_bulk", "bulk"};
+
 typedef struct {
     pano_config *cfg;
     rd_kafka_t *consumer;
@@ -108,7 +115,9 @@ typedef struct {
     bool es_up;
     bool fatal;       /* the consumer failed for good (fenced) */
     bool cooperative; /* the assignment strategy configured is cooperative */
+    double last_prepared; /* when the coming partitions were last created */
     counters n;
+    pano_histogram stages[N_STAGES];
 } indexer;
 
 static volatile sig_atomic_t stopping;
@@ -215,6 +224,11 @@ static void publish_status(indexer *ix)
     GAUGE("uptime_seconds", "Seconds since start.", "%.0f", pano_now() - ix->started);
 #undef COUNTER
 #undef GAUGE
+    pano_histogram_format(&t, "pano_indexer_stage_seconds",
+                          "Time of an indexed event per stage: to_kafka (from its ts until the "
+                          "bridge produced it), to_bulk (until its bulk request left), bulk "
+                          "(until the request settled).",
+                          "stage", stage_names, ix->stages, N_STAGES);
     if (ix->status)
         pano_status_publish(ix->status, t.data, t.len);
     char err[512];
@@ -279,8 +293,9 @@ static int build_templates(const indexer *ix, pano_template **t, size_t *nt, cha
     return pano_templates_build(pano_builtin_schemas, &opt, t, nt, warnings, err, errlen);
 }
 
-/* The templates from the schemas. The partitions are created by the bulk
- * requests that first write to them, from these templates. */
+/* The templates from the schemas. The partitions are created from them,
+ * ahead of their events (prepare_partitions) or by the bulk requests that
+ * first write to them. */
 static int setup_indices(indexer *ix)
 {
     pano_template *t;
@@ -1223,29 +1238,67 @@ static int check_shard_budget(indexer *ix)
     return 0;
 }
 
+/* Record where the time of the batch's indexed events went (a replayed or
+ * late event's to_kafka is its age: the histogram shows it as such). */
+static void observe_stages(indexer *ix, double sent, double settled)
+{
+    for (size_t i = 0; i < ix->count; i++) {
+        const batch_item *it = &ix->items[i];
+        int64_t produced_ms = rd_kafka_message_timestamp(it->msg, NULL);
+        if (!it->settled || it->rejected || produced_ms <= 0 || it->doc.ts <= 0)
+            continue;
+        double produced = (double)produced_ms / 1000;
+        pano_histogram_observe(&ix->stages[STAGE_TO_KAFKA], produced - it->doc.ts);
+        pano_histogram_observe(&ix->stages[STAGE_TO_BULK], sent - produced);
+        pano_histogram_observe(&ix->stages[STAGE_BULK], settled - sent);
+    }
+}
+
+/* Create the partitions of now and of the next hour ahead of their events:
+ * Elasticsearch takes a second or two to create an index, and the first
+ * batch of a new period would wait that long, with every event in it. An
+ * index that exists already is left as it is. */
+#define PREPARE_AHEAD 3600
+#define PREPARE_EVERY 600
+static void prepare_partitions(indexer *ix, double now)
+{
+    char names[PANO_N_STREAMS][256], index[256], last[256] = "", path[300];
+    const char *bases[PANO_N_STREAMS];
+    ix->last_prepared = now;
+    if (!ix->indices_ready)
+        return; /* without the templates, an index would get no mappings */
+    stream_bases(ix, names, bases);
+    for (int i = 0; i < PANO_N_STREAMS; i++)
+        for (double t = now; t <= now + PREPARE_AHEAD; t += PREPARE_AHEAD) {
+            pano_bulk_partition(bases[i], ix->policies[i].period, t, index, sizeof index);
+            if (strcmp(index, last) == 0)
+                continue;
+            snprintf(last, sizeof last, "%s", index);
+            snprintf(path, sizeof path, "/%s", index);
+            char *answer;
+            long st = es_call(ix, "PUT", path, NULL, &answer);
+            if (st == 0)
+                return; /* not answering: the next time, or the bulk requests */
+            if (st != 200 && !(st == 400 && answer &&
+                               strstr(answer, "resource_already_exists_exception")))
+                pano_debug("cannot create %s ahead of its events (HTTP %ld): it will be "
+                           "created by them",
+                           index, st);
+            free(answer);
+        }
+}
+
 static int run(indexer *ix)
 {
     double next_stats = pano_now() + ix->stats_interval;
     publish_status(ix);
+    prepare_partitions(ix, pano_now());
     while (!stopping) {
         collect_batch(ix);
         if (ix->count) {
-            if (pano_log_get_level() >= PANO_LOG_DEBUG) {
-                rd_kafka_message_t *m = ix->items[0].msg;
-                int64_t oldest = rd_kafka_message_timestamp(m, NULL);
-                char head[256];
-                snprintf(head, sizeof head, "%.*s", (int)(m->len < 255 ? m->len : 255),
-                         (const char *)m->payload);
-                const char *tsp = strstr(head, "\"ts\":");
-                double ts = tsp ? atof(tsp + 5) : 0;
-                pano_debug("batch of %zu, first message produced %.0f ms ago, %.0f ms after its "
-                           "ts",
-                           ix->count, oldest > 0 ? pano_now() * 1000 - (double)oldest : -1.0,
-                           ts > 0 && oldest > 0 ? (double)oldest - ts * 1000 : -1.0);
-            }
-            double t = pano_now();
+            double sent = pano_now();
             settle_batch(ix);
-            pano_debug("batch settled in %.0f ms", (pano_now() - t) * 1000);
+            observe_stages(ix, sent, pano_now());
             finish_batch(ix);
         }
         double now = pano_now();
@@ -1255,6 +1308,8 @@ static int run(indexer *ix)
         }
         if (now - ix->last_publish >= 1)
             publish_status(ix);
+        if (now - ix->last_prepared >= PREPARE_EVERY)
+            prepare_partitions(ix, now);
         if (any_retention(ix) && now - ix->last_retention >= ix->retention_interval) {
             retention_pass(ix, false);
             ix->last_retention = now;

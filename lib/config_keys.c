@@ -201,7 +201,7 @@ const pano_config_key pano_config_keys[] = {
      "Most bytes in one batch."},
     {"pano.indexer.concurrency", PANO_CFG_INT, "4", 1, 64, false, {0}, {0},
      "Bulk requests in flight at once for one batch (each at least 1000 documents)."},
-    {"pano.indexer.linger", PANO_CFG_DOUBLE, "0.2", 0, 60, false, {0}, {0},
+    {"pano.indexer.linger", PANO_CFG_DOUBLE, "0.02", 0, 60, false, {0}, {0},
      "Seconds to wait for a batch to fill before sending it."},
     {"pano.indexer.partition", PANO_CFG_STR, "month", NOLIMIT, false, {0}, {0},
      "Period of each index: events go to <prefix><stream>-<period> by their own ts (UTC): "

@@ -104,3 +104,40 @@ int pano_status_write_file(const char *path, const char *text, size_t len, char 
     free(tmp);
     return 0;
 }
+
+const double pano_histogram_bounds[PANO_HISTOGRAM_BUCKETS] = {
+    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2.5, 5, 10,
+};
+
+void pano_histogram_observe(pano_histogram *h, double seconds)
+{
+    if (seconds < 0)
+        seconds = 0;
+    size_t i = 0;
+    while (i < PANO_HISTOGRAM_BUCKETS && seconds > pano_histogram_bounds[i])
+        i++;
+    h->bucket[i]++;
+    h->count++;
+    h->sum += seconds;
+}
+
+void pano_histogram_format(pano_buf *out, const char *name, const char *help, const char *label,
+                           const char *const *values, const pano_histogram *h, size_t n)
+{
+    pano_buf_appendf(out, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+    for (size_t k = 0; k < n; k++) {
+        uint64_t below = 0;
+        for (size_t i = 0; i <= PANO_HISTOGRAM_BUCKETS; i++) {
+            below += h[k].bucket[i];
+            if (i < PANO_HISTOGRAM_BUCKETS)
+                pano_buf_appendf(out, "%s_bucket{%s=\"%s\",le=\"%g\"} %llu\n", name, label,
+                                 values[k], pano_histogram_bounds[i], (unsigned long long)below);
+            else
+                pano_buf_appendf(out, "%s_bucket{%s=\"%s\",le=\"+Inf\"} %llu\n", name, label,
+                                 values[k], (unsigned long long)below);
+        }
+        pano_buf_appendf(out, "%s_sum{%s=\"%s\"} %.6f\n%s_count{%s=\"%s\"} %llu\n", name, label,
+                         values[k], h[k].sum, name, label, values[k],
+                         (unsigned long long)h[k].count);
+    }
+}

@@ -8,7 +8,10 @@
 #ifndef PANO_STATUS_H
 #define PANO_STATUS_H
 
+#include "buf.h"
+
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct pano_status pano_status;
 
@@ -26,5 +29,22 @@ void pano_status_free(pano_status *s);
  * in err. */
 int pano_status_write_file(const char *path, const char *text, size_t len, char *err,
                            size_t errlen);
+
+/* A latency histogram (seconds), fixed buckets from 5 ms to 10 s. */
+#define PANO_HISTOGRAM_BUCKETS 16
+extern const double pano_histogram_bounds[PANO_HISTOGRAM_BUCKETS];
+
+typedef struct {
+    uint64_t bucket[PANO_HISTOGRAM_BUCKETS + 1]; /* not cumulative; the last is +Inf */
+    uint64_t count;
+    double sum;
+} pano_histogram;
+
+void pano_histogram_observe(pano_histogram *h, double seconds);
+
+/* Append n histograms of one metric, told apart by label=values[i], in
+ * Prometheus text format (cumulative _bucket lines, _sum, _count). */
+void pano_histogram_format(pano_buf *out, const char *name, const char *help, const char *label,
+                           const char *const *values, const pano_histogram *h, size_t n);
 
 #endif

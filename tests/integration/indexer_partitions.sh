@@ -75,7 +75,19 @@ for idx in $(curl -fsS "$ES/_cat/indices/${P}*?h=index"); do
     [[ $idx =~ ^${P}(kickstart|samples|darshan|transfer|stampede|custom|other|unassigned|dead-letter)-[0-9]{4}\.[0-9]{2}(\.[0-9]{2})?$ ]] ||
         fail "unexpected index $idx"
 done
-log "partitions by month, one workflow by routing and term, no alias"
+# Every stream's partition of now exists, made ahead of its events (the
+# first batch of a period does not wait for an index to be created).
+month=$(date -u +%Y.%m) day=$(date -u +%Y.%m.%d)
+for s in kickstart stampede darshan transfer custom other unassigned dead-letter; do
+    [[ $(curl -s -o /dev/null -w '%{http_code}' "$ES/${P}$s-$month") == 200 ]] || fail "no partition ${P}$s-$month"
+done
+[[ $(curl -s -o /dev/null -w '%{http_code}' "$ES/${P}samples-$day") == 200 ]] || fail "no partition ${P}samples-$day"
+# Where the events' time went, per stage.
+for stage in to_kafka to_bulk bulk; do
+    grep -Eq "^pano_indexer_stage_seconds_count\{stage=\"$stage\"\} [1-9]" "$PANO_INDEXER_STATUS_FILE" ||
+        fail "no $stage histogram: $(grep stage_seconds_count "$PANO_INDEXER_STATUS_FILE")"
+done
+log "partitions by month, one workflow by routing and term, no alias, the partitions of now made ahead"
 
 # The expired sample and the bridge's dead letter, findable with their reasons.
 dl=$(es -X POST "$ES/${P}dead-letter-*/_search" -d '{"size":10}')

@@ -90,12 +90,40 @@ START_TEST(http_endpoint)
 }
 END_TEST
 
+START_TEST(histogram)
+{
+    pano_histogram h[2] = {0};
+    pano_histogram_observe(&h[0], 0.004);  /* first bucket */
+    pano_histogram_observe(&h[0], 0.005);  /* a bound belongs to its bucket */
+    pano_histogram_observe(&h[0], 0.8);    /* 1 s */
+    pano_histogram_observe(&h[0], 99);     /* +Inf */
+    pano_histogram_observe(&h[1], -0.001); /* clock skew counts as 0 */
+    pano_buf out = {0};
+    const char *names[] = {"a", "b"};
+    pano_histogram_format(&out, "pano_x_seconds", "Test.", "stage", names, h, 2);
+    pano_buf_append(&out, "", 1);
+    const char *t = out.data;
+    ck_assert_ptr_nonnull(strstr(t, "# TYPE pano_x_seconds histogram\n"));
+    ck_assert_ptr_nonnull(strstr(t, "pano_x_seconds_bucket{stage=\"a\",le=\"0.005\"} 2\n"));
+    ck_assert_ptr_nonnull(strstr(t, "pano_x_seconds_bucket{stage=\"a\",le=\"0.75\"} 2\n"));
+    ck_assert_ptr_nonnull(strstr(t, "pano_x_seconds_bucket{stage=\"a\",le=\"1\"} 3\n"));
+    ck_assert_ptr_nonnull(strstr(t, "pano_x_seconds_bucket{stage=\"a\",le=\"10\"} 3\n"));
+    ck_assert_ptr_nonnull(strstr(t, "pano_x_seconds_bucket{stage=\"a\",le=\"+Inf\"} 4\n"));
+    ck_assert_ptr_nonnull(strstr(t, "pano_x_seconds_sum{stage=\"a\"} 99.809000\n"));
+    ck_assert_ptr_nonnull(strstr(t, "pano_x_seconds_count{stage=\"a\"} 4\n"));
+    ck_assert_ptr_nonnull(strstr(t, "pano_x_seconds_bucket{stage=\"b\",le=\"0.005\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(t, "pano_x_seconds_count{stage=\"b\"} 1\n"));
+    pano_buf_free(&out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("status");
     TCase *tc = tcase_create("status");
     tcase_add_test(tc, status_file);
     tcase_add_test(tc, http_endpoint);
+    tcase_add_test(tc, histogram);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }
