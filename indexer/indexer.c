@@ -116,6 +116,7 @@ typedef struct {
     bool fatal;       /* the consumer failed for good (fenced) */
     bool cooperative; /* the assignment strategy configured is cooperative */
     double last_prepared; /* when the coming partitions were last created */
+    int replicas;         /* pano.indexer.replicas, or PANO_REPLICAS_AUTO */
     counters n;
     pano_histogram stages[N_STAGES];
 } indexer;
@@ -286,7 +287,7 @@ static int build_templates(const indexer *ix, pano_template **t, size_t *nt, cha
         .fallback_index = ix->fallback_index,
         .dead_letter_index = ix->dead_letter_index,
         .shards = (int)pano_config_int(ix->cfg, "pano.indexer.shards"),
-        .replicas = (int)pano_config_int(ix->cfg, "pano.indexer.replicas"),
+        .replicas = ix->replicas,
         .refresh_interval = pano_config_str(ix->cfg, "pano.indexer.refresh_interval"),
         .total_fields_limit = (int)pano_config_int(ix->cfg, "pano.indexer.total_fields_limit"),
     };
@@ -1179,8 +1180,8 @@ static bool any_retention(const indexer *ix)
 }
 
 /* How many shards the cluster allows: cluster.max_shards_per_node times the
- * data nodes; 0 when Elasticsearch does not say. */
-static long cluster_shard_limit(indexer *ix)
+ * data nodes (in *data_nodes); 0 when Elasticsearch does not say. */
+static long cluster_shard_limit(indexer *ix, long *data_nodes)
 {
     char *answer, why[200];
     long per_node = 0, nodes = 0;
@@ -1207,6 +1208,7 @@ static long cluster_shard_limit(indexer *ix)
     if (j && pano_json_get_int(j, "number_of_data_nodes", &v))
         nodes = (long)v;
     pano_json_free(j);
+    *data_nodes = nodes;
     return per_node * nodes;
 }
 
@@ -1216,13 +1218,13 @@ static long cluster_shard_limit(indexer *ix)
 static int check_shard_budget(indexer *ix)
 {
     int shards = (int)pano_config_int(ix->cfg, "pano.indexer.shards");
-    int replicas = (int)pano_config_int(ix->cfg, "pano.indexer.replicas");
-    long per_year, kept = pano_retention_shards(ix->policies, shards, replicas, &per_year);
-    long limit = cluster_shard_limit(ix);
+    long nodes = 0, limit = cluster_shard_limit(ix, &nodes);
     if (limit <= 0) {
         pano_warn("cannot read the cluster's shard limit: the shard budget is not checked");
         return 0;
     }
+    int replicas = ix->replicas == PANO_REPLICAS_AUTO ? (nodes > 1) : ix->replicas;
+    long per_year, kept = pano_retention_shards(ix->policies, shards, replicas, &per_year);
     if (kept > limit) {
         pano_error("pano.indexer.retention and .partition keep up to %ld shards (%d primary "
                    "and %d replica per index), more than the %ld the cluster allows "
@@ -1412,6 +1414,12 @@ int main(int argc, char **argv)
     char err[512];
     if (pano_stream_policies(cfg, ix.policies, err, sizeof err) < 0) {
         pano_error("%s", err);
+        return 2;
+    }
+    ix.replicas = pano_replicas_parse(pano_config_str(cfg, "pano.indexer.replicas"));
+    if (ix.replicas < PANO_REPLICAS_AUTO) {
+        pano_error("pano.indexer.replicas '%s': use auto or a number from 0 to 16",
+                   pano_config_str(cfg, "pano.indexer.replicas"));
         return 2;
     }
     if (!index_name_ok(ix.prefix, true)) {

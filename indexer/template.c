@@ -5,6 +5,7 @@
 #include "json.h"
 #include "mem.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -233,11 +234,28 @@ static void schema_properties(pano_json *props, const pano_json *schema,
     }
 }
 
+int pano_replicas_parse(const char *value)
+{
+    if (strcmp(value, "auto") == 0)
+        return PANO_REPLICAS_AUTO;
+    if (*value < '0' || *value > '9')
+        return -2; /* strtol would take " 1" and "-1" */
+    char *end;
+    errno = 0;
+    long n = strtol(value, &end, 10);
+    if (errno || end == value || *end || n < 0 || n > 16)
+        return -2;
+    return (int)n;
+}
+
 static pano_json *settings(const pano_template_options *opt, bool dead_letter)
 {
     pano_json *s = pano_json_object();
     pano_json_set_int(s, "number_of_shards", opt->shards);
-    pano_json_set_int(s, "number_of_replicas", opt->replicas);
+    if (opt->replicas == PANO_REPLICAS_AUTO)
+        pano_json_set_str(s, "auto_expand_replicas", "0-1");
+    else
+        pano_json_set_int(s, "number_of_replicas", opt->replicas);
     if (!dead_letter)
         pano_json_set_str(s, "refresh_interval", opt->refresh_interval);
     pano_json_set_int(pano_json_set_object(pano_json_set_object(s, "mapping"), "total_fields"),

@@ -43,11 +43,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#define PANO_REPLICAS_AUTO (-1)
+
+/* pano.indexer.replicas: "auto" or a number of replicas (0-16). Returns
+ * PANO_REPLICAS_AUTO, the number, or -2 when it is neither. */
+int pano_replicas_parse(const char *value);
+
 typedef struct {
     const char *prefix;
     const char *fallback_index;
     const char *dead_letter_index;
-    int shards, replicas;
+    int shards;
+    int replicas; /* PANO_REPLICAS_AUTO: index.auto_expand_replicas 0-1 */
     const char *refresh_interval;
     int total_fields_limit;
 } pano_template_options;

@@ -86,6 +86,9 @@ const pano_config_key pano_config_keys[] = {
     {"pano.kafka.partitions", PANO_CFG_INT, "-1", -1, 10000, false, {0}, {0},
      "Partitions of the topics pano creates when they are missing (-1: the broker's "
      "default)."},
+    {"pano.kafka.replication_factor", PANO_CFG_INT, "0", 0, 16, false, {0}, {0},
+     "Replication factor of the topics pano creates (0: 3, or the number of brokers when "
+     "fewer); min.insync.replicas is set to a majority of it (2 of 3), 1 below 3."},
     {"pano.kafka.topic_prefix", PANO_CFG_STR, "pano.", NOLIMIT, false, {0}, {0},
      "Prefix of the Kafka topics: <prefix>kickstart, <prefix>darshan, <prefix>transfer, "
      "<prefix>stampede, <prefix>custom, <prefix>other."},
@@ -220,8 +223,10 @@ const pano_config_key pano_config_keys[] = {
      "Index for rejected messages with their reason (default <prefix>dead-letter)."},
     {"pano.indexer.shards", PANO_CFG_INT, "1", 1, 1024, false, {0}, {0},
      "Primary shards of the indices pano creates (index templates)."},
-    {"pano.indexer.replicas", PANO_CFG_INT, "1", 0, 16, false, {0}, {0},
-     "Replicas of the indices pano creates (0 on a single-node cluster)."},
+    {"pano.indexer.replicas", PANO_CFG_STR, "auto", NOLIMIT, false, {0}, {0},
+     "Replicas of the indices pano creates: a number, or auto (index.auto_expand_replicas "
+     "0-1: none on a one-node cluster, which stays green; one copy of every shard on two "
+     "nodes or more)."},
     {"pano.indexer.refresh_interval", PANO_CFG_STR, "1s", NOLIMIT, false, {0}, {0},
      "index.refresh_interval of the indices pano creates (how soon events are searchable)."},
     {"pano.indexer.total_fields_limit", PANO_CFG_INT, "2000", 100, 100000, false, {0}, {0},

@@ -88,23 +88,49 @@ void pano_kafka_topic(const pano_config *cfg, const char *family, char *out, siz
     snprintf(out, size, "%s%s", pano_config_str(cfg, "pano.kafka.topic_prefix"), family);
 }
 
+/* The replication factor of new topics: the configured one, or 3 (fewer
+ * when the cluster has fewer brokers). 0 with a message when the cluster
+ * cannot be asked. */
+static int replication_factor(rd_kafka_t *rk, const pano_config *cfg, char *err, size_t errlen)
+{
+    int wanted = (int)pano_config_int(cfg, "pano.kafka.replication_factor");
+    if (wanted > 0)
+        return wanted;
+    const struct rd_kafka_metadata *md;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, NULL, &md, 30000);
+    if (e) {
+        snprintf(err, errlen, "cannot read the Kafka cluster's brokers: %s", rd_kafka_err2str(e));
+        return 0;
+    }
+    int brokers = md->broker_cnt;
+    rd_kafka_metadata_destroy(md);
+    return brokers < 3 ? (brokers > 0 ? brokers : 1) : 3;
+}
+
 int pano_kafka_ensure_topics(rd_kafka_t *rk, const pano_config *cfg, char *err, size_t errlen)
 {
     enum { MAX_TOPICS = 16 };
     rd_kafka_NewTopic_t *topics[MAX_TOPICS];
     size_t n = 0;
     int partitions = (int)pano_config_int(cfg, "pano.kafka.partitions");
-    char name[256], why[256];
+    int replicas = replication_factor(rk, cfg, err, errlen);
+    if (replicas == 0)
+        return -1;
+    char name[256], why[256], min_isr[16];
+    snprintf(min_isr, sizeof min_isr, "%d", replicas < 3 ? 1 : replicas / 2 + 1);
     for (size_t i = 0; pano_event_families[i] && n + 1 < MAX_TOPICS; i++) {
         pano_kafka_topic(cfg, pano_event_families[i], name, sizeof name);
-        topics[n++] = rd_kafka_NewTopic_new(name, partitions, -1, why, sizeof why);
+        topics[n++] = rd_kafka_NewTopic_new(name, partitions, replicas, why, sizeof why);
     }
     topics[n++] = rd_kafka_NewTopic_new(pano_config_str(cfg, "pano.kafka.dead_letter_topic"),
-                                        partitions, -1, why, sizeof why);
+                                        partitions, replicas, why, sizeof why);
     int rc = 0;
     for (size_t i = 0; i < n; i++)
         if (!topics[i]) {
             snprintf(err, errlen, "bad topic definition: %s", why);
+            rc = -1;
+        } else if (rd_kafka_NewTopic_set_config(topics[i], "min.insync.replicas", min_isr)) {
+            snprintf(err, errlen, "bad topic definition: min.insync.replicas %s", min_isr);
             rc = -1;
         }
     rd_kafka_queue_t *q = rc == 0 ? rd_kafka_queue_new(rk) : NULL;
@@ -122,7 +148,9 @@ int pano_kafka_ensure_topics(rd_kafka_t *rk, const pano_config *cfg, char *err, 
             for (size_t i = 0; i < count; i++) {
                 rd_kafka_resp_err_t e = rd_kafka_topic_result_error(results[i]);
                 if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
-                    pano_info("created Kafka topic %s", rd_kafka_topic_result_name(results[i]));
+                    pano_info("created Kafka topic %s (replication factor %d, "
+                              "min.insync.replicas %s)",
+                              rd_kafka_topic_result_name(results[i]), replicas, min_isr);
                 else if (e != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
                     snprintf(err, errlen, "cannot create Kafka topic %s: %s",
                              rd_kafka_topic_result_name(results[i]),

@@ -40,7 +40,11 @@ int pano_kafka_conf_apply(rd_kafka_conf_t *conf, const pano_kafka_property *own,
 void pano_kafka_topic(const pano_config *cfg, const char *family, char *out, size_t size);
 
 /* Create the family topics and the dead-letter topic if they do not exist
- * yet, so that consumers can subscribe before the first event. */
+ * yet, so that consumers can subscribe before the first event. Replication
+ * comes from pano.kafka.replication_factor (0: 3, or every broker when the
+ * cluster has fewer), with min.insync.replicas a majority of it (1 below
+ * 3 replicas), so that with acks=all an acknowledged event is on two
+ * brokers of three and one broker may fail. */
 int pano_kafka_ensure_topics(rd_kafka_t *rk, const pano_config *cfg, char *err,
                              size_t errlen);
 

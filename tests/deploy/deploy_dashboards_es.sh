@@ -12,7 +12,6 @@
 source "$(dirname "$0")/../integration/lib.sh"
 : "${PANO_SOURCE:?}"
 require_stack
-export PANO_INDEXER_REPLICAS=0 # one-node cluster (ignored by indexers without the key)
 
 trap 'rc=$?; curl -fsS -X DELETE "$ES/_index_template/$TEST_ID-*" >/dev/null 2>&1 || true; set +e; (exit $rc); cleanup' EXIT
 

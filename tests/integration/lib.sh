@@ -26,7 +26,6 @@ export PANO_BRIDGE_DEAD_LETTER_EXCHANGE="$TEST_ID.dlx"
 export PANO_INDEXER_GROUP="$TEST_ID-indexer"
 export PANO_INDEXER_INDEX_PREFIX="$TEST_ID-"
 export PANO_INDEXER_LINGER=0.1
-export PANO_INDEXER_REPLICAS=0 # one-node cluster: stay green
 export PANO_ES_URL="$ES"
 
 # free_ports N: the first of N consecutive TCP ports on 127.0.0.1 with

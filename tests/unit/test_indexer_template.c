@@ -235,6 +235,31 @@ START_TEST(embedded_schemas_build)
 }
 END_TEST
 
+START_TEST(replicas_auto_or_a_number)
+{
+    ck_assert_int_eq(pano_replicas_parse("auto"), PANO_REPLICAS_AUTO);
+    ck_assert_int_eq(pano_replicas_parse("0"), 0);
+    ck_assert_int_eq(pano_replicas_parse("2"), 2);
+    const char *bad[] = {"", "-1", "17", "1x", "Auto", " 1"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        ck_assert_msg(pano_replicas_parse(bad[i]) < PANO_REPLICAS_AUTO, "'%s' accepted", bad[i]);
+
+    pano_template_options o = opt;
+    o.replicas = PANO_REPLICAS_AUTO;
+    pano_template *t;
+    size_t nt;
+    char err[256], *warnings;
+    ck_assert_msg(pano_templates_build(schemas, &o, &t, &nt, &warnings, err, sizeof err) == 0,
+                  "%s", err);
+    free(warnings);
+    for (size_t i = 0; i < nt; i++) {
+        ck_assert_msg(strstr(t[i].body, "\"auto_expand_replicas\":\"0-1\""), "%s", t[i].body);
+        ck_assert_ptr_null(strstr(t[i].body, "number_of_replicas"));
+    }
+    pano_templates_free(t, nt);
+}
+END_TEST
+
 START_TEST(bad_schema_is_an_error)
 {
     static const pano_schema_file bad[] = {{"x.schema.json", "{not json"}, {NULL, NULL}};
@@ -259,6 +284,7 @@ int main(void)
     TCase *tc2 = tcase_create("schemas");
     tcase_add_test(tc2, embedded_schemas_build);
     tcase_add_test(tc2, bad_schema_is_an_error);
+    tcase_add_test(tc2, replicas_auto_or_a_number);
     suite_add_tcase(s, tc2);
     return pano_test_run(s);
 }
