@@ -120,6 +120,7 @@ typedef struct {
     pano_amqp_options amqp_options;
     pano_amqp *amqp;
     const char *queue;
+    const char *queue_type; /* classic or quorum */
     bool consuming;
     bool reconnect_needed; /* the connection is in a state we cannot continue from */
     bool dlx_known;        /* the queue has the dead-letter exchange we declared */
@@ -559,6 +560,10 @@ static rd_kafka_t *create_producer(bridge *b, char *err, size_t errlen)
         snprintf(err, errlen, "cannot create the Kafka producer: %s", why);
         goto fail;
     }
+    /* Before the topic handles: their metadata requests would have the
+     * brokers auto-create the topics with the brokers' defaults. */
+    if (pano_kafka_ensure_topics(rk, b->cfg, why, sizeof why) < 0)
+        pano_warn("%s (going on: Kafka may create topics itself)", why);
     for (int i = 0; i <= N_FAMILIES; i++) {
         b->topics[i] = rd_kafka_topic_new(rk, b->topic_names[i], NULL);
         if (!b->topics[i]) {
@@ -753,14 +758,27 @@ static void declare_exchange(bridge *b, bool passive, const void *arg)
                           amqp_cstring_bytes(e->type), passive, 1, 0, 0, amqp_empty_table);
 }
 
+/* Declare a durable queue of the configured type, with a dead-letter
+ * exchange when dlx is not empty. */
+static void declare_typed_queue(bridge *b, const char *name, bool passive, const char *dlx)
+{
+    amqp_table_entry_t entries[2] = {
+        {amqp_cstring_bytes("x-queue-type"),
+         {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes(b->queue_type)}}},
+        {amqp_cstring_bytes("x-dead-letter-exchange"),
+         {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes(dlx)}}},
+    };
+    /* A classic queue is declared without x-queue-type, so one made by an
+     * earlier version (or by hand, Panorama's way) is accepted as it is. */
+    bool typed = strcmp(b->queue_type, "classic") != 0;
+    amqp_table_t args = {(typed ? 1 : 0) + (*dlx ? 1 : 0), typed ? entries : entries + 1};
+    amqp_queue_declare(conn(b), CHANNEL, amqp_cstring_bytes(name), passive, 1, 0, 0,
+                       passive || args.num_entries == 0 ? amqp_empty_table : args);
+}
+
 static void declare_queue(bridge *b, bool passive, const void *arg)
 {
-    const char *dlx = arg;
-    amqp_table_entry_t entry = {amqp_cstring_bytes("x-dead-letter-exchange"),
-                                {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes(dlx)}}};
-    amqp_table_t args = {1, &entry};
-    amqp_queue_declare(conn(b), CHANNEL, amqp_cstring_bytes(b->queue), passive, 1, 0, 0,
-                       passive || !*dlx ? amqp_empty_table : args);
+    declare_typed_queue(b, b->queue, passive, arg);
 }
 
 /* Declare (or with pano.bridge.declare=false, check) the topology. */
@@ -789,8 +807,7 @@ static int setup_topology(bridge *b)
          * is kept, not dropped as unroutable. */
         char dead_queue[300];
         snprintf(dead_queue, sizeof dead_queue, "%s.dead", b->queue);
-        amqp_queue_declare(conn(b), CHANNEL, amqp_cstring_bytes(dead_queue), 0, 1, 0, 0,
-                           amqp_empty_table);
+        declare_typed_queue(b, dead_queue, false, "");
         snprintf(what, sizeof what, "declaring dead-letter queue '%s'", dead_queue);
         if (rpc_failed(b, amqp_get_rpc_reply(conn(b)), what) < 0)
             return -1;
@@ -1323,6 +1340,11 @@ int main(int argc, char **argv)
     b.kafka_pipe[0] = b.kafka_pipe[1] = -1;
     b.m.start_time = pano_now();
     char err[1024];
+    b.queue_type = pano_config_str(cfg, "pano.bridge.queue_type");
+    if (strcmp(b.queue_type, "classic") != 0 && strcmp(b.queue_type, "quorum") != 0) {
+        pano_error("pano.bridge.queue_type '%s': use classic or quorum", b.queue_type);
+        goto out_cfg;
+    }
     const char *url = pano_config_str(cfg, "pano.amqp.url");
     if (!url) {
         pano_error("no broker URL: set pano.amqp.url (or PANO_AMQP_URL)");
@@ -1439,8 +1461,6 @@ int main(int argc, char **argv)
         rc = 2;
         goto out_all;
     }
-    if (pano_kafka_ensure_topics(b.producer, cfg, err, sizeof err) < 0)
-        pano_warn("%s (going on: Kafka may create topics itself)", err);
 
     struct sigaction sa = {.sa_handler = on_signal};
     sigemptyset(&sa.sa_mask);

@@ -98,6 +98,9 @@ const pano_config_key pano_config_keys[] = {
     /* ---- pano-bridge ---- */
     {"pano.bridge.queue", PANO_CFG_STR, "pano.events", NOLIMIT, false, {0}, {0},
      "Durable AMQP queue the bridge consumes."},
+    {"pano.bridge.queue_type", PANO_CFG_STR, "classic", NOLIMIT, false, {0}, {0},
+     "Type of the queues the bridge declares: classic, or quorum (replicated over the "
+     "RabbitMQ cluster's nodes, kept through a node's failure)."},
     {"pano.bridge.bindings", PANO_CFG_STR, "#", NOLIMIT, false, {0}, {0},
      "Comma-separated binding keys of the queue on the exchange (# = every event; "
      "Panorama's kickstart.#,stampede.#,transfer.# also work)."},

@@ -116,33 +116,57 @@ at_least() { [[ $(m "$1" 2>/dev/null || echo 0) -ge $2 ]]; }
 
 # ---- a private RabbitMQ and Kafka, for tests that restart them -----------
 
-# private_stack_up: start them on ports of their own; exports PRIV_* and
-# points the test's programs at them.
+# private_stack_up [--kafka-nodes N] [--es-nodes N]: start them on ports of
+# their own (and Elasticsearch too when --es-nodes is given: clusters of
+# Kafka and Elasticsearch nodes); exports PRIV_* and points the test's
+# programs at them.
+PRIVATE_SERVICES=rabbitmq,kafka
 private_stack_up() {
+    local kafka_nodes=1 es_nodes=0
+    while (($#)); do
+        case $1 in
+        --kafka-nodes) kafka_nodes=$2 ;;
+        --es-nodes) es_nodes=$2 ;;
+        *) fail "private_stack_up: unknown option $1" ;;
+        esac
+        shift 2
+    done
     local base
-    base=$(free_ports 4)
+    base=$(free_ports $((2 + 2 * kafka_nodes + es_nodes)))
     PRIVATE_STACK=$(mktemp -d "/var/tmp/pano-bridge-$TEST_ID.XXXXXX")
     chmod 755 "$PRIVATE_STACK"
     PRIV_AMQP=$base PRIV_MGMT=$((base + 1)) PRIV_KAFKA=$((base + 2)) PRIV_KCTL=$((base + 3))
-    # The Kafka jars come from the shared stack when it has them (else
-    # pano-stack fetches them from the local Maven cache).
+    PRIV_ES=$((base + 2 + 2 * kafka_nodes))
+    local -a es_args=()
+    if ((es_nodes > 0)); then
+        PRIVATE_SERVICES+=,elasticsearch
+        es_args=(--es-port "$PRIV_ES" --es-nodes "$es_nodes")
+    fi
+    # The jars come from the shared stack when it has them (else pano-stack
+    # fetches them from the local Maven cache).
     local jars
-    for jars in "$SHARED_STACK_DIR"/dist/kafka-*; do
+    for jars in "$SHARED_STACK_DIR"/dist/kafka-* "$SHARED_STACK_DIR"/dist/elasticsearch-*; do
         if [[ -f $jars/.complete ]]; then
             mkdir -p "$PRIVATE_STACK/dist"
             cp -a "$jars" "$PRIVATE_STACK/dist/"
         fi
     done
-    log "starting a private RabbitMQ ($PRIV_AMQP) and Kafka ($PRIV_KAFKA) in $PRIVATE_STACK"
-    PANO_STACK_DIR=$PRIVATE_STACK PANO_KAFKA_HEAP=512m PANO_KAFKA_PARTITIONS=4 \
-        "$STACK" --only rabbitmq,kafka --offline --timeout 240 \
+    log "starting a private $PRIVATE_SERVICES ($kafka_nodes Kafka node(s) from $PRIV_KAFKA) in $PRIVATE_STACK"
+    PANO_STACK_DIR=$PRIVATE_STACK PANO_KAFKA_HEAP=512m PANO_ES_HEAP=512m PANO_KAFKA_PARTITIONS=4 \
+        "$STACK" --only "$PRIVATE_SERVICES" --offline --timeout 240 \
         --amqp-port "$PRIV_AMQP" --rabbitmq-mgmt-port "$PRIV_MGMT" \
-        --kafka-port "$PRIV_KAFKA" --kafka-controller-port "$PRIV_KCTL" up \
+        --kafka-port "$PRIV_KAFKA" --kafka-controller-port "$PRIV_KCTL" \
+        --kafka-nodes "$kafka_nodes" "${es_args[@]}" up \
         >"$TEST_DIR/private-stack.log" 2>&1 ||
         { tail -20 "$TEST_DIR/private-stack.log" >&2; fail "private stack did not start"; }
-    AMQP_PORT=$PRIV_AMQP MGMT_PORT=$PRIV_MGMT KAFKA=127.0.0.1:$PRIV_KAFKA
+    AMQP_PORT=$PRIV_AMQP MGMT_PORT=$PRIV_MGMT
+    KAFKA=$(PANO_STACK_DIR=$PRIVATE_STACK "$STACK" env | sed -n 's/^export PANO_KAFKA_BROKERS=//p')
     export PANO_AMQP_URL="amqp://guest:guest@127.0.0.1:$AMQP_PORT/%2F/$TEST_ID"
     export PANO_KAFKA_BROKERS=$KAFKA
+    if ((es_nodes > 0)); then
+        ES=http://127.0.0.1:$PRIV_ES
+        export PANO_ES_URL=$ES
+    fi
 }
 
 # private_stack SERVICE COMMAND [ARGS...]: pano-stack's down, up, rabbitmqctl ...
@@ -154,7 +178,7 @@ private_stack() {
 
 bridge_cleanup() {
     if [[ -n $PRIVATE_STACK ]]; then
-        PANO_STACK_DIR=$PRIVATE_STACK "$STACK" --only rabbitmq,kafka down >/dev/null 2>&1 || true
+        PANO_STACK_DIR=$PRIVATE_STACK "$STACK" --only "$PRIVATE_SERVICES" down >/dev/null 2>&1 || true
         rm -rf "$PRIVATE_STACK"
     else
         # The shared Kafka: remove the test's topics.
