@@ -12,7 +12,7 @@
 # (pano_indexer_stage_seconds: to_kafka, to_bulk, bulk), each quantile given
 # as the histogram bucket holding it; the rest, up to the end-to-end figure,
 # is the refresh interval and the probe's polling (20 ms).
-# Last line: RESULT e2e p50_ms=... p99_ms=... lost=...
+# Last line: RESULT e2e rate=... p50_ms=... p99_ms=... lost=...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
@@ -89,4 +89,4 @@ awk -F'[{}" ]+' '/^pano_indexer_stage_seconds_bucket/ {
 p50=$(sed -n 's/.*p50_ms=\([-0-9]*\).*/\1/p' <<<"$line")
 p99=$(sed -n 's/.*p99_ms=\([-0-9]*\).*/\1/p' <<<"$line")
 lost=$(sed -n 's/.*lost=\([-0-9]*\).*/\1/p' <<<"$line")
-echo "RESULT e2e p50_ms=$p50 p99_ms=$p99 lost=$lost"
+echo "RESULT e2e rate=$RATE p50_ms=$p50 p99_ms=$p99 lost=$lost"

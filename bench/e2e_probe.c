@@ -16,6 +16,7 @@
  * p50_ms=... p99_ms=... max_ms=... lost=N".
  */
 #include "amqp_client.h"
+#include "buf.h"
 #include "cli.h"
 #include "es.h"
 #include "event.h"
@@ -34,6 +35,9 @@
 
 /* Seconds between two searches for the probes. */
 #define POLL_PERIOD 0.02
+/* Most probes asked for in one search (ES's default max_terms_count is
+ * 65536). */
+#define MAX_ASKED 10000
 
 typedef struct {
     char id[64];
@@ -95,12 +99,22 @@ static void *prober(void *arg)
             usleep(50000);
             continue;
         }
+        /* Ask only for the probes not seen yet (by id): the answer holds
+         * what became searchable since the last search, and the search
+         * stays cheap however long one probe takes. */
         char *path = pano_asprintf("/%s/_search?filter_path=hits.hits._source", index_pattern);
-        char *body = pano_asprintf(
-            "{\"size\":10000,\"_source\":[\"event_id\"],\"query\":{\"bool\":{\"filter\":["
-            "{\"term\":{\"probe\":true}},{\"term\":{\"run\":\"%s\"}},"
-            "{\"range\":{\"ts\":{\"gte\":%.6f}}}]}}}",
-            run_id, probes[oldest].ts);
+        pano_buf ids = {0};
+        size_t asked_for = 0;
+        for (size_t k = oldest; k < n && asked_for < MAX_ASKED; k++)
+            if (!probes[k].seen) {
+                pano_buf_appendf(&ids, "%s\"%s-p-%zu\"", asked_for ? "," : "", run_id, k);
+                asked_for++;
+            }
+        pano_buf_append(&ids, "", 1);
+        char *body = pano_asprintf("{\"size\":%zu,\"_source\":[\"event_id\"],\"query\":"
+                                   "{\"terms\":{\"event_id\":[%s]}}}",
+                                   asked_for, ids.data);
+        pano_buf_free(&ids);
         pano_es_response resp;
         double asked = pano_now();
         int rc = pano_es_request(es, "POST", path, body, strlen(body), &resp, err, sizeof err);

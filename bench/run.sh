@@ -6,6 +6,8 @@
 #   bench/run.sh monitor bridge  some of them (monitor darshan transfer bridge
 #                                indexer e2e query explorer store)
 #
+# e2e runs twice: 2,000 events/s for 60 s and 10,000 events/s for 30 s.
+#
 # Needs a build (meson setup build && ninja -C build) and, for bridge,
 # indexer, e2e, query, explorer and store, the local stack
 # (deploy/local/pano-stack up). Run it on a quiet machine: the ratios hold
@@ -34,13 +36,24 @@ settle() {
 }
 
 results=()
+run() { # NAME [VAR=VALUE...]
+    local name=$1
+    shift
+    echo "==== bench/$name.sh $*" >&2
+    env "$@" bash "bench/$name.sh" 2>&1 | tee "$tmp/$name.log" >&2
+    out=$(grep '^RESULT ' "$tmp/$name.log" | tail -n 1)
+    results+=("${out:-RESULT $name failed}")
+}
 for i in "${!names[@]}"; do
     name=${names[$i]}
     ((i == 0)) || settle
-    echo "==== bench/$name.sh" >&2
-    bash "bench/$name.sh" 2>&1 | tee "$tmp/$name.log" >&2
-    out=$(grep '^RESULT ' "$tmp/$name.log" | tail -n 1)
-    results+=("${out:-RESULT $name failed}")
+    if [[ $name == e2e ]]; then
+        run e2e BENCH_RATE=2000 BENCH_DURATION=60
+        settle
+        run e2e BENCH_RATE=10000 BENCH_DURATION=30
+    else
+        run "$name"
+    fi
 done
 echo
 printf '%s\n' "${results[@]}"

@@ -1,0 +1,459 @@
+/*
+ * intake.c - pano-indexer's Kafka side: the consumer and its rebalances,
+ * polling, gathering batches, and the dead-letter documents of messages that
+ * cannot be indexed (indexer.h).
+ */
+#include "indexer.h"
+
+#include "buf.h"
+#include "json.h"
+#include "kafka.h"
+#include "log.h"
+#include "mem.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- batches ------------------------------------------------------------ */
+
+/* Dead letters keep this much of the original bytes; the size says how
+ * much there was. */
+#define DEAD_LETTER_EXCERPT (256 * 1024)
+
+/* A header of a Kafka message as a string ("" when absent). */
+static const char *header(const rd_kafka_message_t *m, const char *name, char *buf, size_t size)
+{
+    rd_kafka_headers_t *h;
+    const void *value;
+    size_t len;
+    buf[0] = '\0';
+    if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        rd_kafka_header_get_last(h, name, &value, &len) == RD_KAFKA_RESP_ERR_NO_ERROR && value)
+        snprintf(buf, size, "%.*s", (int)(len < size ? len : size - 1), (const char *)value);
+    return buf;
+}
+
+static bool from_bridge(const indexer *ix, const rd_kafka_message_t *m)
+{
+    return strcmp(rd_kafka_topic_name(m->rkt), ix->dead_letter_topic) == 0;
+}
+
+/* Turn an item into its dead-letter document: the reason, where it came
+ * from, the original bytes (an excerpt of large ones) and their size, in
+ * the dead-letter partition of now. Its _id makes a replay harmless: the
+ * topic, partition and offset of a message the indexer refused; for one the
+ * bridge refused (and may dead-letter again after a crash), a hash of the
+ * routing key and the bytes. */
+void intake_make_dead_letter(indexer *ix, batch_item *it)
+{
+    rd_kafka_message_t *m = it->msg;
+    const char *payload = m->payload ? m->payload : "";
+    bool bridge = from_bridge(ix, m);
+    static unsigned logged;
+    if (!bridge && logged++ < 100)
+        pano_info("dead letter from %s [%d] at %lld: %s%s", rd_kafka_topic_name(m->rkt),
+                  (int)m->partition, (long long)m->offset, it->reason,
+                  logged == 100 ? " (no more of these messages)" : "");
+    double now = pano_now();
+    pano_json *d = pano_json_object();
+    char stamp[64], hash[33], key[256], value[64];
+    pano_bulk_timestamp(now, stamp, sizeof stamp);
+    pano_json_set_str(d, "@timestamp", stamp);
+    pano_json_set_str(d, "source", bridge ? "pano-bridge" : "pano-indexer");
+    pano_json_set_str(d, "reason", it->reason);
+    if (!bridge)
+        pano_json_set_int(d, "status", it->status);
+    pano_json_set_str(d, "topic", rd_kafka_topic_name(m->rkt));
+    pano_json_set_int(d, "partition", m->partition);
+    pano_json_set_int(d, "offset", m->offset);
+    if (it->doc.wf_uuid[0])
+        pano_json_set_str(d, "wf_uuid", it->doc.wf_uuid);
+    if (it->doc.id[0])
+        pano_json_set_str(d, "event_id", it->doc.id);
+    long long size = (long long)m->len;
+    bool truncated = m->len > DEAD_LETTER_EXCERPT;
+    if (bridge) {
+        pano_json_set_str(d, "routing_key", header(m, "routing_key", key, sizeof key));
+        pano_json_set_str(d, "exchange", header(m, "exchange", value, sizeof value));
+        size = atoll(header(m, "original_size", value, sizeof value));
+        truncated |= strcmp(header(m, "truncated", value, sizeof value), "true") == 0;
+    }
+    pano_json_set_int(d, "original_size", size > 0 ? size : (long long)m->len);
+    pano_json_set_bool(d, "truncated", truncated);
+    size_t kept = m->len > DEAD_LETTER_EXCERPT ? DEAD_LETTER_EXCERPT : m->len;
+    pano_json_set(d, "original", pano_json_string_len(payload, kept));
+    pano_bulk_doc_free(&it->doc);
+    pano_bulk_doc *dd = &it->doc;
+    pano_bulk_partition(ix->dead_letter_index, ix->policies[PANO_STREAM_DEAD_LETTER].period, now,
+                        dd->index, sizeof dd->index);
+    if (bridge) {
+        pano_buf both = {0};
+        pano_buf_append_str(&both, key);
+        pano_buf_append(&both, "\n", 1);
+        pano_buf_append(&both, payload, m->len);
+        pano_event_id_of(both.data, both.len, hash);
+        pano_buf_free(&both);
+        snprintf(dd->id, sizeof dd->id, "bridge-%s", hash);
+    } else {
+        pano_event_id_of(payload, m->len, hash);
+        snprintf(dd->id, sizeof dd->id, "%.120s-%d-%lld-%.16s", rd_kafka_topic_name(m->rkt),
+                 (int)m->partition, (long long)m->offset, hash);
+    }
+    dd->routing[0] = '\0';
+    dd->doc = pano_json_serialize(d, &dd->doc_len);
+    pano_json_free(d);
+    it->rejected = true;
+}
+
+/* The workflow and event id of a message the bridge refused, when it still
+ * says them: they make its dead letter findable with the workflow. */
+static void bridge_record_ids(const rd_kafka_message_t *m, pano_bulk_doc *doc)
+{
+    char why[64];
+    pano_json *ev = pano_json_parse(m->payload ? m->payload : "", m->len, PANO_JSON_DEFAULT_DEPTH,
+                                    why, sizeof why);
+    if (ev && ev->type == PANO_JSON_OBJECT) {
+        if (!pano_wf_uuid_normalize(pano_json_get_str(ev, "wf_uuid"), doc->wf_uuid))
+            doc->wf_uuid[0] = '\0';
+        const char *id = pano_json_get_str(ev, "event_id");
+        if (id && strlen(id) < sizeof doc->id && strlen(id) == pano_json_get(ev, "event_id")->u.string.len)
+            snprintf(doc->id, sizeof doc->id, "%s", id);
+    }
+    pano_json_free(ev);
+}
+
+static void add_message_to(indexer *ix, batch_item *items, size_t *count,
+                           rd_kafka_message_t *msg)
+{
+    batch_item *it = &items[(*count)++];
+    memset(it, 0, sizeof *it);
+    it->msg = msg;
+    ix->n.consumed++;
+    if (from_bridge(ix, msg)) {
+        char reason[sizeof it->reason];
+        snprintf(it->reason, sizeof it->reason, "%s",
+                 *header(msg, "reason", reason, sizeof reason) ? reason : "refused by pano-bridge");
+        bridge_record_ids(msg, &it->doc);
+        ix->n.bridge_dead++;
+        intake_make_dead_letter(ix, it);
+        return;
+    }
+    pano_bulk_doc_status st = pano_bulk_doc_prepare(msg->payload ? msg->payload : "", msg->len,
+                                                    &ix->layout, pano_now(), &it->doc,
+                                                    it->reason, sizeof it->reason);
+    if (st == PANO_BULK_DOC_EXPIRED)
+        ix->n.expired++;
+    if (st != PANO_BULK_DOC_OK)
+        intake_make_dead_letter(ix, it);
+}
+
+static void add_message(indexer *ix, rd_kafka_message_t *msg)
+{
+    add_message_to(ix, ix->items, &ix->count, msg);
+}
+
+static void drop_message_list(rd_kafka_message_t **msgs, size_t *n,
+                              const rd_kafka_topic_partition_list_t *parts, uint64_t *dropped)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < *n; i++) {
+        rd_kafka_message_t *m = msgs[i];
+        if (!parts || rd_kafka_topic_partition_list_find(parts, rd_kafka_topic_name(m->rkt),
+                                                         m->partition)) {
+            rd_kafka_message_destroy(m);
+            ++*dropped;
+        } else
+            msgs[keep++] = m;
+    }
+    *n = keep;
+}
+
+/* Forget the messages of revoked partitions (all when parts is NULL): they
+ * are not settled, their offsets are not stored, the new owner replays
+ * them. */
+void intake_drop_items(indexer *ix, batch_item *items, size_t *count,
+                       const rd_kafka_topic_partition_list_t *parts)
+{
+    size_t keep = 0;
+    for (size_t i = 0; i < *count; i++) {
+        batch_item *it = &items[i];
+        if (!parts || rd_kafka_topic_partition_list_find(parts, rd_kafka_topic_name(it->msg->rkt),
+                                                         it->msg->partition)) {
+            pano_bulk_doc_free(&it->doc);
+            rd_kafka_message_destroy(it->msg);
+            ix->n.dropped_revoked++;
+        } else
+            items[keep++] = *it;
+    }
+    *count = keep;
+}
+
+/* While bulk requests are in flight, the batch being settled is left alone
+ * and its messages of revoked partitions are dropped once the answers are
+ * in (before any offset is stored). */
+void intake_drop_partitions(indexer *ix, const rd_kafka_topic_partition_list_t *parts)
+{
+    if (ix->in_flight && parts) {
+        if (!ix->deferred)
+            ix->deferred = rd_kafka_topic_partition_list_new(parts->cnt);
+        for (int i = 0; i < parts->cnt; i++)
+            rd_kafka_topic_partition_list_add(ix->deferred, parts->elems[i].topic,
+                                              parts->elems[i].partition);
+    } else
+        intake_drop_items(ix, ix->items, &ix->count, parts);
+    intake_drop_items(ix, ix->next, &ix->nnext, parts);
+    if (ix->nnext == 0)
+        ix->next_bytes = 0;
+    drop_message_list(ix->pending, &ix->npending, parts, &ix->n.dropped_revoked);
+}
+
+static void rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
+                      rd_kafka_topic_partition_list_t *parts, void *opaque)
+{
+    indexer *ix = opaque;
+    /* The protocol in use; NULL while the consumer is not in a group (on
+     * close, say): then the one configured. */
+    const char *protocol = rd_kafka_rebalance_protocol(rk);
+    bool coop = protocol ? strcmp(protocol, "COOPERATIVE") == 0 : ix->cooperative;
+    ix->n.rebalances++;
+    rd_kafka_error_t *e = NULL;
+    rd_kafka_resp_err_t r = RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
+        pano_info("assigned %d partition(s)", parts->cnt);
+        if (coop)
+            e = rd_kafka_incremental_assign(rk, parts);
+        else
+            r = rd_kafka_assign(rk, parts);
+        if (ix->paused && !e && !r)
+            rd_kafka_pause_partitions(rk, parts);
+    } else {
+        pano_info("%s %d partition(s)",
+                  err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS ? "revoked" : "lost", parts->cnt);
+        /* What was settled is stored: commit it while the partitions are
+         * still ours. The rest of the batch in hand is dropped. */
+        if (err == RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS) {
+            rd_kafka_resp_err_t c = rd_kafka_commit(rk, NULL, 0);
+            if (c && c != RD_KAFKA_RESP_ERR__NO_OFFSET)
+                pano_warn("commit on revocation: %s", rd_kafka_err2str(c));
+        }
+        intake_drop_partitions(ix, parts);
+        if (coop)
+            e = rd_kafka_incremental_unassign(rk, parts);
+        else
+            r = rd_kafka_assign(rk, NULL);
+    }
+    if (e) {
+        pano_error("rebalance: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+    } else if (r)
+        pano_error("rebalance: %s", rd_kafka_err2str(r));
+}
+
+void intake_set_paused(indexer *ix, bool pause)
+{
+    if (ix->paused == pause)
+        return;
+    rd_kafka_topic_partition_list_t *parts = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_assignment(ix->consumer, &parts);
+    if (!e) {
+        e = pause ? rd_kafka_pause_partitions(ix->consumer, parts)
+                  : rd_kafka_resume_partitions(ix->consumer, parts);
+        rd_kafka_topic_partition_list_destroy(parts);
+    }
+    if (e)
+        pano_warn("cannot %s the partitions: %s", pause ? "pause" : "resume", rd_kafka_err2str(e));
+    ix->paused = pause;
+    if (pause)
+        pano_info("partitions paused until Elasticsearch takes documents again");
+    else
+        pano_info("partitions resumed");
+}
+
+/* Poll the consumer: serves rebalances and keeps this member in the group.
+ * Returns a message or NULL. */
+static rd_kafka_message_t *poll_one(indexer *ix, int timeout_ms)
+{
+    rd_kafka_message_t *msg = rd_kafka_consumer_poll(ix->consumer, timeout_ms);
+    if (msg && msg->err == RD_KAFKA_RESP_ERR__FATAL) {
+        /* the consumer is unusable: above all, another member with this
+         * group.instance.id took our place (fenced) */
+        char why[512];
+        rd_kafka_resp_err_t e = rd_kafka_fatal_error(ix->consumer, why, sizeof why);
+        pano_error("Kafka: %s%s", why,
+                   e == RD_KAFKA_RESP_ERR_FENCED_INSTANCE_ID
+                       ? " (another pano-indexer of this group uses the same "
+                         "pano.indexer.instance_id: give each its own)"
+                       : "");
+        ix->fatal = true;
+        indexer_stopping = 1;
+    }
+    if (msg && msg->err) {
+        if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF && msg->err != RD_KAFKA_RESP_ERR__FATAL)
+            pano_warn("Kafka: %s", rd_kafka_message_errstr(msg));
+        rd_kafka_message_destroy(msg);
+        return NULL;
+    }
+    return msg;
+}
+
+/* Wait between attempts while polling (the partitions are paused, so only
+ * already fetched messages arrive; they wait in pending). */
+void intake_wait_polling(indexer *ix, double seconds, double deadline)
+{
+    double until = pano_now() + seconds;
+    if (deadline && until > deadline)
+        until = deadline;
+    for (double now = pano_now(); now < until; now = pano_now()) {
+        rd_kafka_message_t *m = poll_one(ix, (int)((until - now) * 1000) + 1);
+        if (!m)
+            continue;
+        if (ix->npending == ix->cap_pending) {
+            ix->cap_pending = ix->cap_pending ? ix->cap_pending * 2 : 64;
+            ix->pending = pano_reallocarray(ix->pending, ix->cap_pending, sizeof *ix->pending);
+        }
+        ix->pending[ix->npending++] = m;
+    }
+}
+
+/* Gather up to max_docs messages, or max_bytes, or what came within linger
+ * seconds of the first one. */
+void intake_collect_batch(indexer *ix)
+{
+    size_t bytes = 0, taken = 0;
+    double deadline = 0;
+    if (ix->count == 0 && ix->nnext > 0) {
+        /* What was gathered while the last batch was in flight. */
+        batch_item *t = ix->items;
+        ix->items = ix->next;
+        ix->count = ix->nnext;
+        ix->next = t;
+        ix->nnext = 0;
+        bytes = ix->next_bytes;
+        ix->next_bytes = 0;
+        deadline = ix->next_first + ix->linger;
+    }
+    while (taken < ix->npending && ix->count < ix->max_docs && bytes < ix->max_bytes) {
+        rd_kafka_message_t *m = ix->pending[taken++];
+        add_message(ix, m);
+        bytes += m->len;
+    }
+    if (taken) {
+        memmove(ix->pending, ix->pending + taken, (ix->npending - taken) * sizeof *ix->pending);
+        ix->npending -= taken;
+    }
+    if (!deadline && ix->count)
+        deadline = pano_now() + ix->linger;
+    while (ix->count < ix->max_docs && bytes < ix->max_bytes && !indexer_stopping) {
+        double left = deadline ? deadline - pano_now() : 0.5;
+        if (deadline && left <= 0)
+            break;
+        rd_kafka_message_t *msg = poll_one(ix, (int)(left * 1000) + 1);
+        if (!msg) {
+            if (!deadline && ix->count == 0)
+                return; /* nothing yet: let the caller check for signals */
+            continue;
+        }
+        add_message(ix, msg);
+        bytes += msg->len;
+        if (!deadline)
+            deadline = pano_now() + ix->linger;
+    }
+}
+
+/* Gather the next batch while the HTTP thread works, until it is done or
+ * the next batch is full. Older messages (polled during a backoff) first. */
+void intake_prefetch(indexer *ix, atomic_bool *done)
+{
+    size_t taken = 0;
+    while (taken < ix->npending && ix->nnext < ix->max_docs && ix->next_bytes < ix->max_bytes) {
+        rd_kafka_message_t *m = ix->pending[taken++];
+        if (ix->nnext == 0)
+            ix->next_first = pano_now();
+        add_message_to(ix, ix->next, &ix->nnext, m);
+        ix->next_bytes += m->len;
+    }
+    if (taken) {
+        memmove(ix->pending, ix->pending + taken, (ix->npending - taken) * sizeof *ix->pending);
+        ix->npending -= taken;
+    }
+    while (!atomic_load(done) && ix->nnext < ix->max_docs && ix->next_bytes < ix->max_bytes &&
+           !indexer_stopping) {
+        rd_kafka_message_t *m = poll_one(ix, 5);
+        if (!m)
+            continue;
+        if (ix->nnext == 0)
+            ix->next_first = pano_now();
+        add_message_to(ix, ix->next, &ix->nnext, m);
+        ix->next_bytes += m->len;
+    }
+}
+
+/* ---- setup ---------------------------------------------------------------- */
+
+rd_kafka_t *intake_create_consumer(indexer *ix, char *err, size_t errlen)
+{
+    rd_kafka_conf_t *conf = pano_kafka_conf_new(ix->cfg, err, errlen);
+    if (!conf)
+        return NULL;
+    /* The indexer's own settings: offsets are stored only once
+     * Elasticsearch settled everything before them. */
+    const pano_kafka_property own[] = {
+        {"group.id", pano_config_str(ix->cfg, "pano.indexer.group")},
+        {"enable.auto.offset.store", "false"},
+        {"enable.auto.commit", "true"},
+    };
+    /* Fast failover: a static member that comes back (within the session
+     * timeout) takes its partitions back without a rebalance, and a
+     * rebalance moves only the partitions that change hands. */
+    char host[256] = "pano-indexer";
+    const char *instance = pano_config_str(ix->cfg, "pano.indexer.instance_id");
+    if (!instance && gethostname(host, sizeof host - 1) == 0)
+        host[sizeof host - 1] = '\0';
+    if (pano_kafka_conf_set(conf, "auto.offset.reset", "earliest", err, errlen) < 0 ||
+        pano_kafka_conf_set(conf, "partition.assignment.strategy", "cooperative-sticky", err,
+                            errlen) < 0 ||
+        pano_kafka_conf_set(conf, "group.instance.id", instance ? instance : host, err,
+                            errlen) < 0 ||
+        pano_kafka_conf_apply(conf, own, sizeof own / sizeof own[0], ix->cfg,
+                              "pano.indexer.kafka_properties", err, errlen) < 0) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    char strategy[128] = "";
+    size_t len = sizeof strategy;
+    if (rd_kafka_conf_get(conf, "partition.assignment.strategy", strategy, &len) ==
+        RD_KAFKA_CONF_OK)
+        ix->cooperative = strstr(strategy, "cooperative") != NULL;
+    rd_kafka_conf_set_rebalance_cb(conf, rebalance);
+    rd_kafka_conf_set_opaque(conf, ix);
+    char why[256];
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, why, sizeof why);
+    if (!rk) {
+        snprintf(err, errlen, "cannot create the Kafka consumer: %s", why);
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    rd_kafka_poll_set_consumer(rk);
+    if (pano_kafka_ensure_topics(rk, ix->cfg, err, errlen) < 0) {
+        rd_kafka_destroy(rk);
+        return NULL;
+    }
+    rd_kafka_topic_partition_list_t *topics = rd_kafka_topic_partition_list_new(8);
+    char name[256];
+    for (size_t i = 0; pano_event_families[i]; i++) {
+        pano_kafka_topic(ix->cfg, pano_event_families[i], name, sizeof name);
+        rd_kafka_topic_partition_list_add(topics, name, RD_KAFKA_PARTITION_UA);
+    }
+    /* and what the bridge refused, to make it findable */
+    rd_kafka_topic_partition_list_add(topics, ix->dead_letter_topic, RD_KAFKA_PARTITION_UA);
+    rd_kafka_resp_err_t e = rd_kafka_subscribe(rk, topics);
+    rd_kafka_topic_partition_list_destroy(topics);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        snprintf(err, errlen, "cannot subscribe: %s", rd_kafka_err2str(e));
+        rd_kafka_destroy(rk);
+        return NULL;
+    }
+    return rk;
+}

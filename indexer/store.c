@@ -1,0 +1,251 @@
+/*
+ * store.c - the upkeep of pano's store: partitions made ahead of their
+ * events, retention, the aliases of earlier versions, the shard budget
+ * (indexer.h, docs/indexer.md).
+ */
+#include "indexer.h"
+
+#include "buf.h"
+#include "json.h"
+#include "kafka.h"
+#include "log.h"
+#include "mem.h"
+#include "retention.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Elasticsearch index names: lowercase letters, digits and . _ -, not
+ * starting with . _ or -. */
+bool store_index_name_ok(const char *name, bool prefix_only)
+{
+    size_t len = strlen(name);
+    if (len == 0 || len > (prefix_only ? 100 : 200) || strchr("._-+", name[0]))
+        return false;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || strchr("._-", *p)))
+            return false;
+    return true;
+}
+/* ---- retention ---------------------------------------------------------------- */
+
+static void stream_bases(const indexer *ix, char names[PANO_N_STREAMS][256],
+                         const char *bases[PANO_N_STREAMS])
+{
+    for (int i = 0; i < PANO_N_STREAMS; i++) {
+        if (i == PANO_STREAM_UNASSIGNED)
+            snprintf(names[i], 256, "%s", ix->fallback_index);
+        else if (i == PANO_STREAM_DEAD_LETTER)
+            snprintf(names[i], 256, "%s", ix->dead_letter_index);
+        else
+            snprintf(names[i], 256, "%.200s%s", ix->prefix, pano_streams[i]);
+        bases[i] = names[i];
+    }
+}
+
+/* Delete the partitions past their stream's retention (a dry run lists
+ * them on stdout). How many, or -1 when Elasticsearch did not answer. */
+long store_retention_pass(indexer *ix, bool dry_run)
+{
+    char names[PANO_N_STREAMS][256], path[1024], *answer;
+    const char *bases[PANO_N_STREAMS];
+    stream_bases(ix, names, bases);
+    snprintf(path, sizeof path,
+             "/_cat/indices/%s*,%s-*,%s-*?h=index&format=json&expand_wildcards=open,closed",
+             ix->prefix, ix->fallback_index, ix->dead_letter_index);
+    long st = outlet_es_call(ix, "GET", path, NULL, &answer);
+    char why[200];
+    pano_json *list = st == 200 && answer ? pano_json_parse(answer, strlen(answer),
+                                                            PANO_JSON_DEFAULT_DEPTH, why,
+                                                            sizeof why)
+                                          : NULL;
+    free(answer);
+    if (!list || list->type != PANO_JSON_ARRAY) {
+        pano_warn("retention: cannot list the indices (HTTP %ld)", st);
+        pano_json_free(list);
+        return -1;
+    }
+    long n = 0;
+    double now = pano_now();
+    for (size_t i = 0; i < list->u.items.len; i++) {
+        const char *index = pano_json_get_str(list->u.items.values[i], "index");
+        if (!index || !pano_retention_expired(index, bases, ix->policies, now))
+            continue;
+        n++;
+        if (dry_run) {
+            printf("%s\n", index);
+            continue;
+        }
+        snprintf(path, sizeof path, "/%s", index); /* a name of pano's own form */
+        st = outlet_es_call(ix, "DELETE", path, NULL, &answer);
+        if (st == 200 || st == 404) {
+            pano_info("retention: deleted index %s", index);
+            ix->n.indices_deleted += st == 200;
+        } else {
+            pano_warn("retention: cannot delete index %s (HTTP %ld): %.200s", index, st,
+                      answer ? answer : "");
+            n--;
+        }
+        free(answer);
+    }
+    pano_json_free(list);
+    return n;
+}
+
+/* Remove the per-workflow aliases (<prefix>wf-<uuid>) earlier versions
+ * made; indices are never touched. A dry run lists them. How many, or -1
+ * when Elasticsearch did not answer. */
+long store_remove_aliases(indexer *ix, bool dry_run)
+{
+    char path[512], *answer, why[200];
+    snprintf(path, sizeof path, "/_cat/aliases/%swf-*?h=alias,index&format=json", ix->prefix);
+    long st = outlet_es_call(ix, "GET", path, NULL, &answer);
+    pano_json *list = st == 200 && answer ? pano_json_parse(answer, strlen(answer),
+                                                            PANO_JSON_DEFAULT_DEPTH, why,
+                                                            sizeof why)
+                                          : NULL;
+    free(answer);
+    if (!list || list->type != PANO_JSON_ARRAY) {
+        pano_warn("cannot list the aliases (HTTP %ld)", st);
+        pano_json_free(list);
+        return -1;
+    }
+    long n = 0, failed = 0;
+    pano_buf actions = {0};
+    size_t prefix_len = strlen(ix->prefix);
+    for (size_t i = 0; i <= list->u.items.len; i++) {
+        const pano_json *a = i < list->u.items.len ? list->u.items.values[i] : NULL;
+        const char *alias = a ? pano_json_get_str(a, "alias") : NULL;
+        const char *index = a ? pano_json_get_str(a, "index") : NULL;
+        char uuid[PANO_WF_UUID_LEN + 1];
+        /* only <prefix>wf-<uuid>, the form pano made */
+        if (alias && index && strncmp(alias, ix->prefix, prefix_len) == 0 &&
+            strncmp(alias + prefix_len, "wf-", 3) == 0 &&
+            pano_wf_uuid_normalize(alias + prefix_len + 3, uuid) &&
+            strcmp(alias + prefix_len + 3, uuid) == 0 && store_index_name_ok(index, false)) {
+            n++;
+            if (dry_run)
+                printf("%s %s\n", alias, index);
+            else
+                pano_buf_appendf(&actions, "%s{\"remove\":{\"index\":\"%s\",\"alias\":\"%s\"}}",
+                                 actions.len ? "," : "{\"actions\":[", index, alias);
+        }
+        /* one request per 500 aliases, and the rest at the end */
+        if (actions.len && (n % 500 == 0 || i == list->u.items.len)) {
+            pano_buf_append_str(&actions, "]}");
+            st = outlet_es_call(ix, "POST", "/_aliases", actions.data, &answer);
+            if (st != 200) {
+                pano_warn("cannot remove aliases (HTTP %ld): %.200s", st, answer ? answer : "");
+                failed = 1;
+            }
+            free(answer);
+            pano_buf_clear(&actions);
+        }
+    }
+    pano_buf_free(&actions);
+    pano_json_free(list);
+    return failed ? -1 : n;
+}
+
+bool store_any_retention(const indexer *ix)
+{
+    for (int i = 0; i < PANO_N_STREAMS; i++)
+        if (ix->policies[i].retention > 0)
+            return true;
+    return false;
+}
+
+/* How many shards the cluster allows: cluster.max_shards_per_node times the
+ * data nodes (in *data_nodes); 0 when Elasticsearch does not say. */
+static long cluster_shard_limit(indexer *ix, long *data_nodes)
+{
+    char *answer, why[200];
+    long per_node = 0, nodes = 0;
+    long st = outlet_es_call(ix, "GET", "/_cluster/settings?include_defaults=true&flat_settings=true",
+                      NULL, &answer);
+    pano_json *j = st == 200 && answer ? pano_json_parse(answer, strlen(answer),
+                                                         PANO_JSON_DEFAULT_DEPTH, why, sizeof why)
+                                       : NULL;
+    free(answer);
+    /* transient overrides persistent, which overrides the default */
+    static const char *const levels[] = {"transient", "persistent", "defaults"};
+    for (size_t i = 0; i < 3 && j && !per_node; i++) {
+        const char *v = pano_json_get_str(pano_json_get(j, levels[i]),
+                                          "cluster.max_shards_per_node");
+        per_node = v ? atol(v) : 0;
+    }
+    pano_json_free(j);
+    st = outlet_es_call(ix, "GET", "/_cluster/health?filter_path=number_of_data_nodes", NULL, &answer);
+    j = st == 200 && answer ? pano_json_parse(answer, strlen(answer), PANO_JSON_DEFAULT_DEPTH, why,
+                                              sizeof why)
+                            : NULL;
+    free(answer);
+    int64_t v = 0;
+    if (j && pano_json_get_int(j, "number_of_data_nodes", &v))
+        nodes = (long)v;
+    pano_json_free(j);
+    *data_nodes = nodes;
+    return per_node * nodes;
+}
+
+/* Refuse a configuration whose partitions, within their retention, would
+ * need more shards than the cluster allows (it would stop creating indices,
+ * and so indexing, when it reached the limit). -1 to refuse. */
+int store_check_shard_budget(indexer *ix)
+{
+    int shards = (int)pano_config_int(ix->cfg, "pano.indexer.shards");
+    long nodes = 0, limit = cluster_shard_limit(ix, &nodes);
+    if (limit <= 0) {
+        pano_warn("cannot read the cluster's shard limit: the shard budget is not checked");
+        return 0;
+    }
+    int replicas = ix->replicas == PANO_REPLICAS_AUTO ? (nodes > 1) : ix->replicas;
+    long per_year, kept = pano_retention_shards(ix->policies, shards, replicas, &per_year);
+    if (kept > limit) {
+        pano_error("pano.indexer.retention and .partition keep up to %ld shards (%d primary "
+                   "and %d replica per index), more than the %ld the cluster allows "
+                   "(cluster.max_shards_per_node x data nodes): use longer periods, shorter "
+                   "retention, or fewer shards or replicas (docs/operating.md, sizing)",
+                   kept, shards, replicas, limit);
+        return -1;
+    }
+    if (per_year > 0)
+        pano_info("shards: %ld within retention; the streams kept forever add %ld a year, of "
+                  "the %ld the cluster allows",
+                  kept, per_year, limit);
+    return 0;
+}
+
+/* Create the partitions of now and of the next hour ahead of their events:
+ * Elasticsearch takes a second or two to create an index, and the first
+ * batch of a new period would wait that long, with every event in it. An
+ * index that exists already is left as it is. */
+#define PREPARE_AHEAD 3600
+void store_prepare_partitions(indexer *ix, double now)
+{
+    char names[PANO_N_STREAMS][256], index[256], last[256] = "", path[300];
+    const char *bases[PANO_N_STREAMS];
+    ix->last_prepared = now;
+    if (!ix->indices_ready)
+        return; /* without the templates, an index would get no mappings */
+    stream_bases(ix, names, bases);
+    for (int i = 0; i < PANO_N_STREAMS; i++)
+        for (double t = now; t <= now + PREPARE_AHEAD; t += PREPARE_AHEAD) {
+            pano_bulk_partition(bases[i], ix->policies[i].period, t, index, sizeof index);
+            if (strcmp(index, last) == 0)
+                continue;
+            snprintf(last, sizeof last, "%s", index);
+            snprintf(path, sizeof path, "/%s", index);
+            char *answer;
+            long st = outlet_es_call(ix, "PUT", path, NULL, &answer);
+            if (st == 0)
+                return; /* not answering: the next time, or the bulk requests */
+            if (st != 200 && !(st == 400 && answer &&
+                               strstr(answer, "resource_already_exists_exception")))
+                pano_debug("cannot create %s ahead of its events (HTTP %ld): it will be "
+                           "created by them",
+                           index, st);
+            free(answer);
+        }
+}
