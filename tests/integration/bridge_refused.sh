@@ -66,4 +66,10 @@ wait_until 10 bash -c "[[ \$(awk '\$1 == \"pano_bridge_messages_in_flight\" {pri
 stop_all
 [[ $(queue_ready "$PANO_BRIDGE_QUEUE") == 5 ]] || fail "the 5 messages are not back in the queue"
 log "without a dead-letter exchange the 5 messages were kept and are back in the queue"
+
+# A queue type that is not one: refused at start, with the key named.
+rc=0
+"$BRIDGE" --set pano.bridge.queue_type=mirrored >"$TEST_DIR/type.log" 2>&1 || rc=$?
+[[ $rc == 2 ]] && grep -q "pano.bridge.queue_type 'mirrored': use classic or quorum" "$TEST_DIR/type.log" ||
+    fail "an unknown queue type was not refused (exit $rc): $(cat "$TEST_DIR/type.log")"
 log "PASS"

@@ -162,4 +162,9 @@ PANO_INDEXER_RETENTION="10y" PANO_INDEXER_PARTITION=day PANO_INDEXER_GROUP="$TES
     timeout 60 "$INDEXER" >"$TEST_DIR/big.log" 2>&1 || rc=$?
 [[ $rc == 2 ]] && grep -q "more than the .* the cluster allows" "$TEST_DIR/big.log" ||
     fail "a retention beyond the shard limit was not refused (exit $rc): $(tail -3 "$TEST_DIR/big.log")"
+# Replicas that are neither auto nor a number: refused at start.
+rc=0
+PANO_INDEXER_REPLICAS=two timeout 60 "$INDEXER" >"$TEST_DIR/replicas.log" 2>&1 || rc=$?
+[[ $rc == 2 ]] && grep -q "pano.indexer.replicas 'two': use auto or a number" "$TEST_DIR/replicas.log" ||
+    fail "replicas 'two' not refused (exit $rc): $(tail -3 "$TEST_DIR/replicas.log")"
 log "PASS"

@@ -24,7 +24,7 @@ wait_until 60 count_is "$FAMILY_INDICES" 300 || fail "expected 300 events, found
 wait_until 30 count_is "${P}unassigned-*" 1 || fail "expected 1 unassigned event"
 # Scrape the status port once while running.
 port=$(grep -o 'http://127.0.0.1:[0-9]*' "$TEST_DIR/vg.log" | head -n1)
-curl -fsS "$port/metrics" | grep -q '^pano_indexer_indexed_total' || fail "status port did not answer"
+curl -fsS "$port/metrics" | grep '^pano_indexer_indexed_total' >/dev/null || fail "status port did not answer"
 stop_all # SIGTERM; fails unless the exit status is 0 (valgrind's would be 99)
 grep -E "ERROR SUMMARY|definitely lost|indirectly lost" "$TEST_DIR/vg.log" >&2 || true
 grep -q "ERROR SUMMARY: 0 errors" "$TEST_DIR/vg.log" || fail "valgrind found errors"
