@@ -238,12 +238,12 @@ int main(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "b:e:g:h", options, NULL)) != -1) {
         int handled = pano_cli_option(cfg, opt, optarg);
         if (handled < 0)
-            return 2;
+            goto usage_error;
         if (handled)
             continue;
         if (opt > 0 && opt < 128 && keys[opt]) {
             if (pano_cli_set(cfg, keys[opt], optarg) < 0)
-                return 2;
+                goto usage_error;
         } else if (opt == OPT_PRINT_TEMPLATES)
             want_templates = true;
         else if (opt == OPT_RETENTION)
@@ -254,19 +254,20 @@ int main(int argc, char **argv)
             dry_run = true;
         else if (opt == 'h') {
             usage(stdout);
+            pano_config_free(cfg);
             return 0;
         } else {
             usage(stderr);
-            return 2;
+            goto usage_error;
         }
     }
     if (optind < argc) {
         pano_error("unexpected argument '%s'", argv[optind]);
-        return 2;
+        goto usage_error;
     }
     if (dry_run && !want_retention && !want_unalias) {
         pano_error("--dry-run goes with --retention or --remove-aliases");
-        return 2;
+        goto usage_error;
     }
     pano_cli_apply_logging(cfg);
 
@@ -281,23 +282,23 @@ int main(int argc, char **argv)
     char err[512];
     if (pano_stream_policies(cfg, ix.policies, err, sizeof err) < 0) {
         pano_error("%s", err);
-        return 2;
+        goto usage_error;
     }
     ix.replicas = pano_replicas_parse(pano_config_str(cfg, "pano.indexer.replicas"));
     if (ix.replicas < PANO_REPLICAS_AUTO) {
         pano_error("pano.indexer.replicas '%s': use auto or a number from 0 to 16",
                    pano_config_str(cfg, "pano.indexer.replicas"));
-        return 2;
+        goto usage_error;
     }
     if (!store_index_name_ok(ix.prefix, true)) {
         pano_error("pano.indexer.index_prefix '%s': use lowercase letters, digits, '.', '_' "
                    "and '-', not first '.', '_' or '-'",
                    ix.prefix);
-        return 2;
+        goto usage_error;
     }
     if (!store_index_name_ok(ix.fallback_index, false) || !store_index_name_ok(ix.dead_letter_index, false)) {
         pano_error("pano.indexer.fallback_index / dead_letter_index: not valid index names");
-        return 2;
+        goto usage_error;
     }
     ix.layout = (pano_bulk_layout){.prefix = ix.prefix,
                                    .fallback_index = ix.fallback_index,
@@ -404,4 +405,7 @@ out:
     free(ix.next);
     pano_config_free(cfg);
     return rc;
+usage_error:
+    pano_config_free(cfg);
+    return 2;
 }
