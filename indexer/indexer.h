@@ -42,6 +42,7 @@
 #include "bulk.h"
 #include "config.h"
 #include "es.h"
+#include "json.h"
 #include "partition.h"
 #include "status.h"
 #include "template.h"
@@ -167,6 +168,9 @@ void intake_drop_partitions(indexer *ix, const rd_kafka_topic_partition_list_t *
  * status, or 0 when none came; the body is in *answer when wanted. */
 long outlet_es_call(indexer *ix, const char *method, const char *path, const char *body,
                     char **answer);
+/* GET path and parse the answer: NULL unless it came with status 200 and is
+ * JSON (*status: the HTTP status, 0 when none came). */
+pano_json *outlet_es_get_json(indexer *ix, const char *path, long *status);
 /* The index templates for this configuration, from the embedded schemas. */
 int outlet_build_templates(const indexer *ix, pano_template **t, size_t *nt, char **warnings,
                            char *err, size_t errlen);

@@ -45,6 +45,20 @@ long outlet_es_call(indexer *ix, const char *method, const char *path, const cha
     return status;
 }
 
+/* GET path and parse the answer: NULL unless it came with status 200 and is
+ * JSON (*status: the HTTP status, 0 when none came). */
+pano_json *outlet_es_get_json(indexer *ix, const char *path, long *status)
+{
+    char *answer, why[200];
+    *status = outlet_es_call(ix, "GET", path, NULL, &answer);
+    pano_json *j = *status == 200 && answer ? pano_json_parse(answer, strlen(answer),
+                                                              PANO_JSON_DEFAULT_DEPTH, why,
+                                                              sizeof why)
+                                            : NULL;
+    free(answer);
+    return j;
+}
+
 /* The index templates for this configuration, from the embedded schemas. */
 int outlet_build_templates(const indexer *ix, pano_template **t, size_t *nt, char **warnings,
                            char *err, size_t errlen)

@@ -54,13 +54,8 @@ long store_retention_pass(indexer *ix, bool dry_run)
     snprintf(path, sizeof path,
              "/_cat/indices/%s*,%s-*,%s-*?h=index&format=json&expand_wildcards=open,closed",
              ix->prefix, ix->fallback_index, ix->dead_letter_index);
-    long st = outlet_es_call(ix, "GET", path, NULL, &answer);
-    char why[200];
-    pano_json *list = st == 200 && answer ? pano_json_parse(answer, strlen(answer),
-                                                            PANO_JSON_DEFAULT_DEPTH, why,
-                                                            sizeof why)
-                                          : NULL;
-    free(answer);
+    long st;
+    pano_json *list = outlet_es_get_json(ix, path, &st);
     if (!list || list->type != PANO_JSON_ARRAY) {
         pano_warn("retention: cannot list the indices (HTTP %ld)", st);
         pano_json_free(list);
@@ -98,14 +93,10 @@ long store_retention_pass(indexer *ix, bool dry_run)
  * when Elasticsearch did not answer. */
 long store_remove_aliases(indexer *ix, bool dry_run)
 {
-    char path[512], *answer, why[200];
+    char path[512], *answer;
     snprintf(path, sizeof path, "/_cat/aliases/%swf-*?h=alias,index&format=json", ix->prefix);
-    long st = outlet_es_call(ix, "GET", path, NULL, &answer);
-    pano_json *list = st == 200 && answer ? pano_json_parse(answer, strlen(answer),
-                                                            PANO_JSON_DEFAULT_DEPTH, why,
-                                                            sizeof why)
-                                          : NULL;
-    free(answer);
+    long st;
+    pano_json *list = outlet_es_get_json(ix, path, &st);
     if (!list || list->type != PANO_JSON_ARRAY) {
         pano_warn("cannot list the aliases (HTTP %ld)", st);
         pano_json_free(list);
@@ -160,14 +151,9 @@ bool store_any_retention(const indexer *ix)
  * data nodes (in *data_nodes); 0 when Elasticsearch does not say. */
 static long cluster_shard_limit(indexer *ix, long *data_nodes)
 {
-    char *answer, why[200];
-    long per_node = 0, nodes = 0;
-    long st = outlet_es_call(ix, "GET", "/_cluster/settings?include_defaults=true&flat_settings=true",
-                      NULL, &answer);
-    pano_json *j = st == 200 && answer ? pano_json_parse(answer, strlen(answer),
-                                                         PANO_JSON_DEFAULT_DEPTH, why, sizeof why)
-                                       : NULL;
-    free(answer);
+    long per_node = 0, nodes = 0, st;
+    pano_json *j =
+        outlet_es_get_json(ix, "/_cluster/settings?include_defaults=true&flat_settings=true", &st);
     /* transient overrides persistent, which overrides the default */
     static const char *const levels[] = {"transient", "persistent", "defaults"};
     for (size_t i = 0; i < 3 && j && !per_node; i++) {
@@ -176,11 +162,7 @@ static long cluster_shard_limit(indexer *ix, long *data_nodes)
         per_node = v ? atol(v) : 0;
     }
     pano_json_free(j);
-    st = outlet_es_call(ix, "GET", "/_cluster/health?filter_path=number_of_data_nodes", NULL, &answer);
-    j = st == 200 && answer ? pano_json_parse(answer, strlen(answer), PANO_JSON_DEFAULT_DEPTH, why,
-                                              sizeof why)
-                            : NULL;
-    free(answer);
+    j = outlet_es_get_json(ix, "/_cluster/health?filter_path=number_of_data_nodes", &st);
     int64_t v = 0;
     if (j && pano_json_get_int(j, "number_of_data_nodes", &v))
         nodes = (long)v;
