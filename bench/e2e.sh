@@ -15,56 +15,17 @@
 # Last line: RESULT e2e rate=... p50_ms=... p99_ms=... lost=...
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
+source bench/pipeline.sh
 RATE=${BENCH_RATE:-2000}
 DURATION=${BENCH_DURATION:-60}
 EVERY=${BENCH_PROBE_EVERY:-10}
-AMQP_PORT=${PANO_AMQP_PORT:-5672}
-MGMT_PORT=${PANO_RABBITMQ_MGMT_PORT:-15672}
-ES=${PANO_ES_URL:-http://127.0.0.1:${PANO_ES_PORT:-9200}}
-ID="e2e$(od -An -N3 -tx1 /dev/urandom | tr -d ' ')"
-DIR=$(mktemp -d "/tmp/pano-$ID.XXXXXX")
-export PANO_AMQP_URL="amqp://guest:guest@127.0.0.1:$AMQP_PORT/%2F/$ID"
-export PANO_KAFKA_BROKERS=${PANO_KAFKA_BROKERS:-127.0.0.1:${PANO_KAFKA_PORT:-9092}}
-export PANO_ES_URL=$ES
-export PANO_KAFKA_TOPIC_PREFIX="$ID."
-export PANO_KAFKA_DEAD_LETTER_TOPIC="$ID.dead-letter"
-export PANO_BRIDGE_QUEUE="$ID.events"
-export PANO_BRIDGE_DEAD_LETTER_EXCHANGE="$ID.dlx"
-export PANO_INDEXER_GROUP="$ID-indexer"
-export PANO_INDEXER_INDEX_PREFIX="$ID-"
-export PANO_INDEXER_REPLICAS=${PANO_INDEXER_REPLICAS:-0}
+pipeline_setup e2e
 export PANO_INDEXER_REFRESH_INTERVAL=1s
 export PANO_INDEXER_STATS_INTERVAL=${PANO_INDEXER_STATS_INTERVAL:-10}
 export PANO_INDEXER_STATUS_FILE="$DIR/indexer.prom"
-PIDS=()
 
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-cleanup() {
-    local pid
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    local q
-    for q in "queues/%2F/$ID.events" "queues/%2F/$ID.events.dead" "exchanges/%2F/$ID" "exchanges/%2F/$ID.dlx"; do
-        curl -fsS -u guest:guest -X DELETE "http://127.0.0.1:$MGMT_PORT/api/$q" >/dev/null 2>&1 || true
-    done
-    curl -fsS -X DELETE "$ES/$ID-*" >/dev/null 2>&1 || true
-    curl -fsS -X DELETE "$ES/_index_template/$ID-*" >/dev/null 2>&1 || true
-    "$BUILD/tests/tools/kafka_load" --delete-topics >/dev/null 2>&1 || true
-    rm -rf "$DIR"
-}
-trap cleanup EXIT
-
-"$BUILD/broker-bridge/pano-bridge" >"$DIR/bridge.log" 2>&1 &
-PIDS+=($!)
-"$BUILD/indexer/pano-indexer" ${BENCH_INDEXER_ARGS:-} >"$DIR/indexer.log" 2>&1 &
-PIDS+=($!)
-for ((i = 0; i < 150; i++)); do
-    grep -q consuming "$DIR/bridge.log" && grep -q "assigned" "$DIR/indexer.log" && break
-    sleep 0.2
-done
-grep -q consuming "$DIR/bridge.log" || { tail "$DIR/bridge.log"; exit 1; }
-grep -q assigned "$DIR/indexer.log" || { tail "$DIR/indexer.log"; exit 1; }
+# shellcheck disable=SC2086 # BENCH_INDEXER_ARGS: words, on purpose
+pipeline_start ${BENCH_INDEXER_ARGS:-}
 log "$ID: $RATE events/s for $DURATION s through RabbitMQ, pano-bridge, Kafka, pano-indexer"
 "$BUILD/bench/e2e_probe" --rate "$RATE" --duration "$DURATION" --probe-every "$EVERY" \
     --index "$ID-*" --settle 60 | tee "$DIR/probe.out"

@@ -24,49 +24,11 @@
 # Last line: RESULT store few_s=... many_s=... state_bytes_per_workflow=... query_ratio=...
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
+source bench/pipeline.sh
 REPS=${BENCH_REPS:-5}
-AMQP_PORT=${PANO_AMQP_PORT:-5672}
-MGMT_PORT=${PANO_RABBITMQ_MGMT_PORT:-15672}
-ES=${PANO_ES_URL:-http://127.0.0.1:${PANO_ES_PORT:-9200}}
-ID="store$(od -An -N3 -tx1 /dev/urandom | tr -d ' ')"
-DIR=$(mktemp -d "/tmp/pano-$ID.XXXXXX")
-export PANO_AMQP_URL="amqp://guest:guest@127.0.0.1:$AMQP_PORT/%2F/$ID"
-export PANO_KAFKA_BROKERS=${PANO_KAFKA_BROKERS:-127.0.0.1:${PANO_KAFKA_PORT:-9092}}
-export PANO_ES_URL=$ES
-export PANO_KAFKA_TOPIC_PREFIX="$ID."
-export PANO_KAFKA_DEAD_LETTER_TOPIC="$ID.dead-letter"
-export PANO_BRIDGE_QUEUE="$ID.events"
-export PANO_BRIDGE_DEAD_LETTER_EXCHANGE="$ID.dlx"
-export PANO_INDEXER_GROUP="$ID-indexer"
-export PANO_INDEXER_INDEX_PREFIX="$ID-"
-export PANO_INDEXER_REPLICAS=${PANO_INDEXER_REPLICAS:-0}
-PIDS=()
-
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-cleanup() {
-    local pid q
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
-    for q in "queues/%2F/$ID.events" "queues/%2F/$ID.events.dead" "exchanges/%2F/$ID" "exchanges/%2F/$ID.dlx"; do
-        curl -fsS -u guest:guest -X DELETE "http://127.0.0.1:$MGMT_PORT/api/$q" >/dev/null 2>&1 || true
-    done
-    curl -fsS -X DELETE "$ES/$ID-*" >/dev/null 2>&1 || true
-    curl -fsS -X DELETE "$ES/_index_template/$ID-*" >/dev/null 2>&1 || true
-    "$BUILD/tests/tools/kafka_load" --delete-topics >/dev/null 2>&1 || true
-    rm -rf "$DIR"
-}
-trap cleanup EXIT
 for t in curl jq; do command -v $t >/dev/null || { echo "bench: needs $t" >&2; exit 1; }; done
-
-"$BUILD/broker-bridge/pano-bridge" >"$DIR/bridge.log" 2>&1 &
-PIDS+=($!)
-"$BUILD/indexer/pano-indexer" >"$DIR/indexer.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 150); do
-    grep -q consuming "$DIR/bridge.log" && grep -q assigned "$DIR/indexer.log" && break
-    sleep 0.2
-done
+pipeline_setup store
+pipeline_start
 
 count() { curl -fsS "$ES/$ID-*/_count" | jq .count; }
 metadata_bytes() { curl -fsS "$ES/_cluster/state/metadata" | wc -c; }
