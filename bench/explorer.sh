@@ -12,16 +12,22 @@
 # 3. The workflow page in headless Chromium (tests/browser/page_load.mjs):
 #    from navigation until the timeline and the four charts are drawn and
 #    the jobs listed; the median of BENCH_PAGES loads (5), each in a new tab.
+# 4. Live: with the workflow page open, BENCH_LIVE jobs (5) started one
+#    after the other (a kickstart.inv.start produced to Kafka, indexed by
+#    the running pano-indexer), each timed from the moment it is searchable
+#    until the page lists it (tests/browser/live_delay.mjs): on a small
+#    running workflow of its own, and on the big one.
 # Baseline in the same run: the Elasticsearch _count of the workflow's
 #    documents, its 99th percentile over as many requests.
-# Targets: page <= 1,500 ms, API p99 <= 300 ms.
+# Targets: page <= 1,500 ms, API p99 <= 300 ms, live <= 2,000 ms.
 #
-# Environment: as bench/query.sh, and BENCH_REPS, BENCH_PAGES.
-# Last line: RESULT explorer page_ms=... api_p99_ms=...
+# Environment: as bench/query.sh, and BENCH_REPS, BENCH_PAGES, BENCH_LIVE.
+# Last line: RESULT explorer page_ms=... api_p99_ms=... live_small_max_ms=...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${BENCH_REPS:-20}
 PAGES=${BENCH_PAGES:-5}
+LIVE=${BENCH_LIVE:-5}
 BENCH_NEEDS="node chromium"
 EX_PID=
 BENCH_CLEANUP='[[ -n $EX_PID ]] && kill -TERM "$EX_PID" 2>/dev/null && wait "$EX_PID" 2>/dev/null'
@@ -46,7 +52,7 @@ jobs=$(curl -fsS "$URL/api/workflows/$WF" | jq '.jobs | length')
 req_ms() { curl -fsS -o /dev/null -w '%{time_total}\n' "$1" | awk '{printf "%d\n", $1 * 1000}'; }
 paths=("workflows/$WF" "workflows/$WF/series?metric=cpu" "workflows/$WF/series?metric=rss"
        "workflows/$WF/series?metric=read" "workflows/$WF/series?metric=write"
-       "workflows?since=30d" "workflows/$WF/jobs/job_ID04242")
+       "workflows?since=30d" "workflows/$WF/jobs/job_ID$(printf %05d $((JOBS * 42 / 100)))")
 for p in "${paths[@]}"; do req_ms "$URL/api/$p" >/dev/null; done # warm-up
 for k in "${!paths[@]}"; do
     p=${paths[$k]}
@@ -60,5 +66,26 @@ log "API: p99 $api_p99 ms over $((REPS * ${#paths[@]})) requests; baseline _coun
 node "$browser/page_load.mjs" "$URL" "$WF" "$PAGES" | tee "$DIR/pages" >&2
 page_ms=$(awk '$1 == "page_ms" {print $2}' "$DIR/pages" | median)
 log "workflow page: median $page_ms ms over $PAGES loads"
-printf 'RESULT explorer page_ms=%s api_p99_ms=%s count_p99_ms=%s jobs=%s samples=%s\n' \
-    "$page_ms" "$api_p99" "$count_p99" "$JOBS" "$total"
+
+# live: a job's start, as pano-monitor publishes it, produced to the topic the
+# running indexer reads ($1: the job id; LIVE_WF: the workflow)
+[[ -n $IX_PID ]] || start_indexer
+export BROKERS=$PANO_KAFKA_BROKERS TOPIC=$ID.kickstart
+ADD_JOB='printf "%s\t{\"event\":\"kickstart.inv.start\",\"ts\":%s,\"event_id\":\"%s\",\"seq\":1,\"hostname\":\"node-00.example.org\",\"wf_uuid\":\"%s\",\"wf_label\":\"live\",\"dag_job_id\":\"%s\",\"xformation\":\"xf_0\",\"site\":\"bench\",\"pid\":1,\"exe\":\"/opt/app/xf\",\"interval\":1.000}\n" \
+    "$LIVE_WF" "$(date +%s.%N)" "$LIVE_WF-$1" "$LIVE_WF" "$1" | kcat -P -b "$BROKERS" -t "$TOPIC" -K "$(printf "\t")"'
+live() { # WORKFLOW NAME: live_ms lines of LIVE jobs added to WORKFLOW
+    # first a running job, so that the page refreshes every second
+    LIVE_WF=$1 sh -c "$ADD_JOB" add_job "first_$2"
+    for _ in $(seq 300); do
+        [[ $(curl -fsS "$ES/$ID-*/_count?q=dag_job_id:first_$2" | jq .count) -ge 1 ]] && break
+        sleep 0.1
+    done
+    LIVE_WF=$1 ADD_JOB=$ADD_JOB ES=$ES INDICES="$ID-*" node "$browser/live_delay.mjs" "$URL" "$1" "$LIVE" |
+        tee "$DIR/live.$2" >&2
+    log "live, $2 workflow: median $(awk '{print $2}' "$DIR/live.$2" | median) ms, max $(max_ms "$2") ms over $LIVE jobs"
+}
+max_ms() { awk '{print $2}' "$DIR/live.$1" | sort -n | tail -1; }
+live "$(cat /proc/sys/kernel/random/uuid)" small
+live "$WF" big
+printf 'RESULT explorer page_ms=%s api_p99_ms=%s count_p99_ms=%s live_small_max_ms=%s live_big_max_ms=%s jobs=%s samples=%s\n' \
+    "$page_ms" "$api_p99" "$count_p99" "$(max_ms small)" "$(max_ms big)" "$JOBS" "$total"

@@ -55,6 +55,13 @@ cleanup() {
 trap cleanup EXIT
 for t in kcat jq curl awk ${BENCH_NEEDS:-}; do command -v $t >/dev/null || { echo "bench: needs $t" >&2; exit 1; }; done
 
+# start_indexer: pano-indexer on the bench's indices, in the background (IX_PID)
+start_indexer() {
+    "$BUILD/indexer/pano-indexer" >>"$DIR/indexer.log" 2>&1 &
+    IX_PID=$!
+    for _ in $(seq 150); do grep -q "assigned" "$DIR/indexer.log" && break; sleep 0.2; done
+}
+
 if [[ -n ${BENCH_REUSE:-} ]]; then
     # indices kept by an earlier run (BENCH_KEEP=1): "PREFIX WORKFLOW"
     read -r ID WF <<<"$BENCH_REUSE"
@@ -98,9 +105,7 @@ BEGIN {
 }' >"$DIR/events.tsv"
     total=$(wc -l <"$DIR/events.tsv")
     log "$total events; producing them to $ID.kickstart"
-    "$BUILD/indexer/pano-indexer" >"$DIR/indexer.log" 2>&1 &
-    IX_PID=$!
-    for _ in $(seq 150); do grep -q "assigned" "$DIR/indexer.log" && break; sleep 0.2; done
+    start_indexer
     t0=$SECONDS
     kcat -P -l -b "$PANO_KAFKA_BROKERS" -t "$ID.kickstart" -K $'\t' -z lz4 "$DIR/events.tsv"
     log "produced in $((SECONDS - t0)) s; indexing"

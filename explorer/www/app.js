@@ -10,8 +10,9 @@ const STATE_COLOURS = {
   running: '#2563eb', succeeded: '#16a34a', failed: '#dc2626', killed: '#9333ea',
   lost: '#f59e0b', queued: '#94a3b8', held: '#64748b',
 };
-const REFRESH_RUNNING = 1000;  // ms, while something runs
+const REFRESH_RUNNING = 1000;  // ms between the starts of two refreshes, while something runs
 const REFRESH_IDLE = 10000;
+const REFRESH_GAP = 250;       // ms at least between one refresh's end and the next's start
 
 /* ---- DOM ------------------------------------------------------------------ */
 
@@ -89,10 +90,14 @@ async function api(path) {
   return body;
 }
 
-function setLive(ok, text) {
+// The dot at the top right. askedAt (ms since the epoch): when the data on
+// the page was asked for, kept in data-asked-at; what was searchable before
+// that moment is on the page.
+function setLive(ok, text, askedAt) {
   const live = document.getElementById('live');
   live.className = 'live ' + (ok ? 'ok' : 'error');
   live.textContent = text;
+  if (askedAt) live.dataset.askedAt = String(askedAt);
 }
 
 /* ---- charts ------------------------------------------------------------------- */
@@ -241,16 +246,22 @@ function showError(message) {
 }
 
 // A page that refreshes itself: load() fetches, render(data) draws.
+// Refreshes start at a fixed rate (every REFRESH_RUNNING ms from the start
+// of the last one, not from its end), so what became searchable is shown
+// within about a second plus one refresh, however long a refresh takes; a
+// slow server still gets REFRESH_GAP ms of rest between two.
 function livePage(load, render, isRunning) {
   let timer = null, stopped = false, first = true;
   const tick = async () => {
+    const started = Date.now();
     try {
       const data = await load();
       if (stopped) return;
       render(data, first);
       first = false;
-      setLive(true, 'updated ' + fmtClock(Date.now() / 1000));
-      timer = setTimeout(tick, isRunning(data) ? REFRESH_RUNNING : REFRESH_IDLE);
+      setLive(true, 'updated ' + fmtClock(Date.now() / 1000), started);
+      const period = isRunning(data) ? REFRESH_RUNNING : REFRESH_IDLE;
+      timer = setTimeout(tick, Math.max(period - (Date.now() - started), REFRESH_GAP));
     } catch (e) {
       if (stopped) return;
       setLive(false, e.message);

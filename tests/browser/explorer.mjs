@@ -79,7 +79,10 @@ if (!gantt) fail('no timeline');
 ok('the timeline is drawn');
 await page.screenshot({path: `${shots}/workflow.png`, fullPage: true});
 
-// ---- live: a job started now appears without a reload, within 2 s of being searchable
+// ---- live: a job started now appears without a reload, shown by the first
+// refresh asked for after it became searchable. The delay is reported, not
+// asserted: it is one refresh period plus one refresh under whatever load
+// the machine has (bench/explorer.sh measures it on a quiet machine).
 const reloads = await page.evaluate(() => performance.getEntriesByType('navigation').length);
 execFile('sh', ['-c', env.NEW_JOB], () => {});
 let seenAt = 0;
@@ -88,10 +91,21 @@ for (let i = 0; i < 300 && !seenAt; i++) {
   else await sleep(50);
 }
 if (!seenAt) fail(`${env.NEW_JOB_ID}'s events never became searchable`);
-await page.waitForFunction(id => [...document.querySelectorAll('td a')].some(a => a.textContent === id),
-  {timeout: 10000, polling: 50}, env.NEW_JOB_ID).catch(() => fail('the new job did not appear'));
+// Each poll reads, at one instant, when the shown data was asked for and
+// whether the job is in it.
+const shown = () => page.evaluate(id => ({
+  askedAt: Number(document.getElementById('live').dataset.askedAt || 0),
+  listed: [...document.querySelectorAll('td a')].some(a => a.textContent === id),
+}), env.NEW_JOB_ID);
+let now;
+for (const deadline = Date.now() + 10000; ; await sleep(50)) {
+  now = await shown();
+  if (now.listed) break;
+  if (now.askedAt > seenAt)
+    fail(`data asked for ${now.askedAt - seenAt} ms after ${env.NEW_JOB_ID} became searchable does not list it`);
+  if (Date.now() > deadline) fail('the new job did not appear within 10 s (the page did not refresh)');
+}
 const delay = (Date.now() - seenAt) / 1000;
-if (delay > 2) fail(`the new job appeared ${delay.toFixed(2)} s after it was searchable (more than 2 s)`);
 if (await page.evaluate(() => performance.getEntriesByType('navigation').length) !== reloads)
   fail('the page was reloaded');
 ok(`a job started after the page opened appeared ${delay.toFixed(2)} s after it became searchable, without a reload`);

@@ -1,0 +1,54 @@
+// How long a job takes to appear on pano-explorer's open workflow page once
+// it is searchable, in a real browser (Debian's Chromium, headless, via
+// puppeteer-core); used by bench/explorer.sh.
+//
+//   node live_delay.mjs URL UUID JOBS
+//
+// Environment: ADD_JOB (a shell command run with a new DAG job id as $1,
+// which publishes that job's start into the workflow), ES (the
+// Elasticsearch URL), INDICES (the index pattern). Opens URL/#/wf/UUID,
+// then JOBS times: adds a job, polls Elasticsearch every 20 ms until the
+// job is searchable, and polls the page every 20 ms until it lists the job.
+// Prints one line per job: "live_ms N".
+import {execFileSync} from 'node:child_process';
+import puppeteer from 'puppeteer-core';
+
+const [url, uuid, jobsArg] = process.argv.slice(2);
+const env = process.env;
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+
+async function searchable(job) {
+  const q = encodeURIComponent(`wf_uuid:"${uuid}" AND dag_job_id:"${job}"`);
+  const r = await fetch(`${env.ES}/${env.INDICES}/_count?q=${q}`);
+  return (await r.json()).count > 0;
+}
+
+async function until(what, test) {
+  for (const deadline = Date.now() + 30000; !(await test()); await sleep(20))
+    if (Date.now() > deadline) throw new Error(what + ' took more than 30 s');
+}
+
+const browser = await puppeteer.launch({
+  executablePath: '/usr/bin/chromium',
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
+         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+try {
+  const page = await browser.newPage();
+  await page.setViewport({width: 1400, height: 1000});
+  await page.goto(`${url}/#/wf/${uuid}`);
+  await page.waitForFunction(() => document.getElementById('live')?.textContent.startsWith('updated'),
+    {timeout: 60000});
+  for (let i = 0; i < Number(jobsArg || 5); i++) {
+    const job = `live_ID${String(i).padStart(3, '0')}_${Date.now()}`;
+    execFileSync('sh', ['-c', env.ADD_JOB, 'add_job', job]);
+    await until(`${job} becoming searchable`, () => searchable(job));
+    const seenAt = Date.now();
+    await until(`${job} appearing on the page`, () => page.evaluate(
+      id => [...document.querySelectorAll('td a')].some(a => a.textContent === id), job));
+    console.log(`live_ms ${Date.now() - seenAt}`);
+  }
+} finally {
+  await browser.close();
+}
