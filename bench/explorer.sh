@@ -46,7 +46,7 @@ port=$(sed -n 's|.* on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$DIR/explorer.log")
 [[ -n $port ]] || { cat "$DIR/explorer.log" >&2; echo "bench: pano-explorer did not start" >&2; exit 1; }
 URL=http://127.0.0.1:$port
 jobs=$(curl -fsS "$URL/api/workflows/$WF" | jq '.jobs | length')
-[[ $jobs == "$JOBS" ]] || { echo "bench: the workflow API lists $jobs jobs, not $JOBS" >&2; exit 1; }
+((jobs >= JOBS)) || { echo "bench: the workflow API lists $jobs jobs, not $JOBS" >&2; exit 1; } # more: live jobs of a reused run
 
 # seconds of one request, as curl measures it, in milliseconds
 req_ms() { curl -fsS -o /dev/null -w '%{time_total}\n' "$1" | awk '{printf "%d\n", $1 * 1000}'; }
@@ -68,10 +68,12 @@ page_ms=$(awk '$1 == "page_ms" {print $2}' "$DIR/pages" | median)
 log "workflow page: median $page_ms ms over $PAGES loads"
 
 # live: a job's start, as pano-monitor publishes it, produced to the topic the
-# running indexer reads ($1: the job id; LIVE_WF: the workflow)
+# running indexer reads ($1: the job id; LIVE_WF: the workflow). Its sampling
+# interval of 60 s keeps it running (not lost) for the whole measurement, so
+# the page keeps refreshing every second.
 [[ -n $IX_PID ]] || start_indexer
-export BROKERS=$PANO_KAFKA_BROKERS TOPIC=$ID.kickstart
-ADD_JOB='printf "%s\t{\"event\":\"kickstart.inv.start\",\"ts\":%s,\"event_id\":\"%s\",\"seq\":1,\"hostname\":\"node-00.example.org\",\"wf_uuid\":\"%s\",\"wf_label\":\"live\",\"dag_job_id\":\"%s\",\"xformation\":\"xf_0\",\"site\":\"bench\",\"pid\":1,\"exe\":\"/opt/app/xf\",\"interval\":1.000}\n" \
+export BROKERS=$PANO_KAFKA_BROKERS TOPIC=${PANO_KAFKA_TOPIC_PREFIX}kickstart
+ADD_JOB='printf "%s\t{\"event\":\"kickstart.inv.start\",\"ts\":%s,\"event_id\":\"%s\",\"seq\":1,\"hostname\":\"node-00.example.org\",\"wf_uuid\":\"%s\",\"wf_label\":\"live\",\"dag_job_id\":\"%s\",\"xformation\":\"xf_0\",\"site\":\"bench\",\"pid\":1,\"exe\":\"/opt/app/xf\",\"interval\":60.000}\n" \
     "$LIVE_WF" "$(date +%s.%N)" "$LIVE_WF-$1" "$LIVE_WF" "$1" | kcat -P -b "$BROKERS" -t "$TOPIC" -K "$(printf "\t")"'
 live() { # WORKFLOW NAME: live_ms lines of LIVE jobs added to WORKFLOW
     # first a running job, so that the page refreshes every second
