@@ -9,7 +9,7 @@
 // element that must show as text), HOSTILE_JOB, FAILED_JOB (exit 3).
 // Prints one line per check; exits 1 at the first failure.
 import {execFile} from 'node:child_process';
-import puppeteer from 'puppeteer-core';
+import {launch, newPage} from './chromium.mjs';
 
 const [url, uuid, shots] = process.argv.slice(2);
 const env = process.env;
@@ -28,15 +28,8 @@ async function searchable(query) {
   return (await r.json()).count > 0;
 }
 
-browser = await puppeteer.launch({
-  executablePath: '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync',
-         '--disable-quic'],
-});
-const page = await browser.newPage();
-await page.setViewport({width: 1400, height: 1000});
+browser = await launch();
+const page = await newPage(browser);
 const problems = [];
 page.on('pageerror', e => problems.push('page error: ' + e.message));
 page.on('console', m => { if (m.type() === 'error') problems.push('console: ' + m.text()); });

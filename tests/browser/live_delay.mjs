@@ -11,7 +11,7 @@
 // job is searchable, and polls the page every 20 ms until it lists the job.
 // Prints one line per job: "live_ms N".
 import {execFileSync} from 'node:child_process';
-import puppeteer from 'puppeteer-core';
+import {launch, newPage} from './chromium.mjs';
 
 const [url, uuid, jobsArg] = process.argv.slice(2);
 const env = process.env;
@@ -28,15 +28,9 @@ async function until(what, test) {
     if (Date.now() > deadline) throw new Error(what + ' took more than 30 s');
 }
 
-const browser = await puppeteer.launch({
-  executablePath: '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 try {
-  const page = await browser.newPage();
-  await page.setViewport({width: 1400, height: 1000});
+  const page = await newPage(browser);
   await page.goto(`${url}/#/wf/${uuid}`);
   await page.waitForFunction(() => document.getElementById('live')?.textContent.startsWith('updated'),
     {timeout: 60000});

@@ -8,20 +8,14 @@
 // render is complete: the timeline drawn (its canvas sized for the jobs),
 // the four charts drawn, the jobs table filled and the page showing
 // "updated". Prints one line per load: "page_ms N".
-import puppeteer from 'puppeteer-core';
+import {launch, newPage} from './chromium.mjs';
 
 const [url, uuid, loadsArg] = process.argv.slice(2);
 const loads = Number(loadsArg || 5);
-const browser = await puppeteer.launch({
-  executablePath: '/usr/bin/chromium',
-  headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run',
-         '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-});
+const browser = await launch();
 try {
   for (let i = 0; i < loads; i++) {
-    const page = await browser.newPage();
-    await page.setViewport({width: 1400, height: 1000});
+    const page = await newPage(browser);
     const errors = [];
     page.on('pageerror', e => errors.push(e.message));
     const t0 = Date.now();
