@@ -102,6 +102,22 @@ const delay = (Date.now() - seenAt) / 1000;
 if (await page.evaluate(() => performance.getEntriesByType('navigation').length) !== reloads)
   fail('the page was reloaded');
 ok(`a job started after the page opened appeared ${delay.toFixed(2)} s after it became searchable, without a reload`);
+// The jobs table keeps the rows that did not change: the new job's row must
+// still follow it to its end, once, and the rows already there stay.
+const rowsOf = id => page.evaluate(id => [...document.querySelectorAll('tbody tr')]
+  .filter(tr => tr.querySelector('td a')?.textContent === id)
+  .map(tr => [...tr.children].map(td => td.textContent)), id);
+await page.waitForFunction(id => [...document.querySelectorAll('tbody tr')].some(tr =>
+  tr.querySelector('td a')?.textContent === id && tr.children[1].textContent === 'succeeded'),
+  {timeout: 15000, polling: 100}, env.NEW_JOB_ID)
+  .catch(async () => fail(`${env.NEW_JOB_ID}'s row did not turn succeeded: ${JSON.stringify(await rowsOf(env.NEW_JOB_ID))}`));
+for (const id of [env.NEW_JOB_ID, env.FAILED_JOB]) {
+  const rows = (await rowsOf(id)).filter(r => r.length === 11);  // the jobs table's rows
+  if (rows.length !== 1) fail(`${id} has ${rows.length} rows in the jobs table`);
+}
+const failedNow = (await rowsOf(env.FAILED_JOB)).find(r => r.length === 11);
+if (failedNow[1] !== 'failed' || failedNow[2] !== '3') fail(`${env.FAILED_JOB}'s row now reads ${failedNow}`);
+ok(`the new job's row turned succeeded, each job has one row, ${env.FAILED_JOB} still reads failed, exit 3`);
 
 // ---- a job with a hostile argument: shown as text, nothing of it executed
 await page.goto(`${url}/#/wf/${uuid}/job/${encodeURIComponent(env.HOSTILE_JOB)}`, {waitUntil: 'networkidle0'});
