@@ -31,6 +31,7 @@ async function until(what, test) {
 const browser = await launch();
 try {
   const page = await newPage(browser);
+  page.on('pageerror', e => console.error('page error: ' + e.message));
   await page.goto(`${url}/#/wf/${uuid}`);
   await page.waitForFunction(() => document.getElementById('live')?.textContent.startsWith('updated'),
     {timeout: 60000});
@@ -40,7 +41,11 @@ try {
     await until(`${job} becoming searchable`, () => searchable(job));
     const seenAt = Date.now();
     await until(`${job} appearing on the page`, () => page.evaluate(
-      id => [...document.querySelectorAll('td a')].some(a => a.textContent === id), job));
+      id => [...document.querySelectorAll('td a')].some(a => a.textContent === id), job))
+      .catch(async e => {
+        const live = await page.evaluate(() => document.getElementById('live').textContent);
+        throw new Error(`${e.message} (the page says "${live}")`);
+      });
     console.log(`live_ms ${Date.now() - seenAt}`);
   }
 } finally {
