@@ -281,22 +281,26 @@ function show(...nodes) {
   fill(document.getElementById('main'), ...nodes);
 }
 
-function showError(message) {
-  show(el('div', {class: 'error-box'}, message));
-}
-
 // A page that refreshes itself: load() fetches, render(data) draws.
 // Refreshes start at a fixed rate (every REFRESH_RUNNING ms from the start
 // of the last one, not from its end), so what became searchable is shown
 // within about a second plus one refresh, however long a refresh takes; a
 // slow server still gets REFRESH_GAP ms of rest between two.
+// Until the first answer came, an error is shown in place of the page (its
+// parts are hidden, not removed: they are what later answers fill in).
 function livePage(load, render, isRunning) {
-  let timer = null, stopped = false, first = true;
+  let timer = null, stopped = false, first = true, errorBox = null;
+  const main = document.getElementById('main');
   const tick = async () => {
     const started = Date.now();
     try {
       const data = await load();
       if (stopped) return;
+      if (errorBox) {
+        errorBox.remove();
+        errorBox = null;
+        for (const part of main.children) part.hidden = false;
+      }
       render(data, first);
       first = false;
       setLive(true, 'updated ' + fmtClock(Date.now() / 1000), started);
@@ -305,7 +309,12 @@ function livePage(load, render, isRunning) {
     } catch (e) {
       if (stopped) return;
       setLive(false, e.message);
-      if (first) showError(e.message);
+      if (first && !errorBox) {
+        for (const part of main.children) part.hidden = true;
+        errorBox = el('div', {class: 'error-box'});
+        main.prepend(errorBox);
+      }
+      if (errorBox) errorBox.textContent = e.message;
       timer = setTimeout(tick, REFRESH_IDLE);
     }
   };

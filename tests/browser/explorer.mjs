@@ -4,7 +4,9 @@
 //   node explorer.mjs URL UUID SHOTS_DIR
 //
 // Environment: NEW_JOB (a shell command that starts a job of the workflow
-// once the workflow page is open), NEW_JOB_ID (its DAG job id), ES (the
+// once the workflow page is open), NEW_JOB_ID (its DAG job id), EARLY_WF (a
+// workflow with no event yet), EARLY_JOB and EARLY_JOB_ID (a command that
+// runs a job of it, and that job's id), ES (the
 // Elasticsearch URL), INDICES (the index pattern), HOSTILE (the argv
 // element that must show as text), HOSTILE_JOB, FAILED_JOB (exit 3).
 // Prints one line per check; exits 1 at the first failure.
@@ -80,7 +82,10 @@ const reloads = await page.evaluate(() => performance.getEntriesByType('navigati
 execFile('sh', ['-c', env.NEW_JOB], () => {});
 let seenAt = 0;
 for (let i = 0; i < 300 && !seenAt; i++) {
-  if (await searchable(`wf_uuid:"${uuid}" AND dag_job_id:"${env.NEW_JOB_ID}"`)) seenAt = Date.now();
+  // a run is listed from its kickstart.inv.start (its samples live in another
+  // index, which may refresh first)
+  if (await searchable(`wf_uuid:"${uuid}" AND dag_job_id:"${env.NEW_JOB_ID}" AND event:"kickstart.inv.start"`))
+    seenAt = Date.now();
   else await sleep(50);
 }
 if (!seenAt) fail(`${env.NEW_JOB_ID}'s events never became searchable`);
@@ -144,4 +149,23 @@ ok('the failed job page shows exit code 3');
 
 if (problems.length) fail(problems.join('; '));
 ok('no script error, no dialog');
+
+// ---- a workflow's page opened before its first event is stored: it says so,
+// then shows the workflow when its events come, without a reload (a tab of
+// its own: the 404 it gets first is logged as a console error)
+const early = await newPage(browser);
+const earlyErrors = [];
+early.on('pageerror', e => earlyErrors.push(e.message));
+await early.goto(`${url}/#/wf/${env.EARLY_WF}`, {waitUntil: 'networkidle0'});
+await early.waitForSelector('.error-box', {timeout: 15000})
+  .catch(() => fail('a workflow with no event yet shows no error'));
+ok(`a workflow with no event yet: "${await early.$eval('.error-box', n => n.textContent)}"`);
+execFile('sh', ['-c', env.EARLY_JOB], () => {});
+await early.waitForFunction(id => [...document.querySelectorAll('td a')].some(a => a.textContent === id) &&
+  !document.querySelector('.error-box') && document.querySelector('h1')?.offsetParent !== null,
+  {timeout: 40000, polling: 100}, env.EARLY_JOB_ID)
+  .catch(async () => fail(`its page did not show ${env.EARLY_JOB_ID}: ` +
+    JSON.stringify(await early.evaluate(() => document.getElementById('main').innerText.slice(0, 300)))));
+if (earlyErrors.length) fail(earlyErrors.join('; '));
+ok(`then its job ${env.EARLY_JOB_ID}, and the error is gone, without a reload`);
 await browser.close();
