@@ -79,7 +79,7 @@ live() { # WORKFLOW NAME: live_ms lines of LIVE jobs added to WORKFLOW
     # first a running job, so that the page refreshes every second
     LIVE_WF=$1 sh -c "$ADD_JOB" add_job "first_$2"
     for _ in $(seq 300); do
-        [[ $(curl -fsS "$ES/$ID-*/_count?q=dag_job_id:first_$2" | jq .count) -ge 1 ]] && break
+        [[ $(curl -fsS "$ES/$ID-*/_count?q=wf_uuid:$1+AND+dag_job_id:first_$2" | jq .count) -ge 1 ]] && break
         sleep 0.1
     done
     LIVE_WF=$1 ADD_JOB=$ADD_JOB ES=$ES INDICES="$ID-*" node "$browser/live_delay.mjs" "$URL" "$1" "$LIVE" |

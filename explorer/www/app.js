@@ -309,12 +309,13 @@ function livePage(load, render, isRunning) {
     } catch (e) {
       if (stopped) return;
       setLive(false, e.message);
-      if (first && !errorBox) {
-        for (const part of main.children) part.hidden = true;
-        errorBox = el('div', {class: 'error-box'});
-        main.prepend(errorBox);
+      if (first) {
+        if (!errorBox) {
+          for (const part of main.children) part.hidden = true;
+          errorBox = main.insertBefore(el('div', {class: 'error-box'}), main.firstChild);
+        }
+        errorBox.textContent = e.message;
       }
-      if (errorBox) errorBox.textContent = e.message;
       timer = setTimeout(tick, REFRESH_IDLE);
     }
   };

@@ -12,6 +12,7 @@
 // Prints one line per check; exits 1 at the first failure.
 import {execFile} from 'node:child_process';
 import {launch, newPage} from './chromium.mjs';
+import {searchable} from './store.mjs';
 
 const [url, uuid, shots] = process.argv.slice(2);
 const env = process.env;
@@ -25,10 +26,6 @@ function fail(message) {
 function ok(message) { console.log('ok: ' + message); }
 const sleep = ms => new Promise(r => setTimeout(r, ms));
 
-async function searchable(query) {
-  const r = await fetch(`${env.ES}/${env.INDICES}/_count?q=${encodeURIComponent(query)}`);
-  return (await r.json()).count > 0;
-}
 
 browser = await launch();
 const page = await newPage(browser);
@@ -95,9 +92,8 @@ const shown = () => page.evaluate(id => ({
   askedAt: Number(document.getElementById('live').dataset.askedAt || 0),
   listed: [...document.querySelectorAll('td a')].some(a => a.textContent === id),
 }), env.NEW_JOB_ID);
-let now;
 for (const deadline = Date.now() + 10000; ; await sleep(50)) {
-  now = await shown();
+  const now = await shown();
   if (now.listed) break;
   if (now.askedAt > seenAt)
     fail(`data asked for ${now.askedAt - seenAt} ms after ${env.NEW_JOB_ID} became searchable does not list it`);
@@ -111,16 +107,17 @@ ok(`a job started after the page opened appeared ${delay.toFixed(2)} s after it 
 // still follow it to its end, once, and the rows already there stay.
 const rowsOf = id => page.evaluate(id => [...document.querySelectorAll('tbody tr')]
   .filter(tr => tr.querySelector('td a')?.textContent === id)
-  .map(tr => [...tr.children].map(td => td.textContent)), id);
+  .map(tr => [...tr.children].map(td => td.textContent))
+  .filter(cells => cells.length === 11), id);  // the jobs table's rows (the anomalies' have 5)
 await page.waitForFunction(id => [...document.querySelectorAll('tbody tr')].some(tr =>
   tr.querySelector('td a')?.textContent === id && tr.children[1].textContent === 'succeeded'),
   {timeout: 15000, polling: 100}, env.NEW_JOB_ID)
   .catch(async () => fail(`${env.NEW_JOB_ID}'s row did not turn succeeded: ${JSON.stringify(await rowsOf(env.NEW_JOB_ID))}`));
 for (const id of [env.NEW_JOB_ID, env.FAILED_JOB]) {
-  const rows = (await rowsOf(id)).filter(r => r.length === 11);  // the jobs table's rows
+  const rows = await rowsOf(id);
   if (rows.length !== 1) fail(`${id} has ${rows.length} rows in the jobs table`);
 }
-const failedNow = (await rowsOf(env.FAILED_JOB)).find(r => r.length === 11);
+const [failedNow] = await rowsOf(env.FAILED_JOB);
 if (failedNow[1] !== 'failed' || failedNow[2] !== '3') fail(`${env.FAILED_JOB}'s row now reads ${failedNow}`);
 ok(`the new job's row turned succeeded, each job has one row, ${env.FAILED_JOB} still reads failed, exit 3`);
 

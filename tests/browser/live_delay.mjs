@@ -12,16 +12,11 @@
 // Prints one line per job: "live_ms N".
 import {execFileSync} from 'node:child_process';
 import {launch, newPage} from './chromium.mjs';
+import {searchable} from './store.mjs';
 
 const [url, uuid, jobsArg] = process.argv.slice(2);
 const env = process.env;
 const sleep = ms => new Promise(r => setTimeout(r, ms));
-
-async function searchable(job) {
-  const q = encodeURIComponent(`wf_uuid:"${uuid}" AND dag_job_id:"${job}"`);
-  const r = await fetch(`${env.ES}/${env.INDICES}/_count?q=${q}`);
-  return (await r.json()).count > 0;
-}
 
 async function until(what, test) {
   for (const deadline = Date.now() + 30000; !(await test()); await sleep(20))
@@ -38,7 +33,7 @@ try {
   for (let i = 0; i < Number(jobsArg || 5); i++) {
     const job = `live_ID${String(i).padStart(3, '0')}_${Date.now()}`;
     execFileSync('sh', ['-c', env.ADD_JOB, 'add_job', job]);
-    await until(`${job} becoming searchable`, () => searchable(job));
+    await until(`${job} becoming searchable`, () => searchable(`wf_uuid:"${uuid}" AND dag_job_id:"${job}"`));
     const seenAt = Date.now();
     await until(`${job} appearing on the page`, () => page.evaluate(
       id => [...document.querySelectorAll('td a')].some(a => a.textContent === id), job))
