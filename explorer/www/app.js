@@ -95,9 +95,19 @@ function fmtTime(epoch) {
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
          `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
 }
-function fmtClock(epoch, tenths) {
-  const clock = fmtTime(epoch).slice(11);
-  return tenths ? clock + '.' + Math.floor((epoch % 1) * 10) : clock;
+// hh:mm:ss, with `decimals` digits of the second (0 to 3)
+function fmtClock(epoch, decimals = 0) {
+  const scale = 10 ** decimals;
+  const rounded = Math.round(epoch * scale) / scale;
+  const whole = Math.floor(rounded);
+  const clock = fmtTime(whole).slice(11);
+  if (!decimals) return clock;
+  return clock + '.' + String(Math.round((rounded - whole) * scale)).padStart(decimals, '0');
+}
+// the digits of the second that tell apart times `step` seconds apart: a
+// step of 1 s or more needs none, 0.5 s one, 0.05 s two
+function stepDecimals(step) {
+  return step > 0 ? Math.min(3, Math.max(0, Math.ceil(-Math.log10(step) - 1e-3))) : 0;
 }
 function fmtSeconds(s) {
   if (s === null || s === undefined || !isFinite(s) || s < 0) return '–';
@@ -179,15 +189,14 @@ class ChartBox {
           plugins: {legend: {display: false},
                     tooltip: {callbacks: {title: items => fmtTime(items[0].parsed.x),
                                           label: item => fmtNum(item.parsed.y, 3)}}},
-          scales: {x: {type: 'linear', ticks: {callback: v => fmtClock(v), maxTicksLimit: 8}},
+          scales: {x: {type: 'linear', ticks: {callback: (v, i, ticks) =>
+                                                 fmtClock(v, stepDecimals(ticks.length > 1 ? ticks[1].value - ticks[0].value : 1)),
+                                               maxTicksLimit: 8}},
                    y: {beginAtZero: true}},
         },
       });
     } else
       this.chart.data.datasets[0].data = points;
-    // a short span needs tenths of seconds to tell its ticks apart
-    const span = points.length ? points[points.length - 1].x - points[0].x : 0;
-    this.chart.options.scales.x.ticks.callback = v => fmtClock(v, span < 30);
     this.chart.update('none');
   }
 }
@@ -232,7 +241,7 @@ class Gantt {
     for (let i = 0; i <= 5; i++) {
       const t = t0 + (t1 - t0) * i / 5;
       g.fillRect(x(t), 0, 1, height - 20);
-      g.fillText(fmtClock(t), Math.min(x(t) + 2, width - 60), height - 6);
+      g.fillText(fmtClock(t, stepDecimals((t1 - t0) / 5)), Math.min(x(t) + 2, width - 60), height - 6);
     }
     this.jobs.forEach((j, i) => {
       const y = i * row;

@@ -136,6 +136,13 @@ await page.waitForFunction(() => {
   return c && c.data.datasets[0].data.length > 0;
 }, {timeout: 15000}).catch(() => fail("the job's CPU chart was not drawn"));
 ok("the job page draws the job's own charts");
+// a sub-second job: its time axis has ticks finer than a second, each
+// labelled apart from the others
+const ticks = await page.evaluate(() =>
+  Chart.getChart(document.querySelector('canvas[data-metric="cpu"]')).scales.x.ticks.map(t => t.label));
+if (ticks.length < 2 || new Set(ticks).size !== ticks.length)
+  fail(`the job's time axis reads ${JSON.stringify(ticks)}`);
+ok(`the sub-second job's time axis: ${ticks.join(', ')}`);
 await page.screenshot({path: `${shots}/job.png`, fullPage: true});
 
 // ---- the failed job's page
