@@ -116,7 +116,7 @@ void indexer_publish_status(indexer *ix)
             n->offsets_stored);
     GAUGE("bulk_seconds_total", "Time spent in bulk requests.", "%.3f", n->bulk_seconds);
     GAUGE("in_hand", "Messages held: the batch being settled and those polled meanwhile.", "%zu",
-          ix->count + ix->nnext + ix->npending);
+          ix->cur->count + ix->next->count + ix->npending);
     GAUGE("elasticsearch_up", "1 when the last request to Elasticsearch was answered.", "%d",
           ix->es_up ? 1 : 0);
     GAUGE("paused", "1 while the partitions are paused (Elasticsearch unavailable).", "%d",
@@ -164,10 +164,9 @@ static int run(indexer *ix)
     store_prepare_partitions(ix, pano_now());
     while (!indexer_stopping) {
         intake_collect_batch(ix);
-        if (ix->count) {
-            double sent = pano_now();
+        if (ix->cur->count) {
             outlet_settle_batch(ix);
-            outlet_observe_stages(ix, sent, pano_now());
+            outlet_observe_stages(ix, pano_now());
             outlet_finish_batch(ix);
         }
         double now = pano_now();
@@ -186,7 +185,7 @@ static int run(indexer *ix)
     }
     /* Drain: the batch in hand was settled (or given up) above; messages
      * polled meanwhile are left for the next run. */
-    if (ix->count)
+    if (ix->cur->count)
         outlet_finish_batch(ix);
     intake_drop_partitions(ix, NULL); /* the next batch and pending: replayed */
     log_stats(ix);
@@ -318,8 +317,8 @@ int main(int argc, char **argv)
     ix.drain_timeout = pano_config_double(cfg, "pano.indexer.drain_timeout");
     ix.stats_interval = pano_config_double(cfg, "pano.indexer.stats_interval");
     ix.concurrency = (size_t)pano_config_int(cfg, "pano.indexer.concurrency");
-    ix.items = pano_calloc(ix.max_docs, sizeof *ix.items);
-    ix.next = pano_calloc(ix.max_docs, sizeof *ix.next);
+    ix.cur = &ix.batches[0];
+    ix.next = &ix.batches[1];
 
     int rc = 1;
     ix.es = pano_es_new(cfg, err, sizeof err);
@@ -327,6 +326,15 @@ int main(int argc, char **argv)
         pano_error("%s", err);
         rc = 2;
         goto out;
+    }
+    for (int k = 0; k < 2; k++) {
+        ix.batches[k].items = pano_calloc(ix.max_docs, sizeof *ix.batches[k].items);
+        ix.batches[k].es = pano_es_new(cfg, err, sizeof err);
+        if (!ix.batches[k].es) {
+            pano_error("%s", err);
+            rc = 2;
+            goto out;
+        }
     }
     if (want_retention || want_unalias) {
         long n = 0, m = 0;
@@ -397,12 +405,15 @@ int main(int argc, char **argv)
 out:
     pano_status_free(ix.status);
     pano_es_free(ix.es);
-    for (size_t i = 0; i < ix.nbodies; i++)
-        pano_buf_free(&ix.bodies[i]);
-    free(ix.bodies);
+    for (int k = 0; k < 2; k++) {
+        batch *b = &ix.batches[k];
+        pano_es_free(b->es);
+        for (size_t i = 0; i < b->nbodies; i++)
+            pano_buf_free(&b->bodies[i]);
+        free(b->bodies);
+        free(b->items);
+    }
     free(ix.pending);
-    free(ix.items);
-    free(ix.next);
     pano_config_free(cfg);
     return rc;
 usage_error:

@@ -10,9 +10,10 @@
  *
  * Offsets: enable.auto.offset.store=false; after a batch, the offset of each
  * partition is stored up to its last item that has every earlier item of
- * the partition settled (batches go one after the other, so earlier batches
- * are settled already), and auto-commit commits what was stored. A crash
- * replays at most the unsettled batch, absorbed by the create/409 rule.
+ * the partition settled (batches are settled one after the other, so earlier
+ * batches are settled already, even when the next one was sent ahead), and
+ * auto-commit commits what was stored. A crash replays at most the two
+ * unsettled batches, absorbed by the create/409 rule.
  *
  * While Elasticsearch is unreachable the indexer pauses its partitions and
  * keeps polling the consumer, so it stays in the group (max.poll.interval.ms)
@@ -48,6 +49,7 @@
 #include "template.h"
 
 #include <librdkafka/rdkafka.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -69,6 +71,38 @@ typedef struct {
     int status;    /* last HTTP status of the item */
     char reason[300];
 } batch_item;
+
+/* The bulk requests of one attempt at a batch: consecutive slices of its
+ * unsettled items (order), run in an HTTP thread or in the caller. */
+typedef struct {
+    size_t *order, n;      /* the items sent, by index in the batch */
+    size_t *first, k;      /* slice j is order[first[j] .. first[j + 1]) */
+    pano_es_call *calls;   /* one per slice */
+    pano_es *es;           /* the batch's client */
+    atomic_bool done;      /* set by the HTTP thread when all are answered */
+    pthread_t thread;
+    bool threaded;
+    double started;
+} bulk_attempt;
+
+/* A batch of messages with what its bulk requests need. There are two: the
+ * one being settled and the next, gathered meanwhile. When the next one is
+ * complete it is sent ahead, while the one before it still waits for its
+ * answers, on its own Elasticsearch client; its answers are read, and its
+ * offsets stored, only once the one before it is settled. */
+typedef struct {
+    batch_item *items;
+    size_t count, bytes;
+    double first;  /* when its first message came */
+    double sent;   /* when its first bulk request left */
+    bool sealed;   /* sent ahead: takes no more messages */
+    bool in_flight; /* an attempt was started, its answers not applied yet */
+    bulk_attempt attempt;
+    pano_es *es;
+    pano_buf *bodies; /* one per concurrent bulk request */
+    size_t nbodies;
+    rd_kafka_topic_partition_list_t *deferred; /* revoked while in flight */
+} batch;
 
 typedef struct {
     uint64_t consumed, indexed, duplicates, dead, unassigned, retries;
@@ -97,22 +131,15 @@ typedef struct {
     size_t max_docs, max_bytes;
     double linger, max_backoff, drain_timeout, stats_interval;
 
-    batch_item *items; /* the batch being settled */
-    size_t count;
-    /* the next batch, gathered while the current one is in flight */
-    batch_item *next;
-    size_t nnext, next_bytes;
-    double next_first; /* when its first message came */
-    bool in_flight;    /* bulk requests running in the HTTP thread */
-    rd_kafka_topic_partition_list_t *deferred; /* revoked while in flight */
+    batch batches[2];
+    batch *cur;  /* the batch being settled */
+    batch *next; /* the next, gathered while the current one is in flight */
     /* messages polled while a batch was being settled, for the next one */
     rd_kafka_message_t **pending;
     size_t npending, cap_pending;
     bool paused;
     bool indices_ready;
     size_t concurrency;
-    pano_buf *bodies; /* one per concurrent bulk request */
-    size_t nbodies;
     pano_status *status;     /* /metrics over HTTP (pano.indexer.status_port) */
     const char *status_file; /* pano.indexer.status_file */
     double started, last_publish;
@@ -145,8 +172,8 @@ rd_kafka_t *intake_create_consumer(indexer *ix, char *err, size_t errlen);
 /* Gather up to max_docs messages, or max_bytes, or what came within linger
  * seconds of the first one. */
 void intake_collect_batch(indexer *ix);
-/* Gather the next batch while the HTTP thread works, until *done or the
- * next batch is full. */
+/* Gather the next batch while the HTTP thread works, until *done, sending
+ * it ahead once it is complete (full, or linger passed). */
 void intake_prefetch(indexer *ix, atomic_bool *done);
 /* Poll for seconds (at most until deadline, when not 0), keeping what
  * arrives for the next batch: the consumer stays in its group. */
@@ -157,9 +184,9 @@ void intake_set_paused(indexer *ix, bool pause);
 void intake_make_dead_letter(indexer *ix, batch_item *it);
 /* Drop the items of the partitions in parts (NULL: all), unsettled: their
  * new owner replays them. */
-void intake_drop_items(indexer *ix, batch_item *items, size_t *count,
-                       const rd_kafka_topic_partition_list_t *parts);
-/* The same for the next batch and the messages polled meanwhile. */
+void intake_drop_items(indexer *ix, batch *b, const rd_kafka_topic_partition_list_t *parts);
+/* The same for both batches (after the answers of one in flight) and the
+ * messages polled meanwhile. */
 void intake_drop_partitions(indexer *ix, const rd_kafka_topic_partition_list_t *parts);
 
 /* ---- outlet.c: Elasticsearch -------------------------------------------- */
@@ -176,12 +203,16 @@ int outlet_build_templates(const indexer *ix, pano_template **t, size_t *nt, cha
                            char *err, size_t errlen);
 /* Install the templates; 0 when every one was accepted. */
 int outlet_setup_indices(indexer *ix);
-/* Send until every item of the batch is settled (see outlet.c). */
+/* Send the next batch ahead, its requests in an HTTP thread of their own. */
+void outlet_send_ahead(indexer *ix);
+/* Wait for the answers of a batch in flight and apply them. */
+void outlet_land(indexer *ix, batch *b);
+/* Send until every item of the current batch is settled (see outlet.c). */
 void outlet_settle_batch(indexer *ix);
-/* Store the offsets the batch allows, then free the batch. */
+/* Store the offsets the current batch allows, then empty it. */
 void outlet_finish_batch(indexer *ix);
-/* Record where the time of the batch's indexed events went. */
-void outlet_observe_stages(indexer *ix, double sent, double settled);
+/* Record where the time of the current batch's indexed events went. */
+void outlet_observe_stages(indexer *ix, double settled);
 
 /* ---- store.c: the store's upkeep ---------------------------------------- */
 

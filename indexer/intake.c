@@ -124,10 +124,12 @@ static void bridge_record_ids(const rd_kafka_message_t *m, pano_bulk_doc *doc)
     pano_json_free(ev);
 }
 
-static void add_message_to(indexer *ix, batch_item *items, size_t *count,
-                           rd_kafka_message_t *msg)
+static void add_message(indexer *ix, batch *b, rd_kafka_message_t *msg)
 {
-    batch_item *it = &items[(*count)++];
+    if (b->count == 0)
+        b->first = pano_now();
+    b->bytes += msg->len;
+    batch_item *it = &b->items[b->count++];
     memset(it, 0, sizeof *it);
     it->msg = msg;
     ix->n.consumed++;
@@ -149,11 +151,6 @@ static void add_message_to(indexer *ix, batch_item *items, size_t *count,
         intake_make_dead_letter(ix, it);
 }
 
-static void add_message(indexer *ix, rd_kafka_message_t *msg)
-{
-    add_message_to(ix, ix->items, &ix->count, msg);
-}
-
 static void drop_message_list(rd_kafka_message_t **msgs, size_t *n,
                               const rd_kafka_topic_partition_list_t *parts, uint64_t *dropped)
 {
@@ -173,39 +170,48 @@ static void drop_message_list(rd_kafka_message_t **msgs, size_t *n,
 /* Forget the messages of revoked partitions (all when parts is NULL): they
  * are not settled, their offsets are not stored, the new owner replays
  * them. */
-void intake_drop_items(indexer *ix, batch_item *items, size_t *count,
-                       const rd_kafka_topic_partition_list_t *parts)
+void intake_drop_items(indexer *ix, batch *b, const rd_kafka_topic_partition_list_t *parts)
 {
     size_t keep = 0;
-    for (size_t i = 0; i < *count; i++) {
-        batch_item *it = &items[i];
+    b->bytes = 0;
+    for (size_t i = 0; i < b->count; i++) {
+        batch_item *it = &b->items[i];
         if (!parts || rd_kafka_topic_partition_list_find(parts, rd_kafka_topic_name(it->msg->rkt),
                                                          it->msg->partition)) {
             pano_bulk_doc_free(&it->doc);
             rd_kafka_message_destroy(it->msg);
             ix->n.dropped_revoked++;
-        } else
-            items[keep++] = *it;
+        } else {
+            b->bytes += it->msg->len;
+            b->items[keep++] = *it;
+        }
     }
-    *count = keep;
+    b->count = keep;
+    if (keep == 0) {
+        b->first = b->sent = 0;
+        b->sealed = false;
+    }
 }
 
-/* While bulk requests are in flight, the batch being settled is left alone
- * and its messages of revoked partitions are dropped once the answers are
- * in (before any offset is stored). */
+/* While a batch's bulk requests are in flight it is left alone, and its
+ * messages of revoked partitions are dropped once the answers are in
+ * (before any offset is stored). All (parts NULL) means the end: the
+ * answers are waited for first. */
 void intake_drop_partitions(indexer *ix, const rd_kafka_topic_partition_list_t *parts)
 {
-    if (ix->in_flight && parts) {
-        if (!ix->deferred)
-            ix->deferred = rd_kafka_topic_partition_list_new(parts->cnt);
-        for (int i = 0; i < parts->cnt; i++)
-            rd_kafka_topic_partition_list_add(ix->deferred, parts->elems[i].topic,
-                                              parts->elems[i].partition);
-    } else
-        intake_drop_items(ix, ix->items, &ix->count, parts);
-    intake_drop_items(ix, ix->next, &ix->nnext, parts);
-    if (ix->nnext == 0)
-        ix->next_bytes = 0;
+    for (int k = 0; k < 2; k++) {
+        batch *b = &ix->batches[k];
+        if (b->in_flight && !parts)
+            outlet_land(ix, b);
+        if (b->in_flight) {
+            if (!b->deferred)
+                b->deferred = rd_kafka_topic_partition_list_new(parts->cnt);
+            for (int i = 0; i < parts->cnt; i++)
+                rd_kafka_topic_partition_list_add(b->deferred, parts->elems[i].topic,
+                                                  parts->elems[i].partition);
+        } else
+            intake_drop_items(ix, b, parts);
+    }
     drop_message_list(ix->pending, &ix->npending, parts, &ix->n.dropped_revoked);
 }
 
@@ -298,6 +304,16 @@ static rd_kafka_message_t *poll_one(indexer *ix, int timeout_ms)
     return msg;
 }
 
+/* Keep a polled message for a later batch. */
+static void keep_pending(indexer *ix, rd_kafka_message_t *m)
+{
+    if (ix->npending == ix->cap_pending) {
+        ix->cap_pending = ix->cap_pending ? ix->cap_pending * 2 : 64;
+        ix->pending = pano_reallocarray(ix->pending, ix->cap_pending, sizeof *ix->pending);
+    }
+    ix->pending[ix->npending++] = m;
+}
+
 /* Wait between attempts while polling (the partitions are paused, so only
  * already fetched messages arrive; they wait in pending). */
 void intake_wait_polling(indexer *ix, double seconds, double deadline)
@@ -307,13 +323,8 @@ void intake_wait_polling(indexer *ix, double seconds, double deadline)
         until = deadline;
     for (double now = pano_now(); now < until; now = pano_now()) {
         rd_kafka_message_t *m = poll_one(ix, (int)((until - now) * 1000) + 1);
-        if (!m)
-            continue;
-        if (ix->npending == ix->cap_pending) {
-            ix->cap_pending = ix->cap_pending ? ix->cap_pending * 2 : 64;
-            ix->pending = pano_reallocarray(ix->pending, ix->cap_pending, sizeof *ix->pending);
-        }
-        ix->pending[ix->npending++] = m;
+        if (m)
+            keep_pending(ix, m);
     }
 }
 
@@ -321,72 +332,73 @@ void intake_wait_polling(indexer *ix, double seconds, double deadline)
  * seconds of the first one. */
 void intake_collect_batch(indexer *ix)
 {
-    size_t bytes = 0, taken = 0;
-    double deadline = 0;
-    if (ix->count == 0 && ix->nnext > 0) {
-        /* What was gathered while the last batch was in flight. */
-        batch_item *t = ix->items;
-        ix->items = ix->next;
-        ix->count = ix->nnext;
+    size_t taken = 0;
+    if (ix->cur->count == 0 && ix->next->count > 0) {
+        /* What was gathered (and maybe sent ahead) while the last batch
+         * was in flight. */
+        batch *t = ix->cur;
+        ix->cur = ix->next;
         ix->next = t;
-        ix->nnext = 0;
-        bytes = ix->next_bytes;
-        ix->next_bytes = 0;
-        deadline = ix->next_first + ix->linger;
     }
-    while (taken < ix->npending && ix->count < ix->max_docs && bytes < ix->max_bytes) {
-        rd_kafka_message_t *m = ix->pending[taken++];
-        add_message(ix, m);
-        bytes += m->len;
-    }
+    batch *b = ix->cur;
+    if (b->sealed)
+        return;
+    while (taken < ix->npending && b->count < ix->max_docs && b->bytes < ix->max_bytes)
+        add_message(ix, b, ix->pending[taken++]);
     if (taken) {
         memmove(ix->pending, ix->pending + taken, (ix->npending - taken) * sizeof *ix->pending);
         ix->npending -= taken;
     }
-    if (!deadline && ix->count)
-        deadline = pano_now() + ix->linger;
-    while (ix->count < ix->max_docs && bytes < ix->max_bytes && !indexer_stopping) {
-        double left = deadline ? deadline - pano_now() : 0.5;
-        if (deadline && left <= 0)
+    while (b->count < ix->max_docs && b->bytes < ix->max_bytes && !indexer_stopping) {
+        double left = b->count ? b->first + ix->linger - pano_now() : 0.5;
+        if (b->count && left <= 0)
             break;
         rd_kafka_message_t *msg = poll_one(ix, (int)(left * 1000) + 1);
         if (!msg) {
-            if (!deadline && ix->count == 0)
+            if (b->count == 0)
                 return; /* nothing yet: let the caller check for signals */
             continue;
         }
-        add_message(ix, msg);
-        bytes += msg->len;
-        if (!deadline)
-            deadline = pano_now() + ix->linger;
+        add_message(ix, b, msg);
     }
 }
 
-/* Gather the next batch while the HTTP thread works, until it is done or
- * the next batch is full. Older messages (polled during a backoff) first. */
+/* Gather the next batch while the HTTP thread works, until it is done.
+ * Older messages (polled during a backoff) first. Once the next batch is
+ * complete (full, or linger passed since its first message) it is sent
+ * ahead, and what comes after waits in pending (up to a batch of it; then
+ * nothing more is polled until the answers come). */
 void intake_prefetch(indexer *ix, atomic_bool *done)
 {
+    batch *b = ix->next;
     size_t taken = 0;
-    while (taken < ix->npending && ix->nnext < ix->max_docs && ix->next_bytes < ix->max_bytes) {
-        rd_kafka_message_t *m = ix->pending[taken++];
-        if (ix->nnext == 0)
-            ix->next_first = pano_now();
-        add_message_to(ix, ix->next, &ix->nnext, m);
-        ix->next_bytes += m->len;
-    }
+    while (!b->sealed && taken < ix->npending && b->count < ix->max_docs &&
+           b->bytes < ix->max_bytes)
+        add_message(ix, b, ix->pending[taken++]);
     if (taken) {
         memmove(ix->pending, ix->pending + taken, (ix->npending - taken) * sizeof *ix->pending);
         ix->npending -= taken;
     }
-    while (!atomic_load(done) && ix->nnext < ix->max_docs && ix->next_bytes < ix->max_bytes &&
-           !indexer_stopping) {
-        rd_kafka_message_t *m = poll_one(ix, 5);
+    while (!atomic_load(done) && !indexer_stopping) {
+        bool full = b->count >= ix->max_docs || b->bytes >= ix->max_bytes;
+        double left = b->count ? b->first + ix->linger - pano_now() : 1;
+        if (!b->sealed && (full || left <= 0) && ix->indices_ready && ix->es_up && !ix->paused)
+            outlet_send_ahead(ix);
+        if (b->sealed ? ix->npending >= ix->max_docs : full) {
+            /* nowhere to put more: wait for the answers */
+            usleep(1000);
+            continue;
+        }
+        int timeout = 5; /* ms: the answers are checked for this often */
+        if (!b->sealed && left > 0 && left * 1000 < timeout)
+            timeout = (int)(left * 1000) + 1;
+        rd_kafka_message_t *m = poll_one(ix, timeout);
         if (!m)
             continue;
-        if (ix->nnext == 0)
-            ix->next_first = pano_now();
-        add_message_to(ix, ix->next, &ix->nnext, m);
-        ix->next_bytes += m->len;
+        if (b->sealed)
+            keep_pending(ix, m);
+        else
+            add_message(ix, b, m);
     }
 }
 

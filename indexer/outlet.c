@@ -110,52 +110,80 @@ int outlet_setup_indices(indexer *ix)
     return rc;
 }
 
-typedef struct {
-    pano_es *es;
-    pano_es_call *calls;
-    size_t n;
-    atomic_bool done;
-} http_job;
+/* ---- bulk requests ----------------------------------------------------------- */
 
 static void *http_run(void *arg)
 {
-    http_job *job = arg;
-    pano_es_request_many(job->es, job->calls, job->n);
-    atomic_store(&job->done, true);
+    bulk_attempt *a = arg;
+    pano_es_request_many(a->es, a->calls, a->k);
+    atomic_store(&a->done, true);
     return NULL;
 }
 
-/* Run the requests; when prefetching, in a thread while the next batch is
- * gathered from Kafka (Elasticsearch is never idle waiting for us). */
-static void perform(indexer *ix, pano_es_call *calls, size_t n, bool with_prefetch)
+/* Start an attempt at the unsettled items of b: up to
+ * pano.indexer.concurrency bulk requests at once (consecutive slices, so
+ * Elasticsearch works on them in parallel), in an HTTP thread when
+ * threaded, else before returning. False when nothing is left to send. */
+static bool attempt_start(indexer *ix, batch *b, bool threaded)
 {
-    http_job job = {.es = ix->es, .calls = calls, .n = n};
-    atomic_init(&job.done, false);
-    pthread_t thread;
-    bool threaded = false;
-    if (with_prefetch) {
+    bulk_attempt *a = &b->attempt;
+    size_t n = 0;
+    a->order = pano_calloc(b->count ? b->count : 1, sizeof *a->order);
+    for (size_t i = 0; i < b->count; i++)
+        if (!b->items[i].settled)
+            a->order[n++] = i;
+    if (n == 0) {
+        free(a->order);
+        a->order = NULL;
+        return false;
+    }
+    size_t k = (n + MIN_SLICE - 1) / MIN_SLICE;
+    if (k > ix->concurrency)
+        k = ix->concurrency;
+    a->n = n;
+    a->k = k;
+    a->calls = pano_calloc(k, sizeof *a->calls);
+    a->first = pano_calloc(k + 1, sizeof *a->first);
+    if (b->nbodies < k) {
+        b->bodies = pano_reallocarray(b->bodies, k, sizeof *b->bodies);
+        memset(b->bodies + b->nbodies, 0, (k - b->nbodies) * sizeof *b->bodies);
+        b->nbodies = k;
+    }
+    for (size_t j = 0; j < k; j++) {
+        a->first[j] = n * j / k;
+        a->first[j + 1] = n * (j + 1) / k;
+        pano_buf *body = &b->bodies[j];
+        pano_buf_clear(body);
+        for (size_t q = a->first[j]; q < a->first[j + 1]; q++)
+            pano_bulk_append(body, &b->items[a->order[q]].doc);
+        a->calls[j] = (pano_es_call){.method = "POST", .path = BULK_PATH, .body = body->data,
+                                     .len = body->len};
+    }
+    a->es = b->es;
+    a->started = pano_now();
+    if (!b->sent)
+        b->sent = a->started;
+    atomic_init(&a->done, false);
+    a->threaded = false;
+    if (threaded) {
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, &old);
-        threaded = pthread_create(&thread, NULL, http_run, &job) == 0;
+        a->threaded = pthread_create(&a->thread, NULL, http_run, a) == 0;
         pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
-    if (!threaded) {
-        http_run(&job);
-        return;
-    }
-    ix->in_flight = true;
-    intake_prefetch(ix, &job.done);
-    pthread_join(thread, NULL);
-    ix->in_flight = false;
+    if (!a->threaded)
+        http_run(a);
+    b->in_flight = true;
+    return true;
 }
 
 /* Apply one bulk response to its items. */
-static void apply_results(indexer *ix, const size_t *order, size_t n,
+static void apply_results(indexer *ix, batch *b, const size_t *order, size_t n,
                           const pano_bulk_result *results)
 {
     for (size_t k = 0; k < n; k++) {
-        batch_item *it = &ix->items[order[k]];
+        batch_item *it = &b->items[order[k]];
         it->status = results[k].status;
         switch (results[k].outcome) {
         case PANO_BULK_DONE:
@@ -187,47 +215,22 @@ static void apply_results(indexer *ix, const size_t *order, size_t n,
     }
 }
 
-/* Send the items not settled yet: in up to pano.indexer.concurrency bulk
- * requests at once (consecutive slices of the batch, so Elasticsearch works
- * on them in parallel). Returns false if some request got no usable answer
- * (Elasticsearch down or overloaded as a whole). */
-static bool send_pending(indexer *ix, bool with_prefetch)
+/* Wait for the attempt's answers (if in a thread) and apply them. Returns
+ * false if some request got no usable answer (Elasticsearch down or
+ * overloaded as a whole). */
+static bool attempt_finish(indexer *ix, batch *b)
 {
-    size_t *order = pano_calloc(ix->count ? ix->count : 1, sizeof *order), n = 0;
-    for (size_t i = 0; i < ix->count; i++)
-        if (!ix->items[i].settled)
-            order[n++] = i;
-    if (n == 0) {
-        free(order);
-        return true;
-    }
-    size_t k = (n + MIN_SLICE - 1) / MIN_SLICE;
-    if (k > ix->concurrency)
-        k = ix->concurrency;
-    pano_es_call *calls = pano_calloc(k, sizeof *calls);
-    size_t *first = pano_calloc(k + 1, sizeof *first);
-    if (ix->nbodies < k) {
-        ix->bodies = pano_reallocarray(ix->bodies, k, sizeof *ix->bodies);
-        memset(ix->bodies + ix->nbodies, 0, (k - ix->nbodies) * sizeof *ix->bodies);
-        ix->nbodies = k;
-    }
-    for (size_t j = 0; j < k; j++) {
-        first[j] = n * j / k;
-        first[j + 1] = n * (j + 1) / k;
-        pano_buf *b = &ix->bodies[j];
-        pano_buf_clear(b);
-        for (size_t q = first[j]; q < first[j + 1]; q++)
-            pano_bulk_append(b, &ix->items[order[q]].doc);
-        calls[j] = (pano_es_call){.method = "POST", .path = BULK_PATH, .body = b->data, .len = b->len};
-    }
-    double t0 = pano_now();
-    perform(ix, calls, k, with_prefetch);
-    ix->n.bulk_seconds += pano_now() - t0;
-    ix->n.bulk_requests += k;
+    bulk_attempt *a = &b->attempt;
+    if (a->threaded)
+        pthread_join(a->thread, NULL);
+    a->threaded = false;
+    b->in_flight = false;
+    ix->n.bulk_seconds += pano_now() - a->started;
+    ix->n.bulk_requests += a->k;
     bool answered = true;
-    for (size_t j = 0; j < k; j++) {
-        pano_es_call *c = &calls[j];
-        size_t m = first[j + 1] - first[j];
+    for (size_t j = 0; j < a->k; j++) {
+        pano_es_call *c = &a->calls[j];
+        size_t m = a->first[j + 1] - a->first[j];
         bool ok = false;
         if (c->rc < 0) {
             if (ix->es_up)
@@ -243,7 +246,7 @@ static bool send_pending(indexer *ix, bool with_prefetch)
                 /* The common case, without reading every item. */
                 for (size_t q = 0; q < m; q++)
                     results[q] = (pano_bulk_result){.outcome = PANO_BULK_DONE, .status = 201};
-                apply_results(ix, order + first[j], m, results);
+                apply_results(ix, b, a->order + a->first[j], m, results);
                 ok = true;
             } else {
                 char err[512];
@@ -251,7 +254,7 @@ static bool send_pending(indexer *ix, bool with_prefetch)
                                             sizeof err) < 0)
                     pano_warn("%s", err);
                 else {
-                    apply_results(ix, order + first[j], m, results);
+                    apply_results(ix, b, a->order + a->first[j], m, results);
                     ok = true;
                 }
             }
@@ -264,23 +267,53 @@ static bool send_pending(indexer *ix, bool with_prefetch)
         if (c->rc == 0)
             pano_es_response_free(&c->resp);
     }
-    if (ix->deferred) {
+    if (b->deferred) {
         /* Partitions revoked while the requests ran: their messages leave
          * the batch now, settled or not, before any offset is stored. */
-        intake_drop_items(ix, ix->items, &ix->count, ix->deferred);
-        rd_kafka_topic_partition_list_destroy(ix->deferred);
-        ix->deferred = NULL;
+        intake_drop_items(ix, b, b->deferred);
+        rd_kafka_topic_partition_list_destroy(b->deferred);
+        b->deferred = NULL;
     }
-    free(first);
-    free(calls);
-    free(order);
+    free(a->first);
+    free(a->calls);
+    free(a->order);
+    a->first = a->order = NULL;
+    a->calls = NULL;
+    a->n = a->k = 0;
     return answered;
 }
 
-static bool all_settled(const indexer *ix)
+void outlet_send_ahead(indexer *ix)
 {
-    for (size_t i = 0; i < ix->count; i++)
-        if (!ix->items[i].settled)
+    batch *b = ix->next;
+    b->sealed = true;
+    if (!attempt_start(ix, b, true))
+        b->sealed = false; /* nothing to send: it may take more */
+}
+
+void outlet_land(indexer *ix, batch *b)
+{
+    if (b->in_flight)
+        attempt_finish(ix, b);
+}
+
+/* Send the current batch's unsettled items and apply the answers; on the
+ * first attempt the next batch is gathered (and sent ahead) meanwhile.
+ * When the batch was sent ahead, its first attempt is already running. */
+static bool send_pending(indexer *ix, bool first)
+{
+    batch *b = ix->cur;
+    if (!b->in_flight && !attempt_start(ix, b, first))
+        return true;
+    if (b->attempt.threaded && first)
+        intake_prefetch(ix, &b->attempt.done);
+    return attempt_finish(ix, b);
+}
+
+static bool all_settled(const batch *b)
+{
+    for (size_t i = 0; i < b->count; i++)
+        if (!b->items[i].settled)
             return false;
     return true;
 }
@@ -290,19 +323,20 @@ static bool all_settled(const indexer *ix)
  * up when pano.indexer.drain_timeout has passed. */
 void outlet_settle_batch(indexer *ix)
 {
+    batch *b = ix->cur;
     double backoff = 0.1, deadline = indexer_stopping ? pano_now() + ix->drain_timeout : 0;
     for (bool first = true;; first = false) {
-        bool answered = ix->count == 0 ||
-                        ((ix->indices_ready || outlet_setup_indices(ix) == 0) &&
+        bool answered = b->count == 0 ||
+                        ((b->in_flight || ix->indices_ready || outlet_setup_indices(ix) == 0) &&
                          send_pending(ix, first && !indexer_stopping));
-        if (all_settled(ix))
+        if (all_settled(b))
             break;
         if (indexer_stopping && !deadline)
             deadline = pano_now() + ix->drain_timeout;
         if (deadline && pano_now() >= deadline) {
             size_t left = 0;
-            for (size_t i = 0; i < ix->count; i++)
-                left += !ix->items[i].settled;
+            for (size_t i = 0; i < b->count; i++)
+                left += !b->items[i].settled;
             pano_warn("giving up on %zu unsettled messages at shutdown (they will be replayed)",
                       left);
             break;
@@ -322,12 +356,13 @@ void outlet_settle_batch(indexer *ix)
 }
 
 /* Store the offsets the batch allows: per partition, up to the last item
- * with every earlier item of that partition settled. Then free the batch. */
+ * with every earlier item of that partition settled. Then empty the batch. */
 void outlet_finish_batch(indexer *ix)
 {
+    batch *b = ix->cur;
     rd_kafka_topic_partition_list_t *seen = rd_kafka_topic_partition_list_new(16);
-    for (size_t i = 0; i < ix->count; i++) {
-        batch_item *it = &ix->items[i];
+    for (size_t i = 0; i < b->count; i++) {
+        batch_item *it = &b->items[i];
         const char *topic = rd_kafka_topic_name(it->msg->rkt);
         rd_kafka_topic_partition_t *p =
             rd_kafka_topic_partition_list_find(seen, topic, it->msg->partition);
@@ -364,20 +399,24 @@ void outlet_finish_batch(indexer *ix)
     }
     rd_kafka_topic_partition_list_destroy(store);
     rd_kafka_topic_partition_list_destroy(seen);
-    for (size_t i = 0; i < ix->count; i++) {
-        pano_bulk_doc_free(&ix->items[i].doc);
-        rd_kafka_message_destroy(ix->items[i].msg);
+    for (size_t i = 0; i < b->count; i++) {
+        pano_bulk_doc_free(&b->items[i].doc);
+        rd_kafka_message_destroy(b->items[i].msg);
     }
-    ix->count = 0;
+    b->count = b->bytes = 0;
+    b->first = b->sent = 0;
+    b->sealed = false;
 }
 
 
 /* Record where the time of the batch's indexed events went (a replayed or
  * late event's to_kafka is its age: the histogram shows it as such). */
-void outlet_observe_stages(indexer *ix, double sent, double settled)
+void outlet_observe_stages(indexer *ix, double settled)
 {
-    for (size_t i = 0; i < ix->count; i++) {
-        const batch_item *it = &ix->items[i];
+    const batch *b = ix->cur;
+    double sent = b->sent;
+    for (size_t i = 0; i < b->count; i++) {
+        const batch_item *it = &b->items[i];
         int64_t produced_ms = rd_kafka_message_timestamp(it->msg, NULL);
         if (!it->settled || it->rejected || produced_ms <= 0 || it->doc.ts <= 0)
             continue;
