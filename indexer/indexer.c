@@ -114,6 +114,9 @@ void indexer_publish_status(indexer *ix)
             n->dropped_revoked);
     COUNTER("offsets_stored_total", "Offset stores (one per partition and batch).",
             n->offsets_stored);
+    COUNTER("batches_sent_ahead_total",
+            "Batches whose bulk requests left while the batch before still waited for answers.",
+            n->sent_ahead);
     GAUGE("bulk_seconds_total", "Time spent in bulk requests.", "%.3f", n->bulk_seconds);
     GAUGE("in_hand", "Messages held: the batch being settled and those polled meanwhile.", "%zu",
           ix->cur->count + ix->next->count + ix->npending);

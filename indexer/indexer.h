@@ -108,7 +108,7 @@ typedef struct {
     uint64_t consumed, indexed, duplicates, dead, unassigned, retries;
     uint64_t bulk_requests, bulk_failures, rebalances, dropped_revoked;
     uint64_t bridge_dead, expired, indices_deleted;
-    uint64_t offsets_stored;
+    uint64_t offsets_stored, sent_ahead;
     double bulk_seconds;
 } counters;
 

@@ -286,9 +286,8 @@ static bool attempt_finish(indexer *ix, batch *b)
 void outlet_send_ahead(indexer *ix)
 {
     batch *b = ix->next;
-    b->sealed = true;
-    if (!attempt_start(ix, b, true))
-        b->sealed = false; /* nothing to send: it may take more */
+    b->sealed = attempt_start(ix, b, true);
+    ix->n.sent_ahead += b->sealed;
 }
 
 void outlet_land(indexer *ix, batch *b)

@@ -50,6 +50,11 @@ wait_until 180 count_is "$FAMILY_INDICES" "$N" ||
     fail "expected $N events after the outage, found $(count_in "$FAMILY_INDICES")"
 sleep 3
 check_distinct "$FAMILY_INDICES" "$N"
+# Batches went ahead of unsettled ones (before, during and after the outage)
+# and nothing of them was lost.
+ahead=$(awk '$1 == "pano_indexer_batches_sent_ahead_total" {print $2}' "$PANO_INDEXER_STATUS_FILE")
+((${ahead:-0} > 0)) || fail "no batch was sent ahead of the one in flight"
+log "$ahead batches sent ahead of the one in flight"
 [[ $(count_in "${P}dead-letter-*") == 0 ]] || fail "dead letters after the outage"
 grep -q "Elasticsearch unavailable" "$TEST_DIR/ix.log" || fail "no sign of the outage in the log"
 stop_all
