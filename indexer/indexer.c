@@ -169,7 +169,7 @@ static int run(indexer *ix)
         intake_collect_batch(ix);
         if (ix->cur->count) {
             outlet_settle_batch(ix);
-            outlet_observe_stages(ix, pano_now());
+            outlet_observe_stages(ix);
             outlet_finish_batch(ix);
         }
         double now = pano_now();

@@ -82,7 +82,7 @@ typedef struct {
     atomic_bool done;      /* set by the HTTP thread when all are answered */
     pthread_t thread;
     bool threaded;
-    double started;
+    double started, answered;
 } bulk_attempt;
 
 /* A batch of messages with what its bulk requests need. There are two: the
@@ -95,6 +95,7 @@ typedef struct {
     size_t count, bytes;
     double first;  /* when its first message came */
     double sent;   /* when its first bulk request left */
+    double answered; /* when the answers of its last attempt came */
     bool sealed;   /* sent ahead: takes no more messages */
     bool in_flight; /* an attempt was started, its answers not applied yet */
     bulk_attempt attempt;
@@ -212,7 +213,7 @@ void outlet_settle_batch(indexer *ix);
 /* Store the offsets the current batch allows, then empty it. */
 void outlet_finish_batch(indexer *ix);
 /* Record where the time of the current batch's indexed events went. */
-void outlet_observe_stages(indexer *ix, double settled);
+void outlet_observe_stages(indexer *ix);
 
 /* ---- store.c: the store's upkeep ---------------------------------------- */
 

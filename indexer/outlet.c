@@ -116,6 +116,7 @@ static void *http_run(void *arg)
 {
     bulk_attempt *a = arg;
     pano_es_request_many(a->es, a->calls, a->k);
+    a->answered = pano_now();
     atomic_store(&a->done, true);
     return NULL;
 }
@@ -225,7 +226,10 @@ static bool attempt_finish(indexer *ix, batch *b)
         pthread_join(a->thread, NULL);
     a->threaded = false;
     b->in_flight = false;
-    ix->n.bulk_seconds += pano_now() - a->started;
+    /* a batch sent ahead may have had its answers long before they are
+     * read: the time is the requests' own */
+    ix->n.bulk_seconds += a->answered - a->started;
+    b->answered = a->answered;
     ix->n.bulk_requests += a->k;
     bool answered = true;
     for (size_t j = 0; j < a->k; j++) {
@@ -403,17 +407,17 @@ void outlet_finish_batch(indexer *ix)
         rd_kafka_message_destroy(b->items[i].msg);
     }
     b->count = b->bytes = 0;
-    b->first = b->sent = 0;
+    b->first = b->sent = b->answered = 0;
     b->sealed = false;
 }
 
 
 /* Record where the time of the batch's indexed events went (a replayed or
  * late event's to_kafka is its age: the histogram shows it as such). */
-void outlet_observe_stages(indexer *ix, double settled)
+void outlet_observe_stages(indexer *ix)
 {
     const batch *b = ix->cur;
-    double sent = b->sent;
+    double sent = b->sent, settled = b->answered;
     for (size_t i = 0; i < b->count; i++) {
         const batch_item *it = &b->items[i];
         int64_t produced_ms = rd_kafka_message_timestamp(it->msg, NULL);
