@@ -186,10 +186,15 @@ static int run(indexer *ix)
             ix->last_retention = now;
         }
     }
-    /* Drain: the batch in hand was settled (or given up) above; messages
+    /* Drain: the batch in hand was settled (or given up) above, and one
+     * sent ahead, its requests out already, is settled too; messages
      * polled meanwhile are left for the next run. */
-    if (ix->cur->count)
+    if (ix->next->sealed) {
+        intake_collect_batch(ix); /* it becomes the batch in hand */
+        outlet_settle_batch(ix);
+        outlet_observe_stages(ix);
         outlet_finish_batch(ix);
+    }
     intake_drop_partitions(ix, NULL); /* the next batch and pending: replayed */
     log_stats(ix);
     return 0;
