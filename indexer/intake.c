@@ -314,6 +314,18 @@ static void keep_pending(indexer *ix, rd_kafka_message_t *m)
     ix->pending[ix->npending++] = m;
 }
 
+/* Move what waits in pending into b, oldest first, as far as it takes it. */
+static void take_pending(indexer *ix, batch *b)
+{
+    size_t taken = 0;
+    while (taken < ix->npending && b->count < ix->max_docs && b->bytes < ix->max_bytes)
+        add_message(ix, b, ix->pending[taken++]);
+    if (taken) {
+        memmove(ix->pending, ix->pending + taken, (ix->npending - taken) * sizeof *ix->pending);
+        ix->npending -= taken;
+    }
+}
+
 /* Wait between attempts while polling (the partitions are paused, so only
  * already fetched messages arrive; they wait in pending). */
 void intake_wait_polling(indexer *ix, double seconds, double deadline)
@@ -332,7 +344,6 @@ void intake_wait_polling(indexer *ix, double seconds, double deadline)
  * seconds of the first one. */
 void intake_collect_batch(indexer *ix)
 {
-    size_t taken = 0;
     if (ix->cur->count == 0 && ix->next->count > 0) {
         /* What was gathered (and maybe sent ahead) while the last batch
          * was in flight. */
@@ -343,12 +354,7 @@ void intake_collect_batch(indexer *ix)
     batch *b = ix->cur;
     if (b->sealed)
         return;
-    while (taken < ix->npending && b->count < ix->max_docs && b->bytes < ix->max_bytes)
-        add_message(ix, b, ix->pending[taken++]);
-    if (taken) {
-        memmove(ix->pending, ix->pending + taken, (ix->npending - taken) * sizeof *ix->pending);
-        ix->npending -= taken;
-    }
+    take_pending(ix, b);
     while (b->count < ix->max_docs && b->bytes < ix->max_bytes && !indexer_stopping) {
         double left = b->count ? b->first + ix->linger - pano_now() : 0.5;
         if (b->count && left <= 0)
@@ -371,14 +377,8 @@ void intake_collect_batch(indexer *ix)
 void intake_prefetch(indexer *ix, atomic_bool *done)
 {
     batch *b = ix->next;
-    size_t taken = 0;
-    while (!b->sealed && taken < ix->npending && b->count < ix->max_docs &&
-           b->bytes < ix->max_bytes)
-        add_message(ix, b, ix->pending[taken++]);
-    if (taken) {
-        memmove(ix->pending, ix->pending + taken, (ix->npending - taken) * sizeof *ix->pending);
-        ix->npending -= taken;
-    }
+    if (!b->sealed)
+        take_pending(ix, b);
     while (!atomic_load(done) && !indexer_stopping) {
         bool full = b->count >= ix->max_docs || b->bytes >= ix->max_bytes;
         double left = b->count ? b->first + ix->linger - pano_now() : 1;
