@@ -75,10 +75,9 @@ typedef struct {
 /* The bulk requests of one attempt at a batch: consecutive slices of its
  * unsettled items (order), run in an HTTP thread or in the caller. */
 typedef struct {
-    size_t *order, n;      /* the items sent, by index in the batch */
+    size_t *order;         /* the items sent, by index in the batch */
     size_t *first, k;      /* slice j is order[first[j] .. first[j + 1]) */
     pano_es_call *calls;   /* one per slice */
-    pano_es *es;           /* the batch's client */
     atomic_bool done;      /* set by the HTTP thread when all are answered */
     pthread_t thread;
     bool threaded;
@@ -186,6 +185,8 @@ void intake_make_dead_letter(indexer *ix, batch_item *it);
 /* Drop the items of the partitions in parts (NULL: all), unsettled: their
  * new owner replays them. */
 void intake_drop_items(indexer *ix, batch *b, const rd_kafka_topic_partition_list_t *parts);
+/* Make a batch whose items are gone an empty, open one again. */
+void intake_reset_batch(batch *b);
 /* The same for both batches (after the answers of one in flight) and the
  * messages polled meanwhile. */
 void intake_drop_partitions(indexer *ix, const rd_kafka_topic_partition_list_t *parts);

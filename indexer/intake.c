@@ -187,10 +187,15 @@ void intake_drop_items(indexer *ix, batch *b, const rd_kafka_topic_partition_lis
         }
     }
     b->count = keep;
-    if (keep == 0) {
-        b->first = b->sent = 0;
-        b->sealed = false;
-    }
+    if (keep == 0)
+        intake_reset_batch(b);
+}
+
+void intake_reset_batch(batch *b)
+{
+    b->count = b->bytes = 0;
+    b->first = b->sent = b->answered = 0;
+    b->sealed = false;
 }
 
 /* While a batch's bulk requests are in flight it is left alone, and its

@@ -114,8 +114,9 @@ int outlet_setup_indices(indexer *ix)
 
 static void *http_run(void *arg)
 {
-    bulk_attempt *a = arg;
-    pano_es_request_many(a->es, a->calls, a->k);
+    batch *b = arg;
+    bulk_attempt *a = &b->attempt;
+    pano_es_request_many(b->es, a->calls, a->k);
     a->answered = pano_now();
     atomic_store(&a->done, true);
     return NULL;
@@ -141,7 +142,6 @@ static bool attempt_start(indexer *ix, batch *b, bool threaded)
     size_t k = (n + MIN_SLICE - 1) / MIN_SLICE;
     if (k > ix->concurrency)
         k = ix->concurrency;
-    a->n = n;
     a->k = k;
     a->calls = pano_calloc(k, sizeof *a->calls);
     a->first = pano_calloc(k + 1, sizeof *a->first);
@@ -160,7 +160,6 @@ static bool attempt_start(indexer *ix, batch *b, bool threaded)
         a->calls[j] = (pano_es_call){.method = "POST", .path = BULK_PATH, .body = body->data,
                                      .len = body->len};
     }
-    a->es = b->es;
     a->started = pano_now();
     if (!b->sent)
         b->sent = a->started;
@@ -170,11 +169,11 @@ static bool attempt_start(indexer *ix, batch *b, bool threaded)
         sigset_t all, old;
         sigfillset(&all);
         pthread_sigmask(SIG_BLOCK, &all, &old);
-        a->threaded = pthread_create(&a->thread, NULL, http_run, a) == 0;
+        a->threaded = pthread_create(&a->thread, NULL, http_run, b) == 0;
         pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
     if (!a->threaded)
-        http_run(a);
+        http_run(b);
     b->in_flight = true;
     return true;
 }
@@ -283,7 +282,7 @@ static bool attempt_finish(indexer *ix, batch *b)
     free(a->order);
     a->first = a->order = NULL;
     a->calls = NULL;
-    a->n = a->k = 0;
+    a->k = 0;
     return answered;
 }
 
@@ -406,9 +405,7 @@ void outlet_finish_batch(indexer *ix)
         pano_bulk_doc_free(&b->items[i].doc);
         rd_kafka_message_destroy(b->items[i].msg);
     }
-    b->count = b->bytes = 0;
-    b->first = b->sent = b->answered = 0;
-    b->sealed = false;
+    intake_reset_batch(b);
 }
 
 

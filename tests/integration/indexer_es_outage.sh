@@ -52,7 +52,7 @@ sleep 3
 check_distinct "$FAMILY_INDICES" "$N"
 # Batches went ahead of unsettled ones (before, during and after the outage)
 # and nothing of them was lost.
-ahead=$(awk '$1 == "pano_indexer_batches_sent_ahead_total" {print $2}' "$PANO_INDEXER_STATUS_FILE")
+ahead=$(metric "$PANO_INDEXER_STATUS_FILE" batches_sent_ahead_total)
 ((${ahead:-0} > 0)) || fail "no batch was sent ahead of the one in flight"
 log "$ahead batches sent ahead of the one in flight"
 [[ $(count_in "${P}dead-letter-*") == 0 ]] || fail "dead letters after the outage"
