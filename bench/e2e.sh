@@ -12,7 +12,11 @@
 # (pano_indexer_stage_seconds: to_kafka, to_bulk, bulk), each quantile given
 # as the histogram bucket holding it; the rest, up to the end-to-end figure,
 # is the refresh interval and the probe's polling (20 ms).
+# The baseline, in the same run: documents written straight into the run's
+# indices ten times a second, timed the same way (es_alone_p99_ms); the
+# difference (added_p99_ms) is what pano and the brokers add to the tail.
 # Last line: RESULT e2e rate=... p50_ms=... p99_ms=... lost=...
+#            es_alone_p99_ms=... added_p99_ms=...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/pipeline.sh
@@ -47,7 +51,9 @@ awk -F'[{}" ]+' '/^pano_indexer_stage_seconds_bucket/ {
             printf "stage %-8s p50 %s ms, p99 %s ms (%d events)\n", order[k],
                 ms(q(order[k], 0.5)), ms(q(order[k], 0.99)), total[order[k]]
     }' "$DIR/indexer.prom"
-p50=$(sed -n 's/.*p50_ms=\([-0-9]*\).*/\1/p' <<<"$line")
-p99=$(sed -n 's/.*p99_ms=\([-0-9]*\).*/\1/p' <<<"$line")
+p50=$(sed -n 's/.* p50_ms=\([-0-9]*\).*/\1/p' <<<"$line")
+p99=$(sed -n 's/.* p99_ms=\([-0-9]*\).*/\1/p' <<<"$line")
 lost=$(sed -n 's/.*lost=\([-0-9]*\).*/\1/p' <<<"$line")
-echo "RESULT e2e rate=$RATE p50_ms=$p50 p99_ms=$p99 lost=$lost"
+alone=$(sed -n 's/.*es_alone_p99_ms=\([-0-9]*\).*/\1/p' <<<"$line")
+echo "RESULT e2e rate=$RATE p50_ms=$p50 p99_ms=$p99 lost=$lost es_alone_p99_ms=$alone" \
+    "added_p99_ms=$((p99 - alone))"

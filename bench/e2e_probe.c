@@ -9,11 +9,18 @@
  * answer that first contained it minus its ts. At the end it waits for the
  * stragglers and counts every event of the run in Elasticsearch.
  *
+ * The baseline, measured in the same run: ten times a second a document is
+ * written straight into one of the run's indices (one the probes were found
+ * in, so it shares their refresh schedule), and timed the same way from the
+ * start of its write until a search finds it. That is what Elasticsearch
+ * alone takes with this refresh interval on this machine under this load;
+ * the difference to the probes is what pano and the two brokers add.
+ *
  *   e2e_probe [--rate 2000] [--duration 60] [--workflows 20] [--probe-every 10]
  *             [--index PATTERN] [--settle 60]
  *
  * Prints "e2e: published N, confirmed N, searchable N, probes N,
- * p50_ms=... p99_ms=... max_ms=... lost=N".
+ * p50_ms=... p99_ms=... max_ms=... lost=N es_alone_p50_ms=... es_alone_p99_ms=...".
  */
 #include "amqp_client.h"
 #include "buf.h"
@@ -38,16 +45,31 @@
 /* Most probes asked for in one search (ES's default max_terms_count is
  * 65536). */
 #define MAX_ASKED 10000
+/* Seconds between two documents written straight to Elasticsearch. */
+#define DIRECT_PERIOD 0.1
+/* Indices the direct documents rotate over (the run's event families). */
+#define MAX_INDICES 8
 
 typedef struct {
-    char id[64];
-    double ts;
+    double ts;   /* when it was published (or its write began) */
     double seen; /* 0 until searchable */
 } probe;
 
-static probe *probes;
-static atomic_size_t nprobes; /* published probes, in ts order */
-static size_t cap_probes;
+/* Samples of one kind, in ts order. Its writer fills items[n] and then
+ * raises n; the prober reads only items below n. */
+typedef struct {
+    const char *tag; /* in the ids: "<run>-<tag>-<k>" */
+    probe *items;
+    atomic_size_t n;
+    size_t cap;
+    size_t oldest; /* prober's: all below it are seen */
+} probe_set;
+
+static probe_set via_pano = {.tag = "p"}, es_alone = {.tag = "d"};
+/* The run's indices, learnt from the probes' hits (prober writes, direct
+ * writer reads below nindices). */
+static char indices[MAX_INDICES][128];
+static atomic_int nindices;
 static atomic_bool publishing_done;
 static const char *index_pattern;
 static char run_id[40];
@@ -72,45 +94,105 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Poll for probes not seen yet, from the oldest unseen one on. */
+typedef struct {
+    size_t seen;
+    double p50, p99, max; /* ms, -1 when none was seen */
+} latency;
+
+/* The latency (seen - ts) of the set's samples that were seen. */
+static latency latency_of(const probe_set *set)
+{
+    size_t n = atomic_load(&set->n);
+    double *ms = pano_calloc(n ? n : 1, sizeof *ms);
+    latency l = {0, -1, -1, -1};
+    for (size_t i = 0; i < n; i++)
+        if (set->items[i].seen)
+            ms[l.seen++] = (set->items[i].seen - set->items[i].ts) * 1000;
+    qsort(ms, l.seen, sizeof *ms, cmp_double);
+    if (l.seen) {
+        l.p50 = ms[(size_t)(0.50 * (double)(l.seen - 1))];
+        l.p99 = ms[(size_t)(0.99 * (double)(l.seen - 1))];
+        l.max = ms[l.seen - 1];
+    }
+    free(ms);
+    return l;
+}
+
+/* Remember the index a probe was found in, for the direct documents. */
+static void learn_index(const char *name)
+{
+    int n = atomic_load(&nindices);
+    if (!name || n == MAX_INDICES || strlen(name) >= sizeof indices[0])
+        return;
+    for (int i = 0; i < n; i++)
+        if (strcmp(indices[i], name) == 0)
+            return;
+    snprintf(indices[n], sizeof indices[n], "%s", name);
+    atomic_store(&nindices, n + 1);
+}
+
+/* Add the ids of set's samples not seen yet to a terms list. */
+static size_t ask_for(probe_set *set, pano_buf *ids, size_t asked_for)
+{
+    size_t n = atomic_load(&set->n);
+    while (set->oldest < n && set->items[set->oldest].seen)
+        set->oldest++;
+    for (size_t k = set->oldest; k < n && asked_for < MAX_ASKED; k++)
+        if (!set->items[k].seen) {
+            pano_buf_appendf(ids, "%s\"%s-%s-%zu\"", asked_for ? "," : "", run_id, set->tag, k);
+            asked_for++;
+        }
+    return asked_for;
+}
+
+/* Mark the sample a hit's event_id names ("<run>-<tag>-<k>") as seen. */
+static void mark_seen(const char *id, const char *index, double when)
+{
+    const char *dash = id ? strrchr(id, '-') : NULL;
+    if (!dash || dash - id < 2)
+        return;
+    probe_set *set = dash[-1] == 'd' ? &es_alone : &via_pano;
+    size_t k = strtoul(dash + 1, NULL, 10);
+    if (k < atomic_load(&set->n) && !set->items[k].seen) {
+        set->items[k].seen = when;
+        if (set == &via_pano)
+            learn_index(index);
+    }
+}
+
+/* Poll for samples not seen yet, from the oldest unseen one on. */
 static void *prober(void *arg)
 {
-    (void)arg;
     char err[512];
     pano_es *es = pano_es_new(cfg, err, sizeof err);
     if (!es) {
         pano_error("%s", err);
         return NULL;
     }
-    size_t oldest = 0;
     double settle_until = 0;
     double settle = *(double *)arg;
+    char *path = pano_asprintf("/%s/_search?filter_path=hits.hits._source,hits.hits._index",
+                               index_pattern);
     for (;;) {
-        size_t n = atomic_load(&nprobes);
-        while (oldest < n && probes[oldest].seen)
-            oldest++;
+        /* Ask only for the samples not seen yet (by id): the answer holds
+         * what became searchable since the last search, and the search
+         * stays cheap however long one sample takes. */
+        pano_buf ids = {0};
+        size_t asked_for = ask_for(&es_alone, &ids, ask_for(&via_pano, &ids, 0));
+        pano_buf_append(&ids, "", 1);
         if (atomic_load(&publishing_done)) {
             if (!settle_until)
                 settle_until = pano_now() + settle;
-            if (oldest == n || pano_now() > settle_until)
+            if (asked_for == 0 || pano_now() > settle_until) {
+                pano_buf_free(&ids);
                 break;
+            }
         }
-        if (oldest == n) {
+        if (asked_for == 0) {
+            pano_buf_free(&ids);
             usleep(50000);
             continue;
         }
-        /* Ask only for the probes not seen yet (by id): the answer holds
-         * what became searchable since the last search, and the search
-         * stays cheap however long one probe takes. */
-        char *path = pano_asprintf("/%s/_search?filter_path=hits.hits._source", index_pattern);
-        pano_buf ids = {0};
-        size_t asked_for = 0;
-        for (size_t k = oldest; k < n && asked_for < MAX_ASKED; k++)
-            if (!probes[k].seen) {
-                pano_buf_appendf(&ids, "%s\"%s-p-%zu\"", asked_for ? "," : "", run_id, k);
-                asked_for++;
-            }
-        pano_buf_append(&ids, "", 1);
         char *body = pano_asprintf("{\"size\":%zu,\"_source\":[\"event_id\"],\"query\":"
                                    "{\"terms\":{\"event_id\":[%s]}}}",
                                    asked_for, ids.data);
@@ -123,29 +205,66 @@ static void *prober(void *arg)
         search_seconds += answered - asked;
         if (answered - asked > search_max)
             search_max = answered - asked;
-        free(path);
         free(body);
         if (rc == 0 && resp.status == 200) {
             pano_json *r = pano_json_parse(resp.body, resp.len, 16, err, sizeof err);
             pano_json *hits = pano_json_get(pano_json_get(r, "hits"), "hits");
             for (size_t i = 0; hits && i < hits->u.items.len; i++) {
-                const char *id =
-                    pano_json_get_str(pano_json_get(hits->u.items.values[i], "_source"), "event_id");
-                /* ids are "<run>-<index of the probe>" */
-                const char *dash = id ? strrchr(id, '-') : NULL;
-                size_t k = dash ? strtoul(dash + 1, NULL, 10) : (size_t)-1;
-                if (k < n && !probes[k].seen)
-                    probes[k].seen = answered;
+                pano_json *hit = hits->u.items.values[i];
+                mark_seen(pano_json_get_str(pano_json_get(hit, "_source"), "event_id"),
+                          pano_json_get_str(hit, "_index"), answered);
             }
             pano_json_free(r);
         }
         if (rc == 0)
             pano_es_response_free(&resp);
-        /* A probe is seen at most one period (and a search) after it became
+        /* A sample is seen at most one period (and a search) after it became
          * searchable: the reading is pessimistic by that much. */
         double spent = pano_now() - asked;
         if (spent < POLL_PERIOD)
             usleep((useconds_t)((POLL_PERIOD - spent) * 1e6));
+    }
+    free(path);
+    pano_es_free(es);
+    return NULL;
+}
+
+/* The baseline: write a document straight into one of the run's indices
+ * every DIRECT_PERIOD, until publishing is done. */
+static void *direct_writer(void *arg)
+{
+    (void)arg;
+    char err[512];
+    pano_es *es = pano_es_new(cfg, err, sizeof err);
+    if (!es) {
+        pano_error("%s", err);
+        return NULL;
+    }
+    while (!atomic_load(&publishing_done)) {
+        usleep((useconds_t)(DIRECT_PERIOD * 1e6));
+        int n = atomic_load(&nindices);
+        size_t k = atomic_load(&es_alone.n);
+        if (n == 0 || k == es_alone.cap)
+            continue;
+        char id[64];
+        snprintf(id, sizeof id, "%s-d-%zu", run_id, k);
+        char *path = pano_asprintf("/%s/_doc/%s", indices[k % (size_t)n], id);
+        double ts = pano_now();
+        char *body = pano_asprintf("{\"event\":\"custom.e2e\",\"ts\":%.6f,\"event_id\":\"%s\","
+                                   "\"hostname\":\"e2e.example.org\"}",
+                                   ts, id);
+        pano_es_response resp;
+        int rc = pano_es_request(es, "PUT", path, body, strlen(body), &resp, err, sizeof err);
+        if (rc == 0 && (resp.status == 200 || resp.status == 201)) {
+            es_alone.items[k].ts = ts;
+            atomic_store(&es_alone.n, k + 1);
+        } else {
+            pano_warn("direct write to %s: %s", path, rc == 0 ? resp.body : err);
+        }
+        if (rc == 0)
+            pano_es_response_free(&resp);
+        free(path);
+        free(body);
     }
     pano_es_free(es);
     return NULL;
@@ -248,10 +367,13 @@ int main(int argc, char **argv)
         return 1;
     }
     long long total = (long long)(rate * duration);
-    cap_probes = (size_t)(total / every + 1);
-    probes = pano_calloc(cap_probes, sizeof *probes);
-    pthread_t thread;
-    if (pthread_create(&thread, NULL, prober, &settle) != 0)
+    via_pano.cap = (size_t)(total / every + 1);
+    via_pano.items = pano_calloc(via_pano.cap, sizeof *via_pano.items);
+    es_alone.cap = (size_t)(duration / DIRECT_PERIOD + 1);
+    es_alone.items = pano_calloc(es_alone.cap, sizeof *es_alone.items);
+    pthread_t thread, writer;
+    if (pthread_create(&thread, NULL, prober, &settle) != 0 ||
+        pthread_create(&writer, NULL, direct_writer, NULL) != 0)
         return 1;
     /* One name per family, none with a schema of its own (the bridge checks
      * events against schemas/): the envelope is all they must satisfy. */
@@ -266,7 +388,7 @@ int main(int argc, char **argv)
         if (due > now)
             usleep((useconds_t)((due - now) * 1e6));
         bool is_probe = i % every == 0;
-        size_t k = atomic_load(&nprobes);
+        size_t k = atomic_load(&via_pano.n);
         pano_json *e = pano_json_object();
         const char *name = names[i % 5];
         char id[64];
@@ -289,9 +411,8 @@ int main(int argc, char **argv)
         char *body = pano_json_serialize(e, &len);
         pano_json_free(e);
         if (is_probe) {
-            snprintf(probes[k].id, sizeof probes[k].id, "%s", id);
-            probes[k].ts = ts;
-            atomic_store(&nprobes, k + 1);
+            via_pano.items[k].ts = ts;
+            atomic_store(&via_pano.n, k + 1);
         }
         int r = pano_amqp_send(amqp, name, body, len, id, &seq, on_confirm, NULL, err, sizeof err);
         free(body);
@@ -312,9 +433,11 @@ int main(int argc, char **argv)
     atomic_store(&publishing_done, true);
     pano_info("published %lld events in %.1f s (%.0f/s); waiting for the stragglers", published,
               took, published / took);
+    pthread_join(writer, NULL);
     pthread_join(thread, NULL);
 
-    size_t n = atomic_load(&nprobes), seen = 0;
+    const probe *probes = via_pano.items;
+    size_t n = atomic_load(&via_pano.n);
     pano_info("%ld searches for probes, %.0f ms on average, %.0f ms at most", searches,
               searches ? search_seconds / (double)searches * 1000 : 0, search_max * 1000);
     /* The latency over the run, per 10 s of publishing, to stderr. */
@@ -332,14 +455,10 @@ int main(int argc, char **argv)
             pano_info("published at %3.0f-%3.0f s: %zu probes, mean %.0f ms, max %.0f ms", w,
                       w + 10, c, sum / (double)c * 1000, worst * 1000);
     }
-    double *lat = pano_calloc(n ? n : 1, sizeof *lat);
-    for (size_t i = 0; i < n; i++)
-        if (probes[i].seen)
-            lat[seen++] = (probes[i].seen - probes[i].ts) * 1000;
-    qsort(lat, seen, sizeof *lat, cmp_double);
-    double p50 = seen ? lat[(size_t)(0.50 * (double)(seen - 1))] : -1;
-    double p99 = seen ? lat[(size_t)(0.99 * (double)(seen - 1))] : -1;
-    double max = seen ? lat[seen - 1] : -1;
+    latency pano = latency_of(&via_pano), alone = latency_of(&es_alone);
+    pano_info("written straight to Elasticsearch: %zu documents (%zu seen), p50 %.0f ms, "
+              "p99 %.0f ms, max %.0f ms",
+              atomic_load(&es_alone.n), alone.seen, alone.p50, alone.p99, alone.max);
     /* every event of the run, searchable: poll the count until it stops
      * changing (the indexer may still be flushing its last batch) */
     long long found = -1;
@@ -350,11 +469,13 @@ int main(int argc, char **argv)
         usleep(300000);
     }
     printf("e2e: published %lld, confirmed %llu, refused %llu, searchable %lld, probes %zu "
-           "(%zu seen), p50_ms=%.0f p99_ms=%.0f max_ms=%.0f lost=%lld\n",
-           published, (unsigned long long)confirmed, (unsigned long long)refused, found, n, seen,
-           p50, p99, max, published - (found < 0 ? 0 : found));
-    free(lat);
-    free(probes);
+           "(%zu seen), p50_ms=%.0f p99_ms=%.0f max_ms=%.0f lost=%lld es_alone_p50_ms=%.0f "
+           "es_alone_p99_ms=%.0f\n",
+           published, (unsigned long long)confirmed, (unsigned long long)refused, found, n,
+           pano.seen, pano.p50, pano.p99, pano.max, published - (found < 0 ? 0 : found),
+           alone.p50, alone.p99);
+    free(via_pano.items);
+    free(es_alone.items);
     free(wfs);
     pano_config_free(cfg);
     return rc;
