@@ -131,7 +131,7 @@ static void learn_index(const char *name)
     atomic_store(&nindices, n + 1);
 }
 
-/* Add the ids of set's samples not seen yet to a terms list. */
+/* Add the ids of set's samples not seen yet to a list of ids. */
 static size_t ask_for(probe_set *set, pano_buf *ids, size_t asked_for)
 {
     size_t n = atomic_load(&set->n);
@@ -145,7 +145,7 @@ static size_t ask_for(probe_set *set, pano_buf *ids, size_t asked_for)
     return asked_for;
 }
 
-/* Mark the sample a hit's event_id names ("<run>-<tag>-<k>") as seen. */
+/* Mark the sample a hit's _id names ("<run>-<tag>-<k>") as seen. */
 static void mark_seen(const char *id, const char *index, double when)
 {
     const char *dash = id ? strrchr(id, '-') : NULL;
@@ -171,12 +171,13 @@ static void *prober(void *arg)
     }
     double settle_until = 0;
     double settle = *(double *)arg;
-    char *path = pano_asprintf("/%s/_search?filter_path=hits.hits._source,hits.hits._index",
+    char *path = pano_asprintf("/%s/_search?filter_path=hits.hits._id,hits.hits._index",
                                index_pattern);
     for (;;) {
-        /* Ask only for the samples not seen yet (by id): the answer holds
-         * what became searchable since the last search, and the search
-         * stays cheap however long one sample takes. */
+        /* Ask only for the samples not seen yet, by _id (the indexer's is
+         * the event_id) and without _source: the answer holds what became
+         * searchable since the last search, and the search stays cheap
+         * however long one sample takes. */
         pano_buf ids = {0};
         size_t asked_for = ask_for(&es_alone, &ids, ask_for(&via_pano, &ids, 0));
         pano_buf_append(&ids, "", 1);
@@ -193,8 +194,8 @@ static void *prober(void *arg)
             usleep(50000);
             continue;
         }
-        char *body = pano_asprintf("{\"size\":%zu,\"_source\":[\"event_id\"],\"query\":"
-                                   "{\"terms\":{\"event_id\":[%s]}}}",
+        char *body = pano_asprintf("{\"size\":%zu,\"_source\":false,\"query\":"
+                                   "{\"ids\":{\"values\":[%s]}}}",
                                    asked_for, ids.data);
         pano_buf_free(&ids);
         pano_es_response resp;
@@ -211,8 +212,8 @@ static void *prober(void *arg)
             pano_json *hits = pano_json_get(pano_json_get(r, "hits"), "hits");
             for (size_t i = 0; hits && i < hits->u.items.len; i++) {
                 pano_json *hit = hits->u.items.values[i];
-                mark_seen(pano_json_get_str(pano_json_get(hit, "_source"), "event_id"),
-                          pano_json_get_str(hit, "_index"), answered);
+                mark_seen(pano_json_get_str(hit, "_id"), pano_json_get_str(hit, "_index"),
+                          answered);
             }
             pano_json_free(r);
         }
