@@ -108,7 +108,7 @@ t0=
 until [[ $(metric indexed_total) == "$N" ]]; do
     ((SECONDS < deadline)) || { log "indexer too slow: $(metric indexed_total) of $N"; exit 1; }
     kill -0 "$IX_PID" 2>/dev/null || { tail "$DIR/indexer.log"; exit 1; }
-    [[ -z $t0 ]] && grep -q "assigned" "$DIR/indexer.log" && t0=$(date +%s.%N)
+    [[ -z $t0 ]] && grep -q "INFO: assigned" "$DIR/indexer.log" && t0=$(date +%s.%N)
     sleep 0.1
 done
 t1=$(date +%s.%N)

@@ -53,7 +53,7 @@ pipeline_start() {
     PIDS+=($!)
     local i
     for ((i = 0; i < 150; i++)); do
-        grep -q consuming "$DIR/bridge.log" && grep -q assigned "$DIR/indexer.log" && return 0
+        grep -q consuming "$DIR/bridge.log" && grep -q "INFO: assigned" "$DIR/indexer.log" && return 0
         sleep 0.2
     done
     grep -q consuming "$DIR/bridge.log" || { tail "$DIR/bridge.log" >&2; exit 1; }

@@ -4,9 +4,11 @@
 #include "log.h"
 #include "mem.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* librdkafka's syslog levels onto pano's. */
 static void log_from_librdkafka(const rd_kafka_t *rk, int level, const char *facility,
@@ -107,23 +109,66 @@ static int replication_factor(rd_kafka_t *rk, const pano_config *cfg, char *err,
     return brokers < 3 ? (brokers > 0 ? brokers : 1) : 3;
 }
 
+/* Whether the cluster's metadata shows the topic with a leader for each
+ * of its partitions. */
+static bool topic_ready(const struct rd_kafka_metadata *md, const char *name)
+{
+    for (int i = 0; i < md->topic_cnt; i++) {
+        const rd_kafka_metadata_topic_t *t = &md->topics[i];
+        if (strcmp(t->topic, name) != 0)
+            continue;
+        if (t->err || t->partition_cnt == 0)
+            return false;
+        for (int p = 0; p < t->partition_cnt; p++)
+            if (t->partitions[p].err || t->partitions[p].leader < 0)
+                return false;
+        return true;
+    }
+    return false;
+}
+
+/* Wait up to TOPICS_VISIBLE_WAIT seconds until the metadata shows every
+ * topic. A topic just created is not known to every broker at once, and a
+ * consumer that subscribes while it is not would not look for it again for
+ * topic.metadata.refresh.interval.ms (5 minutes): a freshly started
+ * pipeline would stand still that long. */
+#define TOPICS_VISIBLE_WAIT 30
+static void wait_until_visible(rd_kafka_t *rk, char names[][256], size_t n)
+{
+    for (int tries = 0; tries < TOPICS_VISIBLE_WAIT * 5; tries++) {
+        const struct rd_kafka_metadata *md;
+        if (rd_kafka_metadata(rk, 1, NULL, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            size_t ready = 0;
+            while (ready < n && topic_ready(md, names[ready]))
+                ready++;
+            rd_kafka_metadata_destroy(md);
+            if (ready == n)
+                return;
+        }
+        usleep(200000);
+    }
+    pano_warn("Kafka topics not all visible in the cluster's metadata after %d s; "
+              "going on", TOPICS_VISIBLE_WAIT);
+}
+
 int pano_kafka_ensure_topics(rd_kafka_t *rk, const pano_config *cfg, char *err, size_t errlen)
 {
     enum { MAX_TOPICS = 16 };
+    char names[MAX_TOPICS][256];
     rd_kafka_NewTopic_t *topics[MAX_TOPICS];
     size_t n = 0;
     int partitions = (int)pano_config_int(cfg, "pano.kafka.partitions");
     int replicas = replication_factor(rk, cfg, err, errlen);
     if (replicas == 0)
         return -1;
-    char name[256], why[256], min_isr[16];
+    char why[256], min_isr[16];
     snprintf(min_isr, sizeof min_isr, "%d", replicas < 3 ? 1 : replicas / 2 + 1);
-    for (size_t i = 0; pano_event_families[i] && n + 1 < MAX_TOPICS; i++) {
-        pano_kafka_topic(cfg, pano_event_families[i], name, sizeof name);
-        topics[n++] = rd_kafka_NewTopic_new(name, partitions, replicas, why, sizeof why);
-    }
-    topics[n++] = rd_kafka_NewTopic_new(pano_config_str(cfg, "pano.kafka.dead_letter_topic"),
-                                        partitions, replicas, why, sizeof why);
+    for (size_t i = 0; pano_event_families[i] && n + 1 < MAX_TOPICS; i++)
+        pano_kafka_topic(cfg, pano_event_families[i], names[n++], sizeof names[0]);
+    snprintf(names[n++], sizeof names[0], "%s",
+             pano_config_str(cfg, "pano.kafka.dead_letter_topic"));
+    for (size_t i = 0; i < n; i++)
+        topics[i] = rd_kafka_NewTopic_new(names[i], partitions, replicas, why, sizeof why);
     int rc = 0;
     for (size_t i = 0; i < n; i++)
         if (!topics[i]) {
@@ -166,5 +211,7 @@ int pano_kafka_ensure_topics(rd_kafka_t *rk, const pano_config *cfg, char *err, 
     for (size_t i = 0; i < n; i++)
         if (topics[i])
             rd_kafka_NewTopic_destroy(topics[i]);
+    if (rc == 0)
+        wait_until_visible(rk, names, n);
     return rc;
 }

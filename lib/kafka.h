@@ -44,7 +44,9 @@ void pano_kafka_topic(const pano_config *cfg, const char *family, char *out, siz
  * comes from pano.kafka.replication_factor (0: 3, or every broker when the
  * cluster has fewer), with min.insync.replicas a majority of it (1 below
  * 3 replicas), so that with acks=all an acknowledged event is on two
- * brokers of three and one broker may fail. */
+ * brokers of three and one broker may fail. Then waits (up to 30 s) until
+ * the cluster's metadata shows every topic with its partitions' leaders,
+ * so that a consumer subscribing next finds them at once. */
 int pano_kafka_ensure_topics(rd_kafka_t *rk, const pano_config *cfg, char *err,
                              size_t errlen);
 

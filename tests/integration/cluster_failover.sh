@@ -56,7 +56,7 @@ wait_until 30 grep -q "created Kafka topic ${PANO_KAFKA_TOPIC_PREFIX}kickstart (
 replicas=$(kcat -b "$KAFKA" -L -t "${PANO_KAFKA_TOPIC_PREFIX}kickstart" | grep -c "replicas: [1-3],[1-3],[1-3],")
 [[ $replicas == 4 ]] || fail "not every partition has 3 replicas: $(kcat -b "$KAFKA" -L -t "${PANO_KAFKA_TOPIC_PREFIX}kickstart")"
 start_indexer ix
-wait_until 60 grep -q "assigned" "$TEST_DIR/ix.log" || fail "the indexer got no partitions: $(tail -5 "$TEST_DIR/ix.log")"
+wait_until 60 grep -q "INFO: assigned" "$TEST_DIR/ix.log" || fail "the indexer got no partitions: $(tail -5 "$TEST_DIR/ix.log")"
 
 # Indexed documents every 0.25 s, to find the longest stall.
 (while :; do

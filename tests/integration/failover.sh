@@ -24,7 +24,7 @@ bridge_args=(--set pano.bridge.status_file="$bridge_status" --set pano.bridge.st
 start_bridge bridge "${bridge_args[@]}"
 bridge_pid=$(last_pid)
 start_indexer ix
-wait_until 60 grep -q "assigned" "$TEST_DIR/ix.log" || fail "the indexer got no partitions"
+wait_until 60 grep -q "INFO: assigned" "$TEST_DIR/ix.log" || fail "the indexer got no partitions"
 "$AMQP_LOAD" -n $N -p "$TEST_ID" -w 50 -r $RATE -t 300 >"$TEST_DIR/load.out" 2>"$TEST_DIR/load.err" &
 load=$!
 
