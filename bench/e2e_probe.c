@@ -149,9 +149,9 @@ static size_t ask_for(probe_set *set, pano_buf *ids, size_t asked_for)
 static void mark_seen(const char *id, const char *index, double when)
 {
     const char *dash = id ? strrchr(id, '-') : NULL;
-    if (!dash || dash - id < 2)
+    if (!dash || dash - id < 2 || dash[-2] != '-')
         return;
-    probe_set *set = dash[-1] == 'd' ? &es_alone : &via_pano;
+    probe_set *set = dash[-1] == *es_alone.tag ? &es_alone : &via_pano;
     size_t k = strtoul(dash + 1, NULL, 10);
     if (k < atomic_load(&set->n) && !set->items[k].seen) {
         set->items[k].seen = when;

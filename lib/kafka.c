@@ -135,7 +135,8 @@ static bool topic_ready(const struct rd_kafka_metadata *md, const char *name)
 #define TOPICS_VISIBLE_WAIT 30
 static void wait_until_visible(rd_kafka_t *rk, char names[][256], size_t n)
 {
-    for (int tries = 0; tries < TOPICS_VISIBLE_WAIT * 5; tries++) {
+    double deadline = pano_now() + TOPICS_VISIBLE_WAIT;
+    while (pano_now() < deadline) {
         const struct rd_kafka_metadata *md;
         if (rd_kafka_metadata(rk, 1, NULL, &md, 5000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
             size_t ready = 0;
