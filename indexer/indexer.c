@@ -401,14 +401,7 @@ int main(int argc, char **argv)
     sigaction(SIGALRM, &al, NULL);
     alarm(30);
 
-    rd_kafka_resp_err_t e = rd_kafka_commit(ix.consumer, NULL, 0);
-    if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET)
-        pano_warn("final commit: %s", rd_kafka_err2str(e));
-    e = rd_kafka_consumer_close(ix.consumer);
-    if (e)
-        pano_warn("closing the consumer: %s", rd_kafka_err2str(e));
-    intake_drop_partitions(&ix, NULL); /* anything the close delivered */
-    rd_kafka_destroy(ix.consumer);
+    intake_close_consumer(&ix);
     indexer_publish_status(&ix);
 out:
     pano_status_free(ix.status);

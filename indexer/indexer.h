@@ -146,6 +146,7 @@ typedef struct {
     bool es_up;
     bool fatal;       /* the consumer failed for good (fenced) */
     bool cooperative; /* the assignment strategy configured is cooperative */
+    bool was_assigned; /* the group gave this member an assignment (if empty) */
     double last_prepared; /* when the coming partitions were last created */
     int replicas;         /* pano.indexer.replicas, or PANO_REPLICAS_AUTO */
     counters n;
@@ -169,6 +170,8 @@ void indexer_publish_status(indexer *ix);
 /* ---- intake.c: Kafka ----------------------------------------------------- */
 
 rd_kafka_t *intake_create_consumer(indexer *ix, char *err, size_t errlen);
+/* Commit what is settled, leave the group and destroy the consumer. */
+void intake_close_consumer(indexer *ix);
 /* Gather up to max_docs messages, or max_bytes, or what came within linger
  * seconds of the first one. */
 void intake_collect_batch(indexer *ix);

@@ -233,6 +233,7 @@ static void rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     rd_kafka_resp_err_t r = RD_KAFKA_RESP_ERR_NO_ERROR;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         pano_info("assigned %d partition(s)", parts->cnt);
+        ix->was_assigned = true;
         if (coop)
             e = rd_kafka_incremental_assign(rk, parts);
         else
@@ -473,4 +474,59 @@ rd_kafka_t *intake_create_consumer(indexer *ix, char *err, size_t errlen)
         return NULL;
     }
     return rk;
+}
+
+/* ---- closing -------------------------------------------------------------- */
+
+/* How long a member that joined its group may wait for its first
+ * assignment at shutdown (see below). */
+#define FIRST_ASSIGNMENT_GRACE 5.0
+
+/* librdkafka before 2.3.0 aborts (an assertion in the sticky assignor) when
+ * a consumer with the cooperative-sticky assignor is destroyed after its
+ * group answered its JoinGroup and before its first assignment: the
+ * assignor's state is made by the first assignment and freed without a
+ * check (librdkafka issue #4312, fixed in 2.3.0; Debian 12 has 2.0.2). The
+ * protocol is known ("COOPERATIVE", not "NONE") once the JoinGroup was
+ * answered. */
+static bool close_would_abort(indexer *ix)
+{
+    if (!ix->cooperative || ix->was_assigned || rd_kafka_version() >= 0x020300ff)
+        return false;
+    const char *protocol = rd_kafka_rebalance_protocol(ix->consumer);
+    return protocol && strcmp(protocol, "NONE") != 0;
+}
+
+void intake_close_consumer(indexer *ix)
+{
+    /* Caught between joining and the first assignment (usually the
+     * milliseconds until the group's leader sends it): wait for it. What is
+     * polled meanwhile is not indexed, so its offset is not stored and the
+     * partition's next owner reads it again. */
+    double deadline = pano_now() + FIRST_ASSIGNMENT_GRACE;
+    while (close_would_abort(ix) && pano_now() < deadline) {
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(ix->consumer, 100);
+        if (m)
+            rd_kafka_message_destroy(m);
+    }
+    if (close_would_abort(ix)) {
+        /* It holds no partition and has stored no offset: nothing is lost
+         * by leaving it to the exit; the group lets the member go after
+         * its session timeout, as after a kill. */
+        pano_warn("leaving the consumer group without closing: still waiting for a first "
+                  "assignment after %.0f s, and librdkafka %s (before 2.3.0) cannot close a "
+                  "consumer in that state (librdkafka issue #4312); nothing is lost",
+                  FIRST_ASSIGNMENT_GRACE, rd_kafka_version_str());
+        intake_drop_partitions(ix, NULL);
+        return;
+    }
+    rd_kafka_resp_err_t e = rd_kafka_commit(ix->consumer, NULL, 0);
+    if (e && e != RD_KAFKA_RESP_ERR__NO_OFFSET)
+        pano_warn("final commit: %s", rd_kafka_err2str(e));
+    e = rd_kafka_consumer_close(ix->consumer);
+    if (e)
+        pano_warn("closing the consumer: %s", rd_kafka_err2str(e));
+    intake_drop_partitions(ix, NULL); /* anything the close delivered */
+    rd_kafka_destroy(ix->consumer);
+    ix->consumer = NULL;
 }

@@ -35,24 +35,18 @@ last_pid() { echo "${PIDS[-1]}"; }
 
 # kill_hard PID: SIGKILL a program the test started and forget it.
 kill_hard() {
-    local pid=$1 i
+    local pid=$1
     kill -KILL "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
-    for i in "${!PIDS[@]}"; do
-        [[ ${PIDS[$i]} == "$pid" ]] && unset 'PIDS[i]'
-    done
-    PIDS=("${PIDS[@]}")
+    forget "$pid"
 }
 
 # stop_one PID: SIGTERM one program and check it exited 0.
 stop_one() {
-    local pid=$1 rc=0 i
+    local pid=$1 rc=0
     kill -TERM "$pid"
     wait "$pid" || rc=$?
-    for i in "${!PIDS[@]}"; do
-        [[ ${PIDS[$i]} == "$pid" ]] && unset 'PIDS[i]'
-    done
-    PIDS=("${PIDS[@]}")
+    forget "$pid"
     ((rc == 0)) || fail "process $pid exited $rc after SIGTERM"
 }
 

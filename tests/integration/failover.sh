@@ -76,7 +76,6 @@ rc=0
 wait "$first" || rc=$?
 [[ $rc == 1 ]] || fail "the fenced indexer exited $rc, not 1"
 grep -q "uses the same pano.indexer.instance_id" "$TEST_DIR/ix.log" || fail "the fenced indexer did not say why"
-for i in "${!PIDS[@]}"; do [[ ${PIDS[$i]} == "$first" ]] && unset 'PIDS[i]'; done
-PIDS=("${PIDS[@]}")
+forget "$first"
 kill -0 "$twin" || fail "the new indexer stopped too"
 log "PASS: failover in $ix_s s (indexer) and $bridge_s s (bridge); $N events, each once; a twin fences with a message"

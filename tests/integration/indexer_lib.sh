@@ -69,10 +69,9 @@ start_indexer() {
 
 # kill_indexer NAME: SIGKILL, and forget it (stop_all checks the others).
 kill_indexer() {
-    local pid=${IX_PID[$1]} i
+    local pid=${IX_PID[$1]}
     kill -KILL "$pid"
     wait "$pid" 2>/dev/null || true
-    for i in "${!PIDS[@]}"; do [[ ${PIDS[$i]} == "$pid" ]] && unset 'PIDS[i]'; done
-    PIDS=("${PIDS[@]}")
+    forget "$pid"
     log "killed $1 (pid $pid) with SIGKILL"
 }

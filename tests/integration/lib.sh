@@ -63,6 +63,14 @@ start() {
     log "started $name (pid $!)"
 }
 
+# forget PID: no longer one of the programs stop_all stops (it was killed,
+# or stopped and checked by the test itself).
+forget() {
+    local i
+    for i in "${!PIDS[@]}"; do [[ ${PIDS[$i]} == "$1" ]] && unset 'PIDS[i]'; done
+    PIDS=("${PIDS[@]}")
+}
+
 # Stop every program the test started with SIGTERM and check that each one
 # exited 0 and that no sanitizer complained in its log.
 stop_all() {
