@@ -5,13 +5,15 @@
 #
 # 1. The workflow of bench/query.sh (bench/workflow.sh), indexed by the real
 #    pano-indexer.
-# 2. pano-explorer on a free port. The API a workflow page calls (the
-#    workflow with its jobs, its cpu, rss, read and write series), the
-#    workflows list and one job, each BENCH_REPS times (20) with curl: the
-#    99th percentile of all those requests.
+# 2. pano-explorer on a free port. The requests the pages make (the
+#    workflow with its jobs and its cpu, rss, read and write series; a job
+#    with its five series; the workflows list) and a series alone, each
+#    BENCH_REPS times (20) with curl: the 99th percentile of all those
+#    requests.
 # 3. The workflow page in headless Chromium (tests/browser/page_load.mjs):
-#    from navigation until the timeline and the four charts are drawn and
-#    the jobs listed; the median of BENCH_PAGES loads (5), each in a new tab.
+#    from navigation until the timeline and the four charts are drawn, the
+#    jobs listed and all of it laid out and painted; the median of
+#    BENCH_PAGES loads (5), each in a new tab.
 # 4. Live: with the workflow page open, BENCH_LIVE jobs (5) started one
 #    after the other (a kickstart.inv.start produced to Kafka, indexed by
 #    the running pano-indexer), each timed from the moment it is searchable
@@ -50,9 +52,9 @@ jobs=$(curl -fsS "$URL/api/workflows/$WF" | jq '.jobs | length')
 
 # seconds of one request, as curl measures it, in milliseconds
 req_ms() { curl -fsS -o /dev/null -w '%{time_total}\n' "$1" | awk '{printf "%d\n", $1 * 1000}'; }
-paths=("workflows/$WF" "workflows/$WF/series?metric=cpu" "workflows/$WF/series?metric=rss"
-       "workflows/$WF/series?metric=read" "workflows/$WF/series?metric=write"
-       "workflows?since=30d" "workflows/$WF/jobs/job_ID$(printf %05d $((JOBS * 42 / 100)))")
+paths=("workflows/$WF?series=cpu,rss,read,write" "workflows/$WF/series?metric=cpu"
+       "workflows?since=30d"
+       "workflows/$WF/jobs/job_ID$(printf %05d $((JOBS * 42 / 100)))?series=cpu,rss,read,write,threads")
 for p in "${paths[@]}"; do req_ms "$URL/api/$p" >/dev/null; done # warm-up
 for k in "${!paths[@]}"; do
     p=${paths[$k]}

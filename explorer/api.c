@@ -115,7 +115,67 @@ static bool load(pano_query *q, const char *uuid, pano_jobs *jobs, pano_http_rep
     return true;
 }
 
-static void workflow(pano_query *q, const char *uuid, pano_http_reply *r)
+/* The step a chart of the workflow (job NULL) or of one job is drawn at. */
+static double auto_step(const pano_jobs *jobs, const pano_job *job)
+{
+    double from, to, interval = job ? job->interval : 0;
+    for (size_t i = 0; !job && i < jobs->n; i++)
+        if (jobs->jobs[i].interval > interval)
+            interval = jobs->jobs[i].interval;
+    return pano_jobs_span(jobs, job, &from, &to) ? explorer_auto_step(to - from, interval) : 1;
+}
+
+/* Reply with the error of a series: 400 for what the request asked wrong. */
+static void reply_series_error(pano_http_reply *r, const char *err)
+{
+    reply_error(r, strstr(err, "unknown metric") || strstr(err, "points") ? 400 : 502, "%s", err);
+}
+
+/* ?series=cpu,rss,...: those metrics over the workflow's (or the job's)
+ * time at the automatic step, as "series" in doc, read in one search, so
+ * that a page needs one request and the jobs are read once. False (with the
+ * error replied) when the list is bad or the store failed. */
+#define MAX_SERIES 8
+static bool add_series(pano_query *q, const pano_http_request *req, const pano_jobs *jobs,
+                       const pano_job *job, pano_json *doc, pano_http_reply *r)
+{
+    const char *arg = pano_http_arg(req, "series");
+    if (!arg)
+        return true;
+    char list[256], *save = NULL;
+    const char *names[MAX_SERIES];
+    size_t n = 0;
+    if (strlen(arg) >= sizeof list) {
+        reply_error(r, 400, "series: too long a list");
+        return false;
+    }
+    strcpy(list, arg);
+    for (char *m = strtok_r(list, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+        if (n == MAX_SERIES) {
+            reply_error(r, 400, "series: at most %d metrics", MAX_SERIES);
+            return false;
+        }
+        names[n++] = m;
+    }
+    pano_series s[MAX_SERIES];
+    char err[1024];
+    if (pano_query_series_many(q, jobs, job, names, n, auto_step(jobs, job), s, err,
+                               sizeof err) < 0) {
+        reply_series_error(r, err);
+        for (size_t i = 0; i < n; i++)
+            pano_series_free(&s[i]);
+        return false;
+    }
+    pano_json *out = pano_json_set_object(doc, "series");
+    for (size_t i = 0; i < n; i++) {
+        pano_json_set(out, names[i], pano_series_to_json(&s[i]));
+        pano_series_free(&s[i]);
+    }
+    return true;
+}
+
+static void workflow(pano_query *q, const char *uuid, const pano_http_request *req,
+                     pano_http_reply *r)
 {
     pano_jobs jobs;
     if (!load(q, uuid, &jobs, r))
@@ -137,7 +197,10 @@ static void workflow(pano_query *q, const char *uuid, pano_http_reply *r)
     pano_json_set(doc, "stats", pano_stats_to_json(&jobs, &s, &pegasus));
     pano_json_set(doc, "anomalies", pano_anomalies_to_json(a, na));
     pano_json_set(doc, "io", io);
-    reply_json(r, 200, doc);
+    if (add_series(q, req, &jobs, NULL, doc, r))
+        reply_json(r, 200, doc);
+    else
+        pano_json_free(doc);
     free(a);
     pano_stats_free(&s);
     pano_pegasus_free(&pegasus);
@@ -175,18 +238,12 @@ static void series(pano_query *q, const char *uuid, const pano_http_request *req
             pano_jobs_free(&jobs);
             return;
         }
-    } else {
-        double from, to, interval = job ? job->interval : 0;
-        for (size_t i = 0; !job && i < jobs.n; i++)
-            if (jobs.jobs[i].interval > interval)
-                interval = jobs.jobs[i].interval;
-        step = pano_jobs_span(&jobs, job, &from, &to) ? explorer_auto_step(to - from, interval) : 1;
-    }
+    } else
+        step = auto_step(&jobs, job);
     pano_series s;
     char err[1024];
     if (pano_query_series(q, &jobs, job, metric, step, &s, err, sizeof err) < 0)
-        reply_error(r, strstr(err, "unknown metric") || strstr(err, "points") ? 400 : 502, "%s",
-                    err);
+        reply_series_error(r, err);
     else {
         reply_json(r, 200, pano_series_to_json(&s));
         pano_series_free(&s);
@@ -194,7 +251,8 @@ static void series(pano_query *q, const char *uuid, const pano_http_request *req
     pano_jobs_free(&jobs);
 }
 
-static void job(pano_query *q, const char *uuid, const char *id, pano_http_reply *r)
+static void job(pano_query *q, const char *uuid, const char *id, const pano_http_request *req,
+                pano_http_reply *r)
 {
     if (!pano_query_job_name_valid(id)) {
         reply_error(r, 400, "'%.80s' is not a job name", id);
@@ -224,7 +282,10 @@ static void job(pano_query *q, const char *uuid, const char *id, pano_http_reply
         pano_json_set(doc, "start_event", start);
         pano_json_set(doc, "events", events);
         pano_json_set(doc, "io", io);
-        reply_json(r, 200, doc);
+        if (add_series(q, req, &jobs, j, doc, r))
+            reply_json(r, 200, doc);
+        else
+            pano_json_free(doc);
     }
     pano_jobs_free(&jobs);
 }
@@ -276,11 +337,11 @@ void explorer_api(const pano_config *cfg, const pano_http_request *req, pano_htt
     }
     rest += len;
     if (!*rest)
-        workflow(q, uuid, r);
+        workflow(q, uuid, req, r);
     else if (strcmp(rest, "/series") == 0)
         series(q, uuid, req, r);
     else if (strncmp(rest, "/jobs/", 6) == 0 && rest[6])
-        job(q, uuid, rest + 6, r);
+        job(q, uuid, rest + 6, req, r);
     else
         reply_error(r, 404, "no such API: %.100s", pano_http_path(req));
 }

@@ -282,6 +282,11 @@ bool pano_jobs_span(const pano_jobs *jobs, const pano_job *job, double *from, do
 int pano_query_series(pano_query *q, const pano_jobs *jobs, const pano_job *job,
                       const char *metric, double step, pano_series *out, char *err,
                       size_t errlen);
+/* The same for count metrics at once, into out[count], from one search (the
+ * samples are read once, whatever the number of metrics). */
+int pano_query_series_many(pano_query *q, const pano_jobs *jobs, const pano_job *job,
+                           const char *const *metrics, size_t count, double step,
+                           pano_series *out, char *err, size_t errlen);
 void pano_series_free(pano_series *s);
 
 /* ---- workflows ------------------------------------------------------------ */

@@ -212,37 +212,57 @@ static int ask_raw(pano_query *q, const pano_jobs *jobs, const pano_job *job, bu
     return rc;
 }
 
-int pano_query_series(pano_query *q, const pano_jobs *jobs, const pano_job *job,
-                      const char *metric, double step, pano_series *out, char *err,
-                      size_t errlen)
+/* The gauges of lost runs: their share ends after their last sample. */
+static void end_lost_runs(const pano_jobs *jobs, const pano_job *job, buckets *b,
+                          const pano_metric_info *m)
 {
-    memset(out, 0, sizeof *out);
-    const pano_metric_info *m = find_metric(metric);
-    if (!m) {
-        pano_buf names = {0};
-        for (const pano_metric_info *k = pano_series_metrics; k->name; k++)
-            pano_buf_appendf(&names, "%s%s", k == pano_series_metrics ? "" : ", ", k->name);
-        snprintf(err, errlen, "unknown metric '%.40s' (one of %s)", metric, names.data);
-        pano_buf_free(&names);
-        return -1;
+    static const char *const gauges[] = {"rss", "vm", "procs", "threads"};
+    for (size_t i = 0; i < jobs->n; i++) {
+        const pano_job *j = &jobs->jobs[i];
+        if (j->state != PANO_JOB_LOST || !j->from_monitor || (job && j != job))
+            continue;
+        size_t k = bucket_of(b, j->last_seen) + 1;
+        int64_t last[] = {j->rss, j->vm, j->procs, j->threads};
+        for (size_t g = 0; g < 4 && k < b->n; g++)
+            if (strcmp(m->fields[0], gauges[g]) == 0)
+                b->sum[k] -= (double)last[g];
     }
-    out->metric = m;
-    out->step = step;
+}
+
+int pano_query_series_many(pano_query *q, const pano_jobs *jobs, const pano_job *job,
+                           const char *const *metrics, size_t count, double step,
+                           pano_series *out, char *err, size_t errlen)
+{
+    memset(out, 0, count * sizeof *out);
+    for (size_t i = 0; i < count; i++) {
+        if (!(out[i].metric = find_metric(metrics[i]))) {
+            pano_buf names = {0};
+            for (const pano_metric_info *k = pano_series_metrics; k->name; k++)
+                pano_buf_appendf(&names, "%s%s", k == pano_series_metrics ? "" : ", ", k->name);
+            snprintf(err, errlen, "unknown metric '%.40s' (one of %s)", metrics[i], names.data);
+            pano_buf_free(&names);
+            return -1;
+        }
+        out[i].step = step;
+    }
     double from, to;
-    if (!(step > 0) || !pano_jobs_span(jobs, job, &from, &to))
+    if (count == 0 || !(step > 0) || !pano_jobs_span(jobs, job, &from, &to))
         return 0; /* nothing to show yet */
     /* Buckets on multiples of the step, as date_histogram makes them. */
-    buckets b = {.step = step, .from = floor(from / step) * step};
-    double n = floor((to - b.from) / step) + 1;
+    double first = floor(from / step) * step;
+    double n = floor((to - first) / step) + 1;
     if (n > MAX_POINTS) {
         snprintf(err, errlen, "a step of %g s gives %.0f points over %.0f s; at most %d "
                  "(take a step of %g s or more)", step, n, to - from, MAX_POINTS,
                  ceil((to - from) / MAX_POINTS));
         return -1;
     }
-    b.n = (size_t)n;
-    b.sum = pano_calloc(b.n, sizeof *b.sum);
+    buckets *b = pano_calloc(count, sizeof *b);
+    for (size_t i = 0; i < count; i++)
+        b[i] = (buckets){.from = first, .step = step, .n = (size_t)n,
+                         .sum = pano_calloc((size_t)n, sizeof(double))};
 
+    /* One date_histogram with the sums of every metric's fields. */
     static const char *const fam[] = {"samples", NULL};
     pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
     pano_json_append(filter, store_term("event", "kickstart.inv.online"));
@@ -250,12 +270,13 @@ int pano_query_series(pano_query *q, const pano_jobs *jobs, const pano_job *job,
         pano_json_append(filter, store_run_filter(job));
     pano_json *aggs = pano_json_set_object(body, "aggs"), *with, *sub;
     pano_json_set(aggs, "with", store_filter_agg(store_exists("delta"), &with));
-    histogram(with, "t", &b, &sub);
-    for (size_t f = 0; f < 2 && m->fields[f]; f++) {
-        char field[64];
-        field_name(field, sizeof field, "delta.", m->fields[f]);
-        pano_json_set(sub, m->fields[f], store_metric("sum", field));
-    }
+    histogram(with, "t", &b[0], &sub);
+    for (size_t i = 0; i < count; i++)
+        for (size_t f = 0; f < 2 && out[i].metric->fields[f]; f++) {
+            char field[64];
+            field_name(field, sizeof field, "delta.", out[i].metric->fields[f]);
+            pano_json_set(sub, out[i].metric->fields[f], store_metric("sum", field));
+        }
     pano_json *none = pano_json_object();
     pano_json_append(pano_json_set_array(pano_json_set_object(none, "bool"), "must_not"),
                      store_exists("delta"));
@@ -268,38 +289,43 @@ int pano_query_series(pano_query *q, const pano_jobs *jobs, const pano_job *job,
     int rc = -1;
     if (answer) {
         const pano_json *a = pano_json_get(answer, "aggregations");
-        add_bucket_values(&b, store_agg(store_agg(a, "with"), "t"), m);
         int64_t raw = 0, delta = 0;
         pano_json_get_int(store_agg(a, "without"), "doc_count", &raw);
         pano_json_get_int(store_agg(a, "with"), "doc_count", &delta);
-        out->samples = delta + raw;
-        rc = raw > 0 ? ask_raw(q, jobs, job, &b, m, err, errlen) : 0;
+        rc = 0;
+        for (size_t i = 0; i < count && rc == 0; i++) {
+            out[i].samples = delta + raw;
+            add_bucket_values(&b[i], store_agg(store_agg(a, "with"), "t"), out[i].metric);
+            if (raw > 0) /* rare: Pegasus's own kickstart, a request per metric */
+                rc = ask_raw(q, jobs, job, &b[i], out[i].metric, err, errlen);
+        }
         pano_json_free(answer);
     }
-    if (rc == 0 && !m->rate)
-        for (size_t i = 0; i < jobs->n; i++) {
-            const pano_job *j = &jobs->jobs[i];
-            if (j->state != PANO_JOB_LOST || !j->from_monitor || (job && j != job))
-                continue;
-            size_t k = bucket_of(&b, j->last_seen) + 1;
-            int64_t last[] = {j->rss, j->vm, j->procs, j->threads};
-            const char *names[] = {"rss", "vm", "procs", "threads"};
-            for (size_t g = 0; g < 4 && k < b.n; g++)
-                if (strcmp(m->fields[0], names[g]) == 0)
-                    b.sum[k] -= (double)last[g];
+    for (size_t i = 0; i < count; i++) {
+        const pano_metric_info *m = out[i].metric;
+        if (rc == 0) {
+            if (!m->rate)
+                end_lost_runs(jobs, job, &b[i], m);
+            out[i].points = pano_calloc(b[i].n, sizeof *out[i].points);
+            out[i].n = b[i].n;
+            double level = 0;
+            for (size_t k = 0; k < b[i].n; k++) {
+                level += b[i].sum[k];
+                out[i].points[k] = (pano_point){first + step * (double)k,
+                                                m->rate ? b[i].sum[k] / step : level};
+            }
         }
-    if (rc == 0) {
-        out->points = pano_calloc(b.n, sizeof *out->points);
-        out->n = b.n;
-        double level = 0;
-        for (size_t i = 0; i < b.n; i++) {
-            level += b.sum[i];
-            out->points[i] = (pano_point){b.from + step * (double)i,
-                                          m->rate ? b.sum[i] / step : level};
-        }
+        free(b[i].sum);
     }
-    free(b.sum);
+    free(b);
     return rc;
+}
+
+int pano_query_series(pano_query *q, const pano_jobs *jobs, const pano_job *job,
+                      const char *metric, double step, pano_series *out, char *err,
+                      size_t errlen)
+{
+    return pano_query_series_many(q, jobs, job, &metric, 1, step, out, err, errlen);
 }
 
 void pano_series_free(pano_series *s)

@@ -6,7 +6,8 @@
 // Environment: NEW_JOB (a shell command that starts a job of the workflow
 // once the workflow page is open), NEW_JOB_ID (its DAG job id), EARLY_WF (a
 // workflow with no event yet), EARLY_JOB and EARLY_JOB_ID (a command that
-// runs a job of it, and that job's id), ES (the
+// runs a job of it, and that job's id), BIG_WF (a workflow of 1,200 running
+// jobs big_ID0000..1199, started in that order), ES (the
 // Elasticsearch URL), INDICES (the index pattern), HOSTILE (the argv
 // element that must show as text), HOSTILE_JOB, FAILED_JOB (exit 3).
 // Prints one line per check; exits 1 at the first failure.
@@ -120,6 +121,35 @@ for (const id of [env.NEW_JOB_ID, env.FAILED_JOB]) {
 const [failedNow] = await rowsOf(env.FAILED_JOB);
 if (failedNow[1] !== 'failed' || failedNow[2] !== '3') fail(`${env.FAILED_JOB}'s row now reads ${failedNow}`);
 ok(`the new job's row turned succeeded, each job has one row, ${env.FAILED_JOB} still reads failed, exit 3`);
+
+// ---- a workflow of 1,200 jobs: the table lists the newest 500 (laying out
+// thousands of rows froze the page for seconds), 500 more at a click, and a
+// filter finds any job
+await page.goto(`${url}/#/wf/${env.BIG_WF}`, {waitUntil: 'networkidle0'});
+const jobIds = () => page.evaluate(() => [...document.querySelectorAll('tbody tr')]
+  .map(tr => [...tr.children].map(td => td.textContent)).filter(c => c.length === 11).map(c => c[0]));
+const jobCount = () => page.evaluate(() => document.querySelector('input[type=search] + span').textContent);
+await page.waitForFunction(() => document.querySelectorAll('tbody tr').length >= 500, {timeout: 20000})
+  .catch(() => fail('the big workflow\'s jobs are not listed'));
+let ids = await jobIds();
+if (ids.length !== 500 || ids[0] !== 'big_ID1199' || ids[499] !== 'big_ID0700')
+  fail(`the big workflow lists ${ids.length} jobs, from ${ids[0]} to ${ids[ids.length - 1]}, not the newest 500`);
+if (await jobCount() !== '1200 jobs, the first 500 shown') fail(`the table says "${await jobCount()}"`);
+ok('a workflow of 1,200 jobs lists the newest 500 first and says so');
+const more = await page.evaluateHandle(() => [...document.querySelectorAll('button')].find(b => b.textContent === 'show 500 more'));
+await more.click();
+ids = await jobIds();
+if (ids.length !== 1000 || ids[999] !== 'big_ID0200') fail(`after "show 500 more": ${ids.length} jobs, the last ${ids[ids.length - 1]}`);
+await page.type('input[type=search]', 'id007');
+await page.waitForFunction(() => document.querySelectorAll('tbody tr').length < 100, {timeout: 5000})
+  .catch(() => fail('the filter did not narrow the jobs'));
+ids = await jobIds();
+const want = Array.from({length: 10}, (_, i) => `big_ID00${79 - i}`);
+if (JSON.stringify(ids) !== JSON.stringify(want)) fail(`the filter "id007" lists ${JSON.stringify(ids)}`);
+if (await jobCount() !== '10 of 1200 jobs match') fail(`with the filter, the table says "${await jobCount()}"`);
+if (!(await more.evaluate(b => b.hidden))) fail('"show 500 more" is offered for 10 jobs');
+ok('"show 500 more" lists 1,000, the filter "id007" the 10 jobs it names');
+await page.screenshot({path: `${shots}/workflow-big.png`});
 
 // ---- a job with a hostile argument: shown as text, nothing of it executed
 await page.goto(`${url}/#/wf/${uuid}/job/${encodeURIComponent(env.HOSTILE_JOB)}`, {waitUntil: 'networkidle0'});

@@ -5,7 +5,8 @@
 # pipeline, looked at with headless Chromium (tests/browser/explorer.mjs):
 # the jobs and exit codes, charts drawn from data, the hostile argument
 # shown as text, a job started after the page opened appearing without a
-# reload. Screenshots of each page land in $PANO_BUILD/screenshots/.
+# reload; a workflow of 1,200 jobs: the newest 500 listed, more at a click,
+# a filter. Screenshots of each page land in $PANO_BUILD/screenshots/.
 source "$(dirname "$0")/../integration/lib.sh"
 require_stack
 : "${PANO_SOURCE:?}"
@@ -38,13 +39,24 @@ running=$!
 wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=wf_uuid:$WF+AND+event:kickstart.inv.end' | jq .count) == 4 ]]" ||
     fail "the 4 jobs' end events did not arrive"
 
+# A workflow of 1,200 running jobs, their starts a second apart, produced
+# straight to Kafka: more than the jobs table shows at once.
+BIG_WF=$(cat /proc/sys/kernel/random/uuid)
+now=$(date +%s)
+for ((i = 0; i < 1200; i++)); do
+    printf '%s\t{"event":"kickstart.inv.start","ts":%d,"event_id":"%s-%d","seq":1,"hostname":"node-1","wf_uuid":"%s","wf_label":"big","dag_job_id":"big_ID%04d","xformation":"xf","pid":%d,"exe":"/bin/app","interval":600}\n' \
+        "$BIG_WF" $((now - 1200 + i)) "$BIG_WF" "$i" "$BIG_WF" "$i" $((1000 + i))
+done | kcat -P -l -b "$KAFKA" -t "${PANO_KAFKA_TOPIC_PREFIX}kickstart" -K $'\t' /dev/stdin
+wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=wf_uuid:$BIG_WF' | jq .count) == 1200 ]]" ||
+    fail "the big workflow's 1,200 jobs did not arrive"
+
 start explorer "$PANO_BUILD/explorer/pano-explorer" --port 0
 wait_until 10 grep -q "serving" "$TEST_DIR/explorer.log" || fail "pano-explorer did not start"
 port=$(sed -n 's|.* on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$TEST_DIR/explorer.log")
 
 log "opening http://127.0.0.1:$port/ in Chromium"
 EARLY_WF=$(cat /proc/sys/kernel/random/uuid) # its page is opened before it has an event
-ES=$ES INDICES="$TEST_ID-*" HOSTILE=$HOSTILE HOSTILE_JOB=hostile_ID04 FAILED_JOB=fails_ID03 \
+ES=$ES INDICES="$TEST_ID-*" BIG_WF=$BIG_WF HOSTILE=$HOSTILE HOSTILE_JOB=hostile_ID04 FAILED_JOB=fails_ID03 \
     NEW_JOB_ID=late_ID06 EARLY_WF="$EARLY_WF" EARLY_JOB_ID=early_ID01 \
     EARLY_JOB="PEGASUS_WF_UUID=$EARLY_WF PEGASUS_DAG_JOB_ID=early_ID01 '$MONITOR' -i 0.2 -- sleep 0.5 >/dev/null 2>>'$TEST_DIR/monitor.log'" \
     NEW_JOB="PEGASUS_DAG_JOB_ID=late_ID06 '$MONITOR' -i 0.2 -- sleep 1 >/dev/null 2>>'$TEST_DIR/monitor.log'" \

@@ -43,6 +43,16 @@ expect "/api/workflows/$WF" 200 '.wf_label == "api-test" and (.jobs | length) ==
 expect "/api/workflows/${WF^^}" 200 '.wf_uuid == "'"$WF"'"' "an upper-case UUID names the same workflow"
 expect "/api/workflows/$WF/series?metric=cpu" 200 '.metric == "cpu" and .kind == "rate" and .samples > 0 and (.points | length) > 0' "a series"
 expect "/api/workflows/$WF/series?metric=rss&job=ok_ID01&step=0.2" 200 '.step == 0.2 and .samples >= 2' "a job's series"
+# the workflow with its charts in one request: each series as its own request gives it
+api "/api/workflows/$WF/series?metric=rss" >/dev/null && jq -c .points "$TEST_DIR/body" >"$TEST_DIR/rss.alone"
+expect "/api/workflows/$WF?series=cpu,rss,read,write" 200 '(.jobs | length) == 2 and (.series | keys) == ["cpu","read","rss","write"]
+    and .series.cpu.kind == "rate" and .series.rss.kind == "gauge" and .series.cpu.samples > 0' "the workflow with its series"
+[[ $(jq -c .series.rss.points "$TEST_DIR/body") == "$(cat "$TEST_DIR/rss.alone")" ]] ||
+    fail "the workflow's rss series differs from the series asked alone"
+expect "/api/workflows/$WF/jobs/ok_ID01?series=cpu,threads" 200 '.id == "ok_ID01" and (.series | keys) == ["cpu","threads"]
+    and .series.threads.samples >= 2' "a job with its series"
+expect "/api/workflows/$WF?series=cpu,bogus" 400 '.error | test("unknown metric .bogus.")' "an unknown metric in a list"
+expect "/api/workflows/$WF?series=a,b,c,d,e,f,g,h,i" 400 '.error | test("at most 8")' "too many series"
 expect "/api/workflows/$WF/jobs/bad_ID02" 200 '.state == "failed" and .exitcode == 7
     and .start_event.argv == ["sh","-c","exit 7"] and .events == []' "a job"
 expect /api/metrics 200 '[.[].metric] | index("cpu") != null' "the metrics"
