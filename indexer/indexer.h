@@ -146,7 +146,7 @@ typedef struct {
     bool es_up;
     bool fatal;       /* the consumer failed for good (fenced) */
     bool cooperative; /* the assignment strategy configured is cooperative */
-    bool was_assigned; /* the group gave this member an assignment (if empty) */
+    bool was_assigned; /* the group gave this member an assignment (even an empty one) */
     double last_prepared; /* when the coming partitions were last created */
     int replicas;         /* pano.indexer.replicas, or PANO_REPLICAS_AUTO */
     counters n;
