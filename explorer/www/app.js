@@ -227,24 +227,73 @@ class ChartBox {
 
 /* ---- the Gantt timeline -------------------------------------------------------- */
 
+// Up to LABELLED_ROWS jobs get a labelled row each. A bigger workflow's jobs
+// share rows (a job takes the row freed first, so the chart is as tall as the
+// most jobs that ran at once), as many as fit in the box (FIT_HEIGHT px) at
+// 2 px or more, else 2 px each up to MAX_ROWS_HEIGHT px, past which rows
+// share pixels: a canvas taller than the browser allows (32,767 px in
+// Chromium, device pixels) is drawn blank.
+const LABELLED_ROWS = 400, FIT_HEIGHT = 436, MAX_ROWS_HEIGHT = 1600, AXIS_HEIGHT = 24;
+
+const jobEnd = (j, now) => j.end || (j.state === 'running' ? now : j.start + (j.duration || 0));
+
+// Started jobs in rows: [[job, ...], ...], each row's jobs in start order and
+// not overlapping.
+function ganttRows(jobs, now) {
+  const started = jobs.filter(j => j.start > 0).sort((a, b) => a.start - b.start);
+  if (started.length <= LABELLED_ROWS) return started.map(j => [j]);
+  const rows = [], free = [];  // free: a min-heap of [end, row] by end
+  const less = (a, b) => a[0] < b[0];
+  const push = item => {
+    let i = free.push(item) - 1;
+    for (let p; i > 0 && less(free[i], free[p = (i - 1) >> 1]); i = p) [free[i], free[p]] = [free[p], free[i]];
+  };
+  const pop = () => {
+    const top = free[0], last = free.pop();
+    if (free.length) {
+      free[0] = last;
+      for (let i = 0; ;) {
+        const l = 2 * i + 1, r = l + 1;
+        let m = i;
+        if (l < free.length && less(free[l], free[m])) m = l;
+        if (r < free.length && less(free[r], free[m])) m = r;
+        if (m === i) break;
+        [free[i], free[m]] = [free[m], free[i]];
+        i = m;
+      }
+    }
+    return top;
+  };
+  for (const j of started) {
+    const row = free.length && free[0][0] <= j.start ? pop()[1] : rows.push([]) - 1;
+    rows[row].push(j);
+    push([jobEnd(j, now), row]);
+  }
+  return rows;
+}
+
 class Gantt {
   constructor(onClick) {
     this.canvas = el('canvas', {id: 'gantt'});
+    this.note = el('span', {class: 'note'});
     this.node = el('div', {}, el('div', {class: 'gantt-wrap'}, this.canvas),
-      el('div', {class: 'legend'}, Object.keys(STATE_COLOURS).map(s => el('span', {class: s}, s))));
-    this.jobs = [];
+      el('div', {class: 'legend'}, Object.keys(STATE_COLOURS).map(s => el('span', {class: s}, s)), this.note));
+    this.rows = [];
     this.canvas.addEventListener('mousemove', e => this.hover(e));
     this.canvas.addEventListener('mouseleave', () => { tooltip(null); });
     this.canvas.addEventListener('click', e => { const j = this.at(e); if (j) onClick(j); });
   }
   draw(jobs, now) {
-    this.jobs = jobs.filter(j => j.start > 0);
+    const rows = this.rows = ganttRows(jobs, now);
+    const started = rows.reduce((n, r) => n + r.length, 0);
+    this.note.textContent = started > rows.length ?
+      `${started} jobs in ${rows.length} rows: jobs that did not overlap share a row` : '';
     const width = this.canvas.parentNode.clientWidth || 1000;
-    const row = this.jobs.length > 400 ? Math.max(2, Math.floor(1600 / this.jobs.length)) : 16;
-    this.row = row;
-    const label = row >= 12 ? 180 : 0;
-    this.label = label;
-    const height = Math.max(40, this.jobs.length * row + 24);
+    const labelled = started === rows.length;  // a row each
+    const n = rows.length;
+    const row = this.row = labelled ? 16 : Math.min(16, Math.max(FIT_HEIGHT / n, Math.min(2, MAX_ROWS_HEIGHT / n)));
+    const label = this.label = labelled ? 180 : 0;
+    const height = Math.max(40, Math.round(n * row) + AXIS_HEIGHT);
     const ratio = window.devicePixelRatio || 1;
     this.canvas.width = width * ratio;
     this.canvas.height = height * ratio;
@@ -253,12 +302,12 @@ class Gantt {
     const g = this.canvas.getContext('2d');
     g.scale(ratio, ratio);
     g.clearRect(0, 0, width, height);
-    if (!this.jobs.length) { g.fillStyle = '#6b7280'; g.fillText('no job has started yet', 10, 24); return; }
-    const t0 = Math.min(...this.jobs.map(j => j.start));
-    const t1 = Math.max(...this.jobs.map(j => j.end || (j.state === 'running' ? now : j.start + (j.duration || 0))), t0 + 1);
-    this.t0 = t0; this.t1 = t1;
-    const x = t => label + (t - t0) / (t1 - t0) * (width - label - 10);
-    this.x = x;
+    if (!rows.length) { g.fillStyle = '#6b7280'; g.fillText('no job has started yet', 10, 24); return; }
+    let t0 = Infinity, t1 = -Infinity;
+    for (const r of rows) for (const j of r) { t0 = Math.min(t0, j.start); t1 = Math.max(t1, jobEnd(j, now)); }
+    t1 = Math.max(t1, t0 + 1);
+    const x = this.x = t => label + (t - t0) / (t1 - t0) * (width - label - 10);
+    this.t0 = t0; this.t1 = t1; this.now = now;
     g.font = '11px system-ui, sans-serif';
     // time axis
     g.fillStyle = '#6b7280';
@@ -267,22 +316,32 @@ class Gantt {
       g.fillRect(x(t), 0, 1, height - 20);
       g.fillText(fmtClock(t, stepDecimals((t1 - t0) / 5)), Math.min(x(t) + 2, width - 60), height - 6);
     }
-    this.jobs.forEach((j, i) => {
-      const y = i * row;
-      const end = j.end || (j.state === 'running' ? now : j.start + (j.duration || 0));
+    const gap = row > 4 ? 2 : 0;
+    rows.forEach((r, i) => r.forEach(j => {
+      const y = i * row, end = jobEnd(j, now);
       g.fillStyle = STATE_COLOURS[j.state] || '#94a3b8';
-      g.fillRect(x(j.start), y + (row > 4 ? 2 : 0), Math.max(2, x(end) - x(j.start)), row > 4 ? row - 4 : row);
+      g.fillRect(x(j.start), y + gap, Math.max(2, x(end) - x(j.start)), Math.max(1, row - 2 * gap));
       if ((j.state === 'failed' || j.state === 'killed') && row >= 8) {  // a failure is marked at its end
         g.fillStyle = '#7f1d1d';
         g.fillText('✕', x(end) + 3, y + row - 4);
       }
       if (label) { g.fillStyle = '#1d2430'; g.fillText(j.id.length > 28 ? j.id.slice(0, 27) + '…' : j.id, 4, y + row - 4); }
-    });
+    }));
   }
+  // The job under the mouse: in a labelled row anywhere on it; in a shared
+  // row the one running at that time, or one within 4 px of it.
   at(e) {
     const r = this.canvas.getBoundingClientRect();
-    const i = Math.floor((e.clientY - r.top) / this.row);
-    return this.jobs[i];
+    const jobs = this.rows[Math.floor((e.clientY - r.top) / this.row)];
+    if (!jobs || this.label) return jobs && jobs[0];
+    const px = (this.t1 - this.t0) / Math.max(1, this.x(this.t1) - this.x(this.t0));
+    const t = this.t0 + (e.clientX - r.left - this.label) * px;
+    let lo = 0, hi = jobs.length;  // the first job starting after t
+    while (lo < hi) { const m = (lo + hi) >> 1; if (jobs[m].start <= t) lo = m + 1; else hi = m; }
+    const before = jobs[lo - 1], after = jobs[lo];
+    if (before && t <= jobEnd(before, this.now) + 4 * px) return before;
+    if (after && after.start - t <= 4 * px) return after;
+    return null;
   }
   hover(e) {
     const j = this.at(e);

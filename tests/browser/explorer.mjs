@@ -6,8 +6,9 @@
 // Environment: NEW_JOB (a shell command that starts a job of the workflow
 // once the workflow page is open), NEW_JOB_ID (its DAG job id), EARLY_WF (a
 // workflow with no event yet), EARLY_JOB and EARLY_JOB_ID (a command that
-// runs a job of it, and that job's id), BIG_WF (a workflow of 1,200 running
-// jobs big_ID0000..1199, started in that order), ES (the
+// runs a job of it, and that job's id), BIG_WF (a workflow of 1,200 jobs
+// big_ID0000..1199, started a second apart in that order, the first 1,000
+// ended after 0.5 s, the last 200 running), ES (the
 // Elasticsearch URL), INDICES (the index pattern), HOSTILE (the argv
 // element that must show as text), HOSTILE_JOB, FAILED_JOB (exit 3).
 // Prints one line per check; exits 1 at the first failure.
@@ -126,10 +127,11 @@ ok(`the new job's row turned succeeded, each job has one row, ${env.FAILED_JOB} 
 // thousands of rows froze the page for seconds), 500 more at a click, and a
 // filter finds any job
 await page.goto(`${url}/#/wf/${env.BIG_WF}`, {waitUntil: 'networkidle0'});
-const jobIds = () => page.evaluate(() => [...document.querySelectorAll('tbody tr')]
-  .map(tr => [...tr.children].map(td => td.textContent)).filter(c => c.length === 11).map(c => c[0]));
+// the jobs table's rows have 11 cells (the anomalies table's 5)
+const jobRows = () => [...document.querySelectorAll('tbody tr')].filter(tr => tr.children.length === 11);
+const jobIds = () => page.evaluate(`(${jobRows})().map(tr => tr.children[0].textContent)`);
 const jobCount = () => page.evaluate(() => document.querySelector('input[type=search] + span').textContent);
-await page.waitForFunction(() => document.querySelectorAll('tbody tr').length >= 500, {timeout: 20000})
+await page.waitForFunction(`(${jobRows})().length >= 500`, {timeout: 20000})
   .catch(() => fail('the big workflow\'s jobs are not listed'));
 let ids = await jobIds();
 if (ids.length !== 500 || ids[0] !== 'big_ID1199' || ids[499] !== 'big_ID0700')
@@ -141,7 +143,7 @@ await more.click();
 ids = await jobIds();
 if (ids.length !== 1000 || ids[999] !== 'big_ID0200') fail(`after "show 500 more": ${ids.length} jobs, the last ${ids[ids.length - 1]}`);
 await page.type('input[type=search]', 'id007');
-await page.waitForFunction(() => document.querySelectorAll('tbody tr').length < 100, {timeout: 5000})
+await page.waitForFunction(`(${jobRows})().length < 100`, {timeout: 5000})
   .catch(() => fail('the filter did not narrow the jobs'));
 ids = await jobIds();
 const want = Array.from({length: 10}, (_, i) => `big_ID00${79 - i}`);
@@ -150,6 +152,29 @@ if (await jobCount() !== '10 of 1200 jobs match') fail(`with the filter, the tab
 if (!(await more.evaluate(b => b.hidden))) fail('"show 500 more" is offered for 10 jobs');
 ok('"show 500 more" lists 1,000, the filter "id007" the 10 jobs it names');
 await page.screenshot({path: `${shots}/workflow-big.png`});
+
+// ---- its timeline: jobs that did not overlap share a row, so 1,000 jobs
+// run one after another and 200 at once take 200 rows, not 1,200, and fit the
+// box (a canvas with a row per job of 10,000 jobs is taller than Chromium draws)
+const timeline = await page.evaluate(() => ({
+  note: document.querySelector('.legend .note').textContent,
+  height: parseFloat(document.getElementById('gantt').style.height),
+}));
+if (timeline.note !== '1200 jobs in 200 rows: jobs that did not overlap share a row' || timeline.height > 460)
+  fail(`the big workflow's timeline is ${timeline.height} px tall and says "${timeline.note}"`);
+await page.$eval('#gantt', c => c.scrollIntoView());
+const box = await (await page.$('#gantt')).boundingBox();
+const tip = async (x, y) => {
+  await page.mouse.move(box.x + x, box.y + y);
+  return page.evaluate(() => { const t = document.getElementById('tooltip'); return t.hidden ? '' : t.textContent; });
+};
+const row = (timeline.height - 24) / 200;
+const first = await tip(1, row / 2), second = await tip(box.width - 12, row * 1.5), blank = await tip(box.width / 2, row * 1.5);
+if (!/^big_ID000[0-2]\nsucceeded/.test(first)) fail(`the first row's start shows "${first}", not one of the first jobs`);
+if (!/^big_ID1001\nrunning/.test(second)) fail(`the second row's end shows "${second}", not big_ID1001 running`);
+if (blank) fail(`the second row before its job started shows "${blank}"`);
+await (await page.$('.gantt-wrap')).screenshot({path: `${shots}/timeline-big.png`});
+ok(`the timeline of 1,200 jobs has 200 rows and fits its box (${timeline.height} px): the first row holds the 1,000 that ran one after another`);
 
 // ---- a job with a hostile argument: shown as text, nothing of it executed
 await page.goto(`${url}/#/wf/${uuid}/job/${encodeURIComponent(env.HOSTILE_JOB)}`, {waitUntil: 'networkidle0'});

@@ -46,8 +46,12 @@ now=$(date +%s)
 for ((i = 0; i < 1200; i++)); do
     printf '%s\t{"event":"kickstart.inv.start","ts":%d,"event_id":"%s-%d","seq":1,"hostname":"node-1","wf_uuid":"%s","wf_label":"big","dag_job_id":"big_ID%04d","xformation":"xf","pid":%d,"exe":"/bin/app","interval":600}\n' \
         "$BIG_WF" $((now - 1200 + i)) "$BIG_WF" "$i" "$BIG_WF" "$i" $((1000 + i))
+    if ((i < 1000)); then # the first 1,000 ran 0.5 s each, one after another
+        printf '%s\t{"event":"kickstart.inv.end","ts":%d.5,"event_id":"%s-%d-end","seq":2,"hostname":"node-1","wf_uuid":"%s","wf_label":"big","dag_job_id":"big_ID%04d","xformation":"xf","pid":%d,"exe":"/bin/app","exitcode":0,"duration":0.5}\n' \
+            "$BIG_WF" $((now - 1200 + i)) "$BIG_WF" "$i" "$BIG_WF" "$i" $((1000 + i))
+    fi
 done | kcat -P -l -b "$KAFKA" -t "${PANO_KAFKA_TOPIC_PREFIX}kickstart" -K $'\t' /dev/stdin
-wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=wf_uuid:$BIG_WF' | jq .count) == 1200 ]]" ||
+wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=wf_uuid:$BIG_WF' | jq .count) == 2200 ]]" ||
     fail "the big workflow's 1,200 jobs did not arrive"
 
 start explorer "$PANO_BUILD/explorer/pano-explorer" --port 0
