@@ -15,8 +15,13 @@
 # The baseline, in the same run: documents written straight into the run's
 # indices ten times a second, timed the same way (es_alone_p99_ms); the
 # difference (added_p99_ms) is what pano and the brokers add to the tail.
+# And Elasticsearch's own share: how often it refreshed each index
+# (refresh_every_p99_ms, the refresh interval plus the wait for the refresh
+# thread) and how long a refresh took (refresh_p99_ms), read off its
+# refresh statistics every 50 ms.
 # Last line: RESULT e2e rate=... p50_ms=... p99_ms=... lost=...
-#            es_alone_p99_ms=... added_p99_ms=...
+#            es_alone_p99_ms=... added_p99_ms=... refresh_every_p99_ms=...
+#            refresh_p99_ms=...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/pipeline.sh
@@ -55,5 +60,7 @@ p50=$(sed -n 's/.* p50_ms=\([-0-9]*\).*/\1/p' <<<"$line")
 p99=$(sed -n 's/.* p99_ms=\([-0-9]*\).*/\1/p' <<<"$line")
 lost=$(sed -n 's/.*lost=\([-0-9]*\).*/\1/p' <<<"$line")
 alone=$(sed -n 's/.*es_alone_p99_ms=\([-0-9]*\).*/\1/p' <<<"$line")
+every=$(sed -n 's/.*refresh_every_p99_ms=\([-0-9]*\).*/\1/p' <<<"$line")
+took=$(sed -n 's/.*refresh_p99_ms=\([-0-9]*\).*/\1/p' <<<"$line")
 echo "RESULT e2e rate=$RATE p50_ms=$p50 p99_ms=$p99 lost=$lost es_alone_p99_ms=$alone" \
-    "added_p99_ms=$((p99 - alone))"
+    "added_p99_ms=$((p99 - alone)) refresh_every_p99_ms=$every refresh_p99_ms=$took"

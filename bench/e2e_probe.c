@@ -16,11 +16,16 @@
  * alone takes with this refresh interval on this machine under this load;
  * the difference to the probes is what pano and the two brokers add.
  *
+ * And why Elasticsearch takes that long: every REFRESH_PERIOD the refresh
+ * statistics of the run's indices are read, giving the time between two
+ * refreshes of an index (to within that period) and the time each took.
+ *
  *   e2e_probe [--rate 2000] [--duration 60] [--workflows 20] [--probe-every 10]
  *             [--index PATTERN] [--settle 60]
  *
  * Prints "e2e: published N, confirmed N, searchable N, probes N,
- * p50_ms=... p99_ms=... max_ms=... lost=N es_alone_p50_ms=... es_alone_p99_ms=...".
+ * p50_ms=... p99_ms=... max_ms=... lost=N es_alone_p50_ms=... es_alone_p99_ms=...
+ * refresh_every_p99_ms=... refresh_p99_ms=...".
  */
 #include "amqp_client.h"
 #include "buf.h"
@@ -49,6 +54,10 @@
 #define DIRECT_PERIOD 0.1
 /* Indices the direct documents rotate over (the run's event families). */
 #define MAX_INDICES 8
+/* Seconds between two readings of the indices' refresh statistics. */
+#define REFRESH_PERIOD 0.05
+/* Indices whose refreshes are followed (those of the run's pattern). */
+#define MAX_WATCHED 32
 
 typedef struct {
     double ts;   /* when it was published (or its write began) */
@@ -94,6 +103,15 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The q quantile of n values (sorted in place), -1 when there is none. */
+static double quantile(double *values, size_t n, double q)
+{
+    if (n == 0)
+        return -1;
+    qsort(values, n, sizeof *values, cmp_double);
+    return values[(size_t)(q * (double)(n - 1))];
+}
+
 typedef struct {
     size_t seen;
     double p50, p99, max; /* ms, -1 when none was seen */
@@ -108,12 +126,9 @@ static latency latency_of(const probe_set *set)
     for (size_t i = 0; i < n; i++)
         if (set->items[i].seen)
             ms[l.seen++] = (set->items[i].seen - set->items[i].ts) * 1000;
-    qsort(ms, l.seen, sizeof *ms, cmp_double);
-    if (l.seen) {
-        l.p50 = ms[(size_t)(0.50 * (double)(l.seen - 1))];
-        l.p99 = ms[(size_t)(0.99 * (double)(l.seen - 1))];
-        l.max = ms[l.seen - 1];
-    }
+    l.p50 = quantile(ms, l.seen, 0.50);
+    l.p99 = quantile(ms, l.seen, 0.99);
+    l.max = quantile(ms, l.seen, 1);
     free(ms);
     return l;
 }
@@ -271,6 +286,87 @@ static void *direct_writer(void *arg)
     return NULL;
 }
 
+/* The refreshes seen: time since the index's previous one, and its own
+ * duration, in ms (only where exactly one refresh happened between two
+ * readings). */
+typedef struct {
+    double *every, *took;
+    size_t n, cap;
+} refresh_log;
+
+static refresh_log refreshes;
+
+typedef struct {
+    char name[128];
+    int64_t total, millis;
+    double at; /* when its total last changed */
+} watched_index;
+
+/* Note the refreshes that happened since the last reading of one index. */
+static void note_refreshes(watched_index *w, int64_t total, int64_t millis, double now)
+{
+    if (w->at && total == w->total + 1 && refreshes.n < refreshes.cap) {
+        refreshes.every[refreshes.n] = (now - w->at) * 1000;
+        refreshes.took[refreshes.n++] = (double)(millis - w->millis);
+    }
+    if (total != w->total || !w->at)
+        w->at = now;
+    w->total = total;
+    w->millis = millis;
+}
+
+/* Read the refresh statistics of the run's indices every REFRESH_PERIOD
+ * until publishing is done. */
+static void *refresh_watcher(void *arg)
+{
+    (void)arg;
+    char err[512];
+    pano_es *es = pano_es_new(cfg, err, sizeof err);
+    if (!es) {
+        pano_error("%s", err);
+        return NULL;
+    }
+    static watched_index watched[MAX_WATCHED];
+    size_t nwatched = 0;
+    char *path = pano_asprintf("/%s/_stats/refresh?level=indices&filter_path=indices.*.primaries."
+                               "refresh.total,indices.*.primaries.refresh.total_time_in_millis",
+                               index_pattern);
+    while (!atomic_load(&publishing_done)) {
+        usleep((useconds_t)(REFRESH_PERIOD * 1e6));
+        pano_es_response resp;
+        if (pano_es_request(es, "GET", path, NULL, 0, &resp, err, sizeof err) < 0)
+            continue;
+        double now = pano_now();
+        pano_json *r = resp.status == 200 ? pano_json_parse(resp.body, resp.len, 16, err, sizeof err)
+                                          : NULL;
+        pano_json *indices_stats = pano_json_get(r, "indices");
+        for (size_t i = 0; indices_stats && i < indices_stats->u.items.len; i++) {
+            const char *name = indices_stats->u.items.keys[i];
+            pano_json *stats = pano_json_get(
+                pano_json_get(indices_stats->u.items.values[i], "primaries"), "refresh");
+            int64_t total, millis;
+            if (!pano_json_get_int(stats, "total", &total) ||
+                !pano_json_get_int(stats, "total_time_in_millis", &millis) ||
+                strlen(name) >= sizeof watched[0].name)
+                continue;
+            size_t k = 0;
+            while (k < nwatched && strcmp(watched[k].name, name) != 0)
+                k++;
+            if (k == nwatched) {
+                if (nwatched == MAX_WATCHED)
+                    continue;
+                snprintf(watched[nwatched++].name, sizeof watched[0].name, "%s", name);
+            }
+            note_refreshes(&watched[k], total, millis, now);
+        }
+        pano_json_free(r);
+        pano_es_response_free(&resp);
+    }
+    free(path);
+    pano_es_free(es);
+    return NULL;
+}
+
 static long long count_run(void)
 {
     char err[512];
@@ -372,9 +468,13 @@ int main(int argc, char **argv)
     via_pano.items = pano_calloc(via_pano.cap, sizeof *via_pano.items);
     es_alone.cap = (size_t)(duration / DIRECT_PERIOD + 1);
     es_alone.items = pano_calloc(es_alone.cap, sizeof *es_alone.items);
-    pthread_t thread, writer;
+    refreshes.cap = (size_t)(duration / REFRESH_PERIOD) * 4 + 64;
+    refreshes.every = pano_calloc(refreshes.cap, sizeof *refreshes.every);
+    refreshes.took = pano_calloc(refreshes.cap, sizeof *refreshes.took);
+    pthread_t thread, writer, watcher;
     if (pthread_create(&thread, NULL, prober, &settle) != 0 ||
-        pthread_create(&writer, NULL, direct_writer, NULL) != 0)
+        pthread_create(&writer, NULL, direct_writer, NULL) != 0 ||
+        pthread_create(&watcher, NULL, refresh_watcher, NULL) != 0)
         return 1;
     /* One name per family, none with a schema of its own (the bridge checks
      * events against schemas/): the envelope is all they must satisfy. */
@@ -435,6 +535,7 @@ int main(int argc, char **argv)
     pano_info("published %lld events in %.1f s (%.0f/s); waiting for the stragglers", published,
               took, published / took);
     pthread_join(writer, NULL);
+    pthread_join(watcher, NULL);
     pthread_join(thread, NULL);
 
     const probe *probes = via_pano.items;
@@ -460,6 +561,15 @@ int main(int argc, char **argv)
     pano_info("written straight to Elasticsearch: %zu documents (%zu seen), p50 %.0f ms, "
               "p99 %.0f ms, max %.0f ms",
               atomic_load(&es_alone.n), alone.seen, alone.p50, alone.p99, alone.max);
+    size_t nr = refreshes.n;
+    double every_p50 = quantile(refreshes.every, nr, 0.50),
+           every_p99 = quantile(refreshes.every, nr, 0.99),
+           took_p50 = quantile(refreshes.took, nr, 0.50),
+           took_p90 = quantile(refreshes.took, nr, 0.90),
+           took_p99 = quantile(refreshes.took, nr, 0.99);
+    pano_info("Elasticsearch refreshed an index every p50 %.0f ms, p99 %.0f ms (read every %.0f "
+              "ms); a refresh took p50 %.0f ms, p90 %.0f ms, p99 %.0f ms (%zu refreshes)",
+              every_p50, every_p99, REFRESH_PERIOD * 1000, took_p50, took_p90, took_p99, nr);
     /* every event of the run, searchable: poll the count until it stops
      * changing (the indexer may still be flushing its last batch) */
     long long found = -1;
@@ -471,10 +581,12 @@ int main(int argc, char **argv)
     }
     printf("e2e: published %lld, confirmed %llu, refused %llu, searchable %lld, probes %zu "
            "(%zu seen), p50_ms=%.0f p99_ms=%.0f max_ms=%.0f lost=%lld es_alone_p50_ms=%.0f "
-           "es_alone_p99_ms=%.0f\n",
+           "es_alone_p99_ms=%.0f refresh_every_p99_ms=%.0f refresh_p99_ms=%.0f\n",
            published, (unsigned long long)confirmed, (unsigned long long)refused, found, n,
            pano.seen, pano.p50, pano.p99, pano.max, published - (found < 0 ? 0 : found),
-           alone.p50, alone.p99);
+           alone.p50, alone.p99, every_p99, took_p99);
+    free(refreshes.every);
+    free(refreshes.took);
     free(via_pano.items);
     free(es_alone.items);
     free(wfs);
