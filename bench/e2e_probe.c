@@ -133,6 +133,17 @@ static latency latency_of(const probe_set *set)
     return l;
 }
 
+/* An Elasticsearch client for one of the threads (pano.es.url), or NULL
+ * after saying why. */
+static pano_es *es_client(void)
+{
+    char err[512];
+    pano_es *es = pano_es_new(cfg, err, sizeof err);
+    if (!es)
+        pano_error("%s", err);
+    return es;
+}
+
 /* Remember the index a probe was found in, for the direct documents. */
 static void learn_index(const char *name)
 {
@@ -179,11 +190,9 @@ static void mark_seen(const char *id, const char *index, double when)
 static void *prober(void *arg)
 {
     char err[512];
-    pano_es *es = pano_es_new(cfg, err, sizeof err);
-    if (!es) {
-        pano_error("%s", err);
+    pano_es *es = es_client();
+    if (!es)
         return NULL;
-    }
     double settle_until = 0;
     double settle = *(double *)arg;
     char *path = pano_asprintf("/%s/_search?filter_path=hits.hits._id,hits.hits._index",
@@ -251,11 +260,9 @@ static void *direct_writer(void *arg)
 {
     (void)arg;
     char err[512];
-    pano_es *es = pano_es_new(cfg, err, sizeof err);
-    if (!es) {
-        pano_error("%s", err);
+    pano_es *es = es_client();
+    if (!es)
         return NULL;
-    }
     while (!atomic_load(&publishing_done)) {
         usleep((useconds_t)(DIRECT_PERIOD * 1e6));
         int n = atomic_load(&nindices);
@@ -321,11 +328,9 @@ static void *refresh_watcher(void *arg)
 {
     (void)arg;
     char err[512];
-    pano_es *es = pano_es_new(cfg, err, sizeof err);
-    if (!es) {
-        pano_error("%s", err);
+    pano_es *es = es_client();
+    if (!es)
         return NULL;
-    }
     static watched_index watched[MAX_WATCHED];
     size_t nwatched = 0;
     char *path = pano_asprintf("/%s/_stats/refresh?level=indices&filter_path=indices.*.primaries."
