@@ -56,11 +56,13 @@ awk -F'[{}" ]+' '/^pano_indexer_stage_seconds_bucket/ {
             printf "stage %-8s p50 %s ms, p99 %s ms (%d events)\n", order[k],
                 ms(q(order[k], 0.5)), ms(q(order[k], 0.99)), total[order[k]]
     }' "$DIR/indexer.prom"
-p50=$(sed -n 's/.* p50_ms=\([-0-9]*\).*/\1/p' <<<"$line")
-p99=$(sed -n 's/.* p99_ms=\([-0-9]*\).*/\1/p' <<<"$line")
-lost=$(sed -n 's/.*lost=\([-0-9]*\).*/\1/p' <<<"$line")
-alone=$(sed -n 's/.*es_alone_p99_ms=\([-0-9]*\).*/\1/p' <<<"$line")
-every=$(sed -n 's/.*refresh_every_p99_ms=\([-0-9]*\).*/\1/p' <<<"$line")
-took=$(sed -n 's/.*refresh_p99_ms=\([-0-9]*\).*/\1/p' <<<"$line")
+# The value of " NAME=" in the probe's last line.
+field() { sed -n "s/.* $1=\([-0-9]*\).*/\1/p" <<<"$line"; }
+p50=$(field p50_ms)
+p99=$(field p99_ms)
+lost=$(field lost)
+alone=$(field es_alone_p99_ms)
+every=$(field refresh_every_p99_ms)
+took=$(field refresh_p99_ms)
 echo "RESULT e2e rate=$RATE p50_ms=$p50 p99_ms=$p99 lost=$lost es_alone_p99_ms=$alone" \
     "added_p99_ms=$((p99 - alone)) refresh_every_p99_ms=$every refresh_p99_ms=$took"

@@ -103,13 +103,10 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The q quantile of n values (sorted in place), -1 when there is none. */
-static double quantile(double *values, size_t n, double q)
+/* The q quantile of n values in ascending order, -1 when there is none. */
+static double quantile(const double *sorted, size_t n, double q)
 {
-    if (n == 0)
-        return -1;
-    qsort(values, n, sizeof *values, cmp_double);
-    return values[(size_t)(q * (double)(n - 1))];
+    return n ? sorted[(size_t)(q * (double)(n - 1))] : -1;
 }
 
 typedef struct {
@@ -126,6 +123,7 @@ static latency latency_of(const probe_set *set)
     for (size_t i = 0; i < n; i++)
         if (set->items[i].seen)
             ms[l.seen++] = (set->items[i].seen - set->items[i].ts) * 1000;
+    qsort(ms, l.seen, sizeof *ms, cmp_double);
     l.p50 = quantile(ms, l.seen, 0.50);
     l.p99 = quantile(ms, l.seen, 0.99);
     l.max = quantile(ms, l.seen, 1);
@@ -567,6 +565,8 @@ int main(int argc, char **argv)
               "p99 %.0f ms, max %.0f ms",
               atomic_load(&es_alone.n), alone.seen, alone.p50, alone.p99, alone.max);
     size_t nr = refreshes.n;
+    qsort(refreshes.every, nr, sizeof *refreshes.every, cmp_double);
+    qsort(refreshes.took, nr, sizeof *refreshes.took, cmp_double);
     double every_p50 = quantile(refreshes.every, nr, 0.50),
            every_p99 = quantile(refreshes.every, nr, 0.99),
            took_p50 = quantile(refreshes.took, nr, 0.50),

@@ -284,13 +284,11 @@ class Gantt {
     this.canvas.addEventListener('click', e => { const j = this.at(e); if (j) onClick(j); });
   }
   draw(jobs, now) {
-    const rows = this.rows = ganttRows(jobs, now);
-    const started = rows.reduce((n, r) => n + r.length, 0);
-    this.note.textContent = started > rows.length ?
-      `${started} jobs in ${rows.length} rows: jobs that did not overlap share a row` : '';
+    const rows = this.rows = ganttRows(jobs, now), n = rows.length;
+    const started = rows.reduce((count, r) => count + r.length, 0);
+    const labelled = started === n;  // a row each
+    this.note.textContent = labelled ? '' : `${started} jobs in ${n} rows: jobs that did not overlap share a row`;
     const width = this.canvas.parentNode.clientWidth || 1000;
-    const labelled = started === rows.length;  // a row each
-    const n = rows.length;
     const row = this.row = labelled ? 16 : Math.min(16, Math.max(FIT_HEIGHT / n, Math.min(2, MAX_ROWS_HEIGHT / n)));
     const label = this.label = labelled ? 180 : 0;
     const height = Math.max(40, Math.round(n * row) + AXIS_HEIGHT);
@@ -302,7 +300,7 @@ class Gantt {
     const g = this.canvas.getContext('2d');
     g.scale(ratio, ratio);
     g.clearRect(0, 0, width, height);
-    if (!rows.length) { g.fillStyle = '#6b7280'; g.fillText('no job has started yet', 10, 24); return; }
+    if (!n) { g.fillStyle = '#6b7280'; g.fillText('no job has started yet', 10, 24); return; }
     let t0 = Infinity, t1 = -Infinity;
     for (const r of rows) for (const j of r) { t0 = Math.min(t0, j.start); t1 = Math.max(t1, jobEnd(j, now)); }
     t1 = Math.max(t1, t0 + 1);
