@@ -52,17 +52,8 @@ pano_json *pano_query_io(pano_query *q, const pano_jobs *jobs, const pano_job *j
 {
     static const char *const fam[] = {"darshan", "transfer", NULL};
     pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
-    if (job) { /* what the run published: its DAG job id, host and time */
-        if (*job->dag_job_id)
-            pano_json_append(filter, store_term("dag_job_id", job->dag_job_id));
-        if (*job->host)
-            pano_json_append(filter, store_term("hostname", job->host));
-        pano_json *range = pano_json_object();
-        pano_json *ts = pano_json_set_object(pano_json_set_object(range, "range"), "ts");
-        pano_json_set_double(ts, "gte", job->start - 1, 3);
-        pano_json_set_double(ts, "lte", (job->end > 0 ? job->end : jobs->now) + 1, 3);
-        pano_json_append(filter, range);
-    }
+    if (job)
+        store_add_published_by(filter, jobs, job);
     pano_json *aggs = pano_json_set_object(body, "aggs"), *d, *t, *f;
     pano_json_set(aggs, "darshan", store_filter_agg(store_term("event", "darshan.perf"), &d));
     for (size_t m = 0; m < sizeof darshan_modules / sizeof darshan_modules[0]; m++) {

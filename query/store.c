@@ -116,6 +116,19 @@ pano_json *store_run_filter(const pano_job *j)
     return q;
 }
 
+void store_add_published_by(pano_json *filter, const pano_jobs *jobs, const pano_job *job)
+{
+    if (*job->dag_job_id)
+        pano_json_append(filter, store_term("dag_job_id", job->dag_job_id));
+    if (*job->host)
+        pano_json_append(filter, store_term("hostname", job->host));
+    pano_json *range = pano_json_object();
+    pano_json *ts = pano_json_set_object(pano_json_set_object(range, "range"), "ts");
+    pano_json_set_double(ts, "gte", job->start - 1, 3);
+    pano_json_set_double(ts, "lte", (job->end > 0 ? job->end : jobs->now) + 1, 3);
+    pano_json_append(filter, range);
+}
+
 pano_json *store_metric(const char *kind, const char *field)
 {
     pano_json *m = pano_json_object();

@@ -61,6 +61,11 @@ void store_span_read(const pano_json *aggs, double *first, double *last);
 /* The events of one pano-monitor run: its dag_job_id (or none), host and pid. */
 pano_json *store_run_filter(const pano_job *j);
 
+/* Adds to filter what a job's events published from inside its run carry:
+ * its DAG job id and host (when known) and its time, a second either side
+ * (which tells the attempts of a DAG job apart, and runs without one). */
+void store_add_published_by(pano_json *filter, const pano_jobs *jobs, const pano_job *job);
+
 /* POST the body to path. The parsed answer, or NULL with a message in err
  * (no answer, or an error status with Elasticsearch's reason). */
 pano_json *store_search(pano_query *q, const char *path, const pano_json *body, char *err,

@@ -148,17 +148,7 @@ pano_json *pano_query_job_events(pano_query *q, const pano_jobs *jobs, const pan
     pano_json_set(body, "sort", store_literal("[{\"ts\":\"asc\"}]"));
     /* The per-file table of a Darshan log can be large: its totals stay. */
     pano_json_set(body, "_source", store_literal("{\"excludes\":[\"files\"]}"));
-    /* Published from inside the run: its DAG job id, its host, its time
-     * (which tells the attempts of a DAG job apart, and runs without one). */
-    if (*job->dag_job_id)
-        pano_json_append(filter, store_term("dag_job_id", job->dag_job_id));
-    if (*job->host)
-        pano_json_append(filter, store_term("hostname", job->host));
-    pano_json *range = pano_json_object();
-    pano_json *ts = pano_json_set_object(pano_json_set_object(range, "range"), "ts");
-    pano_json_set_double(ts, "gte", job->start - 1, 3);
-    pano_json_set_double(ts, "lte", (job->end > 0 ? job->end : jobs->now) + 1, 3);
-    pano_json_append(filter, range);
+    store_add_published_by(filter, jobs, job);
     char *path = store_search_path(q, jobs, fam);
     pano_json *answer = store_search(q, path, body, err, errlen);
     free(path);

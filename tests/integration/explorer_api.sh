@@ -12,10 +12,16 @@ start indexer "$PANO_BUILD/indexer/pano-indexer"
 wait_until 30 grep -q "consuming" "$TEST_DIR/bridge.log" || fail "bridge did not start"
 WF=$(cat /proc/sys/kernel/random/uuid)
 export PEGASUS_WF_UUID=$WF PEGASUS_WF_LABEL=api-test
-PEGASUS_DAG_JOB_ID=ok_ID01 "$MONITOR" -i 0.2 -- sleep 0.5 2>>"$TEST_DIR/monitor.log"
+# ok_ID01 stages a file out: its transfer events are its own, not bad_ID02's
+head -c 4096 /dev/urandom >"$TEST_DIR/output.dat"
+PEGASUS_DAG_JOB_ID=ok_ID01 "$MONITOR" -i 0.2 -- sh -c 'sleep 0.5 && "$1" copy "$2" "$3"' sh \
+    "$PANO_BUILD/publishers/transfer/pano-transfer" "$TEST_DIR/output.dat" "$TEST_DIR/staged.dat" \
+    2>>"$TEST_DIR/monitor.log" || fail "ok_ID01 failed: $(tail -3 "$TEST_DIR/monitor.log")"
 PEGASUS_DAG_JOB_ID=bad_ID02 "$MONITOR" -i 0.2 -- sh -c 'exit 7' 2>>"$TEST_DIR/monitor.log" || true
 wait_until 30 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=wf_uuid:$WF+AND+event:kickstart.inv.end' | jq .count) == 2 ]]" ||
     fail "the jobs' end events did not arrive"
+wait_until 30 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=wf_uuid:$WF+AND+event:transfer.inv.local*' | jq .count) == 2 ]]" ||
+    fail "ok_ID01's transfer events did not arrive"
 
 # serve NAME [ARGS...]: start an explorer on a free port, wait for it; its
 # port in $port (not a subshell: the test must know the process to stop it)
@@ -39,7 +45,8 @@ expect /api/workflows 200 "[.[] | select(.wf_uuid == \"$WF\")] | length == 1" "t
 expect "/api/workflows/$WF" 200 '.wf_label == "api-test" and (.jobs | length) == 2
     and .stats.jobs.total == 2 and .stats.jobs.failed == 1
     and (.jobs[] | select(.id == "bad_ID02") | .exitcode == 7 and .state == "failed")
-    and ([.anomalies[] | select(.kind == "failed")] | length) == 1 and .io.transfers.files == 0' "the workflow"
+    and ([.anomalies[] | select(.kind == "failed")] | length) == 1
+    and .io.transfers.files == 1 and .io.transfers.bytes == 4096' "the workflow"
 expect "/api/workflows/${WF^^}" 200 '.wf_uuid == "'"$WF"'"' "an upper-case UUID names the same workflow"
 expect "/api/workflows/$WF/series?metric=cpu" 200 '.metric == "cpu" and .kind == "rate" and .samples > 0 and (.points | length) > 0' "a series"
 expect "/api/workflows/$WF/series?metric=rss&job=ok_ID01&step=0.2" 200 '.step == 0.2 and .samples >= 2' "a job's series"
@@ -54,7 +61,9 @@ expect "/api/workflows/$WF/jobs/ok_ID01?series=cpu,threads" 200 '.id == "ok_ID01
 expect "/api/workflows/$WF?series=cpu,bogus" 400 '.error | test("unknown metric .bogus.")' "an unknown metric in a list"
 expect "/api/workflows/$WF?series=a,b,c,d,e,f,g,h,i" 400 '.error | test("at most 8")' "too many series"
 expect "/api/workflows/$WF/jobs/bad_ID02" 200 '.state == "failed" and .exitcode == 7
-    and .start_event.argv == ["sh","-c","exit 7"] and .events == []' "a job"
+    and .start_event.argv == ["sh","-c","exit 7"] and .events == [] and .io.transfers.files == 0' "a job"
+expect "/api/workflows/$WF/jobs/ok_ID01" 200 '([.events[].event] | sort) == ["transfer.inv.local","transfer.inv.local.single"]
+    and .io.transfers.files == 1 and .io.transfers.bytes == 4096 and .io.transfers.failed == 0' "a job with its transfer"
 expect /api/metrics 200 '[.[].metric] | index("cpu") != null' "the metrics"
 # errors: JSON with their status
 expect /api/workflows/not-a-uuid 400 '.error | test("not a workflow UUID")' "a bad UUID"
