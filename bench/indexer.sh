@@ -23,18 +23,10 @@
 # Last line: RESULT indexer docs_per_s=... ratio_to_ceiling=...
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=${BUILD:-build}
+source bench/common.sh
 N=${BENCH_EVENTS:-1000000}
 CLIENTS=${BENCH_CLIENTS:-4}
-ES=${PANO_ES_URL:-http://127.0.0.1:${PANO_ES_PORT:-9200}}
-export PANO_KAFKA_BROKERS=${PANO_KAFKA_BROKERS:-127.0.0.1:${PANO_KAFKA_PORT:-9092}}
-export PANO_ES_URL=$ES
-ID="bench$(od -An -N3 -tx1 /dev/urandom | tr -d ' ')"
-DIR=$(mktemp -d "/tmp/pano-$ID.XXXXXX")
-export PANO_KAFKA_TOPIC_PREFIX="$ID."
-export PANO_KAFKA_DEAD_LETTER_TOPIC="$ID.dead-letter"
-export PANO_INDEXER_GROUP="$ID"
-export PANO_INDEXER_REPLICAS=${PANO_INDEXER_REPLICAS:-0}
+bench_names bench
 export PANO_INDEXER_STATUS_FILE="$DIR/status.prom"
 # The ceiling's bodies are as large as the indexer's requests: a batch of
 # pano.indexer.batch_docs split into pano.indexer.concurrency requests.
@@ -42,12 +34,9 @@ cfgval() { "$BUILD/indexer/pano-indexer" --show-config | sed -n "s/^$1 *= *\([0-
 BULK_DOCS=${BENCH_BULK_DOCS:-$(($(cfgval pano.indexer.batch_docs) / $(cfgval pano.indexer.concurrency)))}
 IX_PID=
 
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 cleanup() {
     [[ -n $IX_PID ]] && kill -TERM "$IX_PID" 2>/dev/null && wait "$IX_PID" 2>/dev/null
-    curl -fsS -X DELETE "$ES/$ID-*" >/dev/null 2>&1 || true
-    curl -fsS -X DELETE "$ES/_index_template/$ID-*" >/dev/null 2>&1 || true
-    "$BUILD/tests/tools/kafka_load" --delete-topics >/dev/null 2>&1 || true
+    bench_delete
     rm -rf "$DIR"
 }
 trap cleanup EXIT
@@ -98,7 +87,6 @@ sleep 5
 # The clock starts when the indexer has its partitions (templates installed,
 # indices created, group joined: the setup the ceiling run also gets for
 # free); the time from the process start is logged too.
-export PANO_INDEXER_INDEX_PREFIX="$ID-"
 t_start=$(date +%s.%N)
 "$BUILD/indexer/pano-indexer" >"$DIR/indexer.log" 2>&1 &
 IX_PID=$!

@@ -1,6 +1,6 @@
 # Sourced by the benchmarks that run the whole pipeline on the local stack
 # (e2e.sh, store.sh): RabbitMQ -> pano-bridge -> Kafka -> pano-indexer ->
-# Elasticsearch, under names of the run's own, all removed at exit.
+# Elasticsearch, under names of the run's own (common.sh), all removed at exit.
 #
 #   pipeline_setup NAME              ID (NAME + random hex), DIR, and the
 #                                    PANO_* names of the run; cleanup at exit
@@ -9,27 +9,16 @@
 #
 # Environment: the local stack's ports (PANO_AMQP_PORT, PANO_KAFKA_PORT,
 # PANO_ES_PORT, PANO_RABBITMQ_MGMT_PORT), BUILD (build).
-BUILD=${BUILD:-build}
+source bench/common.sh
 AMQP_PORT=${PANO_AMQP_PORT:-5672}
 MGMT_PORT=${PANO_RABBITMQ_MGMT_PORT:-15672}
-ES=${PANO_ES_URL:-http://127.0.0.1:${PANO_ES_PORT:-9200}}
 PIDS=()
 
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-
 pipeline_setup() {
-    ID="$1$(od -An -N3 -tx1 /dev/urandom | tr -d ' ')"
-    DIR=$(mktemp -d "/tmp/pano-$ID.XXXXXX")
+    bench_names "$1"
     export PANO_AMQP_URL="amqp://guest:guest@127.0.0.1:$AMQP_PORT/%2F/$ID"
-    export PANO_KAFKA_BROKERS=${PANO_KAFKA_BROKERS:-127.0.0.1:${PANO_KAFKA_PORT:-9092}}
-    export PANO_ES_URL=$ES
-    export PANO_KAFKA_TOPIC_PREFIX="$ID."
-    export PANO_KAFKA_DEAD_LETTER_TOPIC="$ID.dead-letter"
     export PANO_BRIDGE_QUEUE="$ID.events"
     export PANO_BRIDGE_DEAD_LETTER_EXCHANGE="$ID.dlx"
-    export PANO_INDEXER_GROUP="$ID-indexer"
-    export PANO_INDEXER_INDEX_PREFIX="$ID-"
-    export PANO_INDEXER_REPLICAS=${PANO_INDEXER_REPLICAS:-0}
     trap pipeline_cleanup EXIT
 }
 
@@ -40,9 +29,7 @@ pipeline_cleanup() {
     for q in "queues/%2F/$ID.events" "queues/%2F/$ID.events.dead" "exchanges/%2F/$ID" "exchanges/%2F/$ID.dlx"; do
         curl -fsS -u guest:guest -X DELETE "http://127.0.0.1:$MGMT_PORT/api/$q" >/dev/null 2>&1 || true
     done
-    curl -fsS -X DELETE "$ES/$ID-*" >/dev/null 2>&1 || true
-    curl -fsS -X DELETE "$ES/_index_template/$ID-*" >/dev/null 2>&1 || true
-    "$BUILD/tests/tools/kafka_load" --delete-topics >/dev/null 2>&1 || true
+    bench_delete
     rm -rf "$DIR"
 }
 

@@ -16,19 +16,10 @@
 # its own cleanup sets BENCH_CLEANUP to a command run first.
 # BENCH_REUSE="PREFIX WORKFLOW" (as a BENCH_KEEP=1 run prints them) measures
 # those indices again instead of writing new ones.
-BUILD=${BUILD:-build}
+source bench/common.sh
 JOBS=${BENCH_JOBS:-10000}
 SAMPLES=${BENCH_SAMPLES:-100}
-ES=${PANO_ES_URL:-http://127.0.0.1:${PANO_ES_PORT:-9200}}
-export PANO_KAFKA_BROKERS=${PANO_KAFKA_BROKERS:-127.0.0.1:${PANO_KAFKA_PORT:-9092}}
-export PANO_ES_URL=$ES
-ID="bench$(od -An -N3 -tx1 /dev/urandom | tr -d ' ')"
-DIR=$(mktemp -d "/tmp/pano-$ID.XXXXXX")
-export PANO_KAFKA_TOPIC_PREFIX="$ID."
-export PANO_KAFKA_DEAD_LETTER_TOPIC="$ID.dead-letter"
-export PANO_INDEXER_GROUP="$ID"
-export PANO_INDEXER_INDEX_PREFIX="$ID-"
-export PANO_INDEXER_REPLICAS=${PANO_INDEXER_REPLICAS:-0}
+bench_names bench
 export PANO_INDEXER_STATUS_FILE="$DIR/status.prom"
 WF=$(cat /proc/sys/kernel/random/uuid)
 IX_PID=
@@ -38,7 +29,6 @@ ms() { local t0 t1; t0=$(date +%s%N); "$@" >/dev/null; t1=$(date +%s%N); echo $(
 median() { sort -n | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : int((v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
 # percentile P: the P-th percentile (nearest rank) of numbers on stdin
 percentile() { sort -n | awk -v p="$1" '{v[NR] = $1} END {r = int((p * NR + 99) / 100); print v[r < 1 ? 1 : r]}'; }
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 BENCH_CLEANUP=${BENCH_CLEANUP:-}
 cleanup() {
     [[ -n $BENCH_CLEANUP ]] && eval "$BENCH_CLEANUP"
@@ -48,9 +38,7 @@ cleanup() {
         log "kept: BENCH_REUSE=\"$ID- $WF\" measures them again"
         return
     fi
-    curl -fsS -X DELETE "$ES/$ID-*" >/dev/null 2>&1 || true
-    curl -fsS -X DELETE "$ES/_index_template/$ID-*" >/dev/null 2>&1 || true
-    "$BUILD/tests/tools/kafka_load" --delete-topics >/dev/null 2>&1 || true
+    bench_delete
 }
 trap cleanup EXIT
 for t in kcat jq curl awk ${BENCH_NEEDS:-}; do command -v $t >/dev/null || { echo "bench: needs $t" >&2; exit 1; }; done
