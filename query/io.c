@@ -77,10 +77,7 @@ pano_json *pano_query_io(pano_query *q, const pano_jobs *jobs, const pano_job *j
     pano_json_set(f, "bytes", store_metric("sum", "bytes_transferred"));
     pano_json_set(f, "files", store_metric("sum", "files_transferred"));
 
-    char *path = store_search_path(q, jobs, fam);
-    pano_json *answer = store_search(q, path, body, err, errlen);
-    free(path);
-    pano_json_free(body);
+    pano_json *answer = store_search(q, jobs, fam, body, err, errlen);
     if (!answer)
         return NULL;
     const pano_json *a = pano_json_get(answer, "aggregations");

@@ -201,10 +201,7 @@ static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *
     pano_json_set(top, "sort", store_literal("[{\"ts\":\"desc\"}]"));
     pano_json_set(aggs, "xwf_end", end);
 
-    char *path = store_search_path(q, out, all);
-    pano_json *answer = store_search(q, path, body, err, errlen);
-    free(path);
-    pano_json_free(body);
+    pano_json *answer = store_search(q, out, all, body, err, errlen);
     if (!answer)
         return -1;
     const pano_json *a = pano_json_get(answer, "aggregations");
@@ -323,10 +320,7 @@ static int ask_monitor_runs(pano_query *q, const pano_jobs *jobs, collect *c, ch
                                     {"samples", "samples"}};
     for (size_t i = 0; i < sizeof end_metrics / sizeof end_metrics[0]; i++)
         pano_json_set(end, end_metrics[i][0], store_metric("max", end_metrics[i][1]));
-    char *path = store_search_path(q, jobs, fam);
-    int rc = store_composite_each(q, path, body, "runs", on_monitor_run, c, err, errlen);
-    free(path);
-    pano_json_free(body);
+    int rc = store_composite_each(q, jobs, fam, body, "runs", on_monitor_run, c, err, errlen);
     return rc;
 }
 
@@ -406,10 +400,7 @@ static int ask_open_runs(pano_query *q, const pano_jobs *jobs, collect *c, char 
     pano_json *src = pano_json_set_array(top, "_source");
     for (size_t i = 0; fields[i]; i++)
         pano_json_append(src, pano_json_string(fields[i]));
-    char *path = store_search_path(q, jobs, fam);
-    int rc = store_composite_each(q, path, body, "runs", on_open_run, c, err, errlen);
-    free(path);
-    pano_json_free(body);
+    int rc = store_composite_each(q, jobs, fam, body, "runs", on_open_run, c, err, errlen);
     return rc;
 }
 
@@ -564,10 +555,7 @@ static int ask_instances(pano_query *q, const pano_jobs *jobs, collect *c, char 
                   store_filter_agg(store_term("event", "stampede.job_inst.main.start"), &ts_aggs));
     pano_json_set(ts_aggs, "ts", store_metric("max", "ts"));
 
-    char *path = store_search_path(q, jobs, fam);
-    int rc = store_composite_each(q, path, body, "instances", on_instance, c, err, errlen);
-    free(path);
-    pano_json_free(body);
+    int rc = store_composite_each(q, jobs, fam, body, "instances", on_instance, c, err, errlen);
     return rc;
 }
 
@@ -609,10 +597,7 @@ static int ask_side_events(pano_query *q, const pano_jobs *jobs, collect *c, cha
     pano_json *fs = pano_json_set_object(kinds, "filters");
     pano_json_set(fs, "darshan", store_prefix("event", "darshan."));
     pano_json_set(fs, "transfer", store_prefix("event", "transfer."));
-    char *path = store_search_path(q, jobs, fam);
-    int rc = store_composite_each(q, path, body, "jobs", on_side, c, err, errlen);
-    free(path);
-    pano_json_free(body);
+    int rc = store_composite_each(q, jobs, fam, body, "jobs", on_side, c, err, errlen);
     return rc;
 }
 

@@ -245,10 +245,7 @@ static pano_json *top_doc(pano_json *filter, const char *fields)
 static int run(pano_query *q, pano_json *body, void (*each)(const pano_json *, void *),
                fetched *f, char *err, size_t errlen)
 {
-    char *path = store_search_path(q, NULL, stampede);
-    int rc = store_composite_each(q, path, body, "c", each, f, err, errlen);
-    free(path);
-    pano_json_free(body);
+    int rc = store_composite_each(q, NULL, stampede, body, "c", each, f, err, errlen);
     return rc;
 }
 
@@ -354,10 +351,7 @@ static int fetch_runs(pano_query *q, const char *uuid, pdag **out, size_t *n, ch
     pano_json_set_int(top, "size", 1);
     pano_json_set(top, "sort", store_literal("[{\"ts\":\"desc\"}]"));
     pano_json_set(top, "_source", store_literal("[\"status\"]"));
-    char *path = store_search_path(q, NULL, stampede);
-    pano_json *answer = store_search(q, path, body, err, errlen);
-    free(path);
-    pano_json_free(body);
+    pano_json *answer = store_search(q, NULL, stampede, body, err, errlen);
     if (!answer)
         return -1;
     const pano_json *buckets =

@@ -204,11 +204,8 @@ static int ask_raw(pano_query *q, const pano_jobs *jobs, const pano_job *job, bu
     for (size_t f = 0; f < 2 && m->fields[f]; f++)
         pano_json_append(src, pano_json_string(m->fields[f]));
     raw_ctx ctx = {b, m, pano_calloc(b->n, sizeof(double))};
-    char *path = store_search_path(q, jobs, fam);
-    int rc = store_composite_each(q, path, body, "runs", on_raw_run, &ctx, err, errlen);
-    free(path);
+    int rc = store_composite_each(q, jobs, fam, body, "runs", on_raw_run, &ctx, err, errlen);
     free(ctx.run);
-    pano_json_free(body);
     return rc;
 }
 
@@ -282,10 +279,7 @@ int pano_query_series_many(pano_query *q, const pano_jobs *jobs, const pano_job 
                      store_exists("delta"));
     pano_json *unused;
     pano_json_set(aggs, "without", store_filter_agg(none, &unused));
-    char *path = store_search_path(q, jobs, fam);
-    pano_json *answer = store_search(q, path, body, err, errlen);
-    free(path);
-    pano_json_free(body);
+    pano_json *answer = store_search(q, jobs, fam, body, err, errlen);
     int rc = -1;
     if (answer) {
         const pano_json *a = pano_json_get(answer, "aggregations");

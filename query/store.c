@@ -39,7 +39,9 @@ static void append_stream(pano_buf *path, const pano_query *q, const pano_jobs *
     }
 }
 
-char *store_search_path(const pano_query *q, const pano_jobs *jobs, const char *const *streams)
+/* The _search path over the given streams for one workflow, routed by its
+ * UUID, or for every workflow (jobs NULL): see store_search in store.h. */
+static char *search_path(const pano_query *q, const pano_jobs *jobs, const char *const *streams)
 {
     pano_buf path = {0};
     pano_buf_append_str(&path, "/");
@@ -225,27 +227,34 @@ static pano_json *search(pano_query *q, const char *path, const pano_json *body,
     return answer;
 }
 
-pano_json *store_search(pano_query *q, const char *path, const pano_json *body, char *err,
-                        size_t errlen)
+pano_json *store_search(pano_query *q, const pano_jobs *jobs, const char *const *streams,
+                        pano_json *body, char *err, size_t errlen)
 {
-    return search(q, path, body, NULL, err, errlen);
+    char *path = search_path(q, jobs, streams);
+    pano_json *answer = search(q, path, body, NULL, err, errlen);
+    free(path);
+    pano_json_free(body);
+    return answer;
 }
 
-int store_composite_each(pano_query *q, const char *path, pano_json *body, const char *name,
+int store_composite_each(pano_query *q, const pano_jobs *jobs, const char *const *streams,
+                         pano_json *body, const char *name,
                          void (*each)(const pano_json *bucket, void *user), void *user,
                          char *err, size_t errlen)
 {
+    char *path = search_path(q, jobs, streams);
     pano_json *composite = pano_json_get(pano_json_get(pano_json_get(body, "aggs"), name),
                                          "composite");
     /* Pages of thousands of buckets: parsed into an arena, dropped at once. */
     pano_arena arena;
     pano_arena_init(&arena, 1 << 20);
+    int rc;
     for (;;) {
         pano_arena_reset(&arena);
         pano_json *answer = search(q, path, body, &arena, err, errlen);
         if (!answer) {
-            pano_arena_free(&arena);
-            return -1;
+            rc = -1;
+            break;
         }
         const pano_json *agg = store_agg(pano_json_get(answer, "aggregations"), name);
         const pano_json *buckets = agg ? pano_json_get(agg, "buckets") : NULL;
@@ -254,11 +263,15 @@ int store_composite_each(pano_query *q, const char *path, pano_json *body, const
             each(buckets->u.items.values[i], user);
         const pano_json *after = agg ? pano_json_get(agg, "after_key") : NULL;
         if (n == 0 || !after) {
-            pano_arena_free(&arena);
-            return 0;
+            rc = 0;
+            break;
         }
         pano_json_set(composite, "after", pano_json_clone(after)); /* onto the heap */
     }
+    pano_arena_free(&arena);
+    free(path);
+    pano_json_free(body);
+    return rc;
 }
 
 void store_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))

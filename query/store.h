@@ -21,15 +21,6 @@ struct pano_query {
     double ingest_delay; /* pano.query.ingest_delay */
 };
 
-/* The _search path over the given streams (NULL-terminated, e.g.
- * {"kickstart", "samples", NULL}) for one workflow, routed by its UUID, or
- * for every workflow (jobs NULL). Once the workflow's span is known
- * (jobs->stored_from, set by the first request) only the partitions of that
- * span are named, else every partition of the streams; and the stream's
- * unpartitioned index of earlier versions (<prefix><family>), which stays
- * readable. Free with free(). */
-char *store_search_path(const pano_query *q, const pano_jobs *jobs, const char *const *streams);
-
 /* A search body {"size": 0, "track_total_hits": false, "query": {"bool":
  * {"filter": [...]}}} whose filter array already holds the term on wf_uuid
  * (when given); *filter is that array, to add more to. */
@@ -66,15 +57,24 @@ pano_json *store_run_filter(const pano_job *j);
  * (which tells the attempts of a DAG job apart, and runs without one). */
 void store_add_published_by(pano_json *filter, const pano_jobs *jobs, const pano_job *job);
 
-/* POST the body to path. The parsed answer, or NULL with a message in err
- * (no answer, or an error status with Elasticsearch's reason). */
-pano_json *store_search(pano_query *q, const char *path, const pano_json *body, char *err,
-                        size_t errlen);
+/* Search the given streams (NULL-terminated, e.g. {"kickstart", "samples",
+ * NULL}) of one workflow, routed by its UUID, or of every workflow (jobs
+ * NULL). Once the workflow's span is known (jobs->stored_from, set by the
+ * first request) only the partitions of that span (partition.h) are named,
+ * else every partition of the streams; and the stream's unpartitioned index
+ * of earlier versions (<prefix><family>), which stays readable.
+ * Both take and free body. */
+
+/* The parsed answer, or NULL with a message in err (no answer, or an error
+ * status with Elasticsearch's reason). */
+pano_json *store_search(pano_query *q, const pano_jobs *jobs, const char *const *streams,
+                        pano_json *body, char *err, size_t errlen);
 
 /* Run the composite aggregation named `name` at the top of body's aggs to
  * its last page (page_size buckets a request), calling each() for every
  * bucket. 0, or -1 with a message in err. */
-int store_composite_each(pano_query *q, const char *path, pano_json *body, const char *name,
+int store_composite_each(pano_query *q, const pano_jobs *jobs, const char *const *streams,
+                         pano_json *body, const char *name,
                          void (*each)(const pano_json *bucket, void *user), void *user,
                          char *err, size_t errlen);
 

@@ -63,10 +63,7 @@ int pano_query_workflows(pano_query *q, double since, size_t limit, double now,
     pano_json_set(sub, "xwf_end", xwf);
     pano_json_set(sub, "monitord", store_filter_agg(store_prefix("event", "stampede.job_inst."), &a));
 
-    char *path = store_search_path(q, NULL, all_streams);
-    pano_json *answer = store_search(q, path, body, err, errlen);
-    free(path);
-    pano_json_free(body);
+    pano_json *answer = store_search(q, NULL, all_streams, body, err, errlen);
     if (!answer)
         return -1;
     const pano_json *buckets =
@@ -124,10 +121,7 @@ pano_json *pano_query_job_start(pano_query *q, const pano_jobs *jobs, const pano
     pano_json_set_int(body, "size", 1);
     pano_json_append(filter, store_term("event", "kickstart.inv.start"));
     pano_json_append(filter, store_run_filter(job));
-    char *path = store_search_path(q, jobs, fam);
-    pano_json *answer = store_search(q, path, body, err, errlen);
-    free(path);
-    pano_json_free(body);
+    pano_json *answer = store_search(q, jobs, fam, body, err, errlen);
     if (!answer)
         return NULL;
     const pano_json *hits = pano_json_get(pano_json_get(answer, "hits"), "hits");
@@ -149,10 +143,7 @@ pano_json *pano_query_job_events(pano_query *q, const pano_jobs *jobs, const pan
     /* The per-file table of a Darshan log can be large: its totals stay. */
     pano_json_set(body, "_source", store_literal("{\"excludes\":[\"files\"]}"));
     store_add_published_by(filter, jobs, job);
-    char *path = store_search_path(q, jobs, fam);
-    pano_json *answer = store_search(q, path, body, err, errlen);
-    free(path);
-    pano_json_free(body);
+    pano_json *answer = store_search(q, jobs, fam, body, err, errlen);
     if (!answer)
         return NULL;
     pano_json *events = pano_json_array();
