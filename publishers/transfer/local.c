@@ -55,33 +55,46 @@ int pano_local_mkparents(const char *path)
     return 0;
 }
 
-/* ".NAME.pano-<pid>-<n>": unique within this process, and across processes
- * by the pid; a name left by a crashed process is skipped (EEXIST). The
- * mode goes to open(2), which applies the umask. */
 static _Atomic unsigned long temp_counter;
 
-static int open_temp(const char *path, mode_t mode, char **tmp)
+/* Calls make(name, arg) with fresh temporary names beside path,
+ * ".NAME.pano-<pid>-<n>" (unique within this process, and across processes
+ * by the pid), until it fails otherwise than with EEXIST (a name left by a
+ * crashed process is skipped). Returns make's result; when it is >= 0,
+ * *name is the name it was given. */
+static int with_temp_name(const char *path, int (*make)(const char *name, const void *arg),
+                          const void *arg, char **name)
 {
     const char *slash = strrchr(path, '/');
-    const char *base = slash ? slash + 1 : path;
     int dirlen = slash ? (int)(slash - path + 1) : 0;
     for (int tries = 0; tries < 100; tries++) {
-        unsigned long n = atomic_fetch_add(&temp_counter, 1);
         /* Keep the name within NAME_MAX. */
-        char *name = pano_asprintf("%.*s.%.200s.pano-%ld-%lu", dirlen, path, base,
-                                   (long)getpid(), n);
-        int fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode & 0777);
-        if (fd >= 0) {
-            *tmp = name;
-            return fd;
+        char *candidate = pano_asprintf("%.*s.%.200s.pano-%ld-%lu", dirlen, path,
+                                        slash ? slash + 1 : path, (long)getpid(),
+                                        atomic_fetch_add(&temp_counter, 1));
+        int rc = make(candidate, arg);
+        if (rc >= 0) {
+            *name = candidate;
+            return rc;
         }
         int e = errno;
-        free(name);
+        free(candidate);
         errno = e;
         if (e != EEXIST)
             return -1;
     }
     return -1;
+}
+
+/* The mode goes to open(2), which applies the umask. */
+static int create_new(const char *name, const void *mode)
+{
+    return open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, *(const mode_t *)mode & 0777);
+}
+
+static int open_temp(const char *path, mode_t mode, char **tmp)
+{
+    return with_temp_name(path, create_new, &mode, tmp);
 }
 
 int pano_local_tempfile(const char *path, mode_t mode, char **tmp)
@@ -249,6 +262,12 @@ static int open_unnamed(const char *dst, mode_t mode)
     return fd;
 }
 
+/* proc_path: /proc/self/fd/N of an unnamed file */
+static int link_proc_path(const char *name, const void *proc_path)
+{
+    return linkat(AT_FDCWD, proc_path, AT_FDCWD, name, AT_SYMLINK_FOLLOW);
+}
+
 /* Name the unnamed file fd dst, replacing what dst was. */
 static int link_unnamed(int fd, const char *dst)
 {
@@ -265,35 +284,22 @@ static int link_unnamed(int fd, const char *dst)
             return -1;
         atomic_store(&empty_path_usable, 0);
     }
-    if (linkat(AT_FDCWD, proc, AT_FDCWD, dst, AT_SYMLINK_FOLLOW) == 0)
+    if (link_proc_path(dst, proc) == 0)
         return 0;
     if (errno != EEXIST)
         return -1;
-exists:
+exists:;
     /* dst exists: link under a temporary name, then rename over it. */
-    ;
-    const char *slash = strrchr(dst, '/');
-    int dirlen = slash ? (int)(slash - dst + 1) : 0;
-    for (int tries = 0; tries < 100; tries++) {
-        char *name = pano_asprintf("%.*s.%.200s.pano-%ld-%lu", dirlen, dst,
-                                   slash ? slash + 1 : dst, (long)getpid(),
-                                   atomic_fetch_add(&temp_counter, 1));
-        if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0) {
-            int rc = rename(name, dst);
-            int e = errno;
-            if (rc < 0)
-                unlink(name);
-            free(name);
-            errno = e;
-            return rc;
-        }
-        int e = errno;
-        free(name);
-        errno = e;
-        if (e != EEXIST)
-            return -1;
-    }
-    return -1;
+    char *name;
+    if (with_temp_name(dst, link_proc_path, proc, &name) < 0)
+        return -1;
+    int rc = rename(name, dst);
+    int e = errno;
+    if (rc < 0)
+        unlink(name);
+    free(name);
+    errno = e;
+    return rc;
 }
 
 int pano_local_sha256_fd(int fd, char out[65], char *err, size_t errlen)
