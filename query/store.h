@@ -57,15 +57,15 @@ pano_json *store_run_filter(const pano_job *j);
  * (which tells the attempts of a DAG job apart, and runs without one). */
 void store_add_published_by(pano_json *filter, const pano_jobs *jobs, const pano_job *job);
 
-/* Search the given streams (NULL-terminated, e.g. {"kickstart", "samples",
- * NULL}) of one workflow, routed by its UUID, or of every workflow (jobs
- * NULL). Once the workflow's span is known (jobs->stored_from, set by the
- * first request) only the partitions of that span (partition.h) are named,
- * else every partition of the streams; and the stream's unpartitioned index
- * of earlier versions (<prefix><family>), which stays readable.
- * Both take and free body. */
-
-/* The parsed answer, or NULL with a message in err (no answer, or an error
+/* store_search and store_composite_each search the given streams
+ * (NULL-terminated, e.g. {"kickstart", "samples", NULL}) of one workflow,
+ * routed by its UUID, or of every workflow (jobs NULL). Once the workflow's
+ * span is known (jobs->stored_from, set by the first request) only the
+ * partitions of that span (partition.h) are named, else every partition of
+ * the streams; and the stream's unpartitioned index of earlier versions
+ * (<prefix><family>), which stays readable. Both take body and free it.
+ *
+ * The parsed answer, or NULL with a message in err (no answer, or an error
  * status with Elasticsearch's reason). */
 pano_json *store_search(pano_query *q, const pano_jobs *jobs, const char *const *streams,
                         pano_json *body, char *err, size_t errlen);
