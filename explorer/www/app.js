@@ -286,8 +286,9 @@ class Gantt {
   draw(jobs, now) {
     const rows = this.rows = ganttRows(jobs, now), n = rows.length;
     const started = rows.reduce((count, r) => count + r.length, 0);
-    const labelled = started === n;  // a row each
-    this.note.textContent = labelled ? '' : `${started} jobs in ${n} rows: jobs that did not overlap share a row`;
+    const labelled = started <= LABELLED_ROWS;  // a row each (ganttRows)
+    this.note.textContent = labelled ? ''
+      : `${started} jobs in ${n} rows` + (n < started ? ': jobs that did not overlap share a row' : '');
     const width = this.canvas.parentNode.clientWidth || 1000;
     const row = this.row = labelled ? 16 : Math.min(16, Math.max(FIT_HEIGHT / n, Math.min(2, MAX_ROWS_HEIGHT / n)));
     const label = this.label = labelled ? 180 : 0;
