@@ -329,7 +329,7 @@ static void *refresh_watcher(void *arg)
     pano_es *es = es_client();
     if (!es)
         return NULL;
-    static watched_index watched[MAX_WATCHED];
+    watched_index watched[MAX_WATCHED] = {0};
     size_t nwatched = 0;
     char *path = pano_asprintf("/%s/_stats/refresh?level=indices&filter_path=indices.*.primaries."
                                "refresh.total,indices.*.primaries.refresh.total_time_in_millis",
