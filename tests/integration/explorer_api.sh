@@ -7,17 +7,9 @@
 source "$(dirname "$0")/lib.sh"
 require_stack
 EXPLORER=$PANO_BUILD/explorer/pano-explorer
-EXPLORE=("$EXPLORER")
 if [[ ${PANO_TEST_VALGRIND:-} == 1 ]]; then
-    command -v valgrind >/dev/null || fail "valgrind is needed (deploy/install-deps.sh)"
-    # (grep -q would stop reading early: ldd's SIGPIPE then fails the pipeline.)
-    if ldd "$EXPLORER" | grep -E 'libasan|libubsan' >/dev/null; then
-        log "sanitizer build: skipped (valgrind runs in the normal build)"
-        exit 77
-    fi
-    EXPLORE=(valgrind --leak-check=full --show-leak-kinds=definite,indirect,possible
-        --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99 --num-callers=30
-        --log-file="$TEST_DIR/valgrind.%p" "$EXPLORER")
+    require_valgrind "$EXPLORER"
+    EXPLORER=$(valgrind_wrapper "$EXPLORER")
 fi
 MONITOR=$PANO_BUILD/publishers/monitor/pano-monitor
 
@@ -42,7 +34,7 @@ wait_until 30 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=wf_uuid:$WF+AND+
 serve() {
     local name=$1
     shift
-    start "$name" "${EXPLORE[@]}" --port 0 "$@"
+    start "$name" "$EXPLORER" --port 0 "$@"
     wait_until 60 grep -q "serving" "$TEST_DIR/$name.log" || fail "$name did not start: $(cat "$TEST_DIR/$name.log")"
     port=$(sed -n 's|.* on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$TEST_DIR/$name.log")
 }
@@ -120,25 +112,23 @@ code=$(curl -sS -o /dev/null -w '%{http_code}' -u 'pano:s3cret pass' "http://127
 grep -q "s3cret" "$TEST_DIR"/explorer-auth.log && fail "the password is in the log"
 # refused: another address without a password, a password on the command line
 rc=0
-"${EXPLORE[@]}" --bind 0.0.0.0 --port 0 >"$TEST_DIR/open.log" 2>&1 || rc=$?
+"$EXPLORER" --bind 0.0.0.0 --port 0 >"$TEST_DIR/open.log" 2>&1 || rc=$?
 [[ $rc == 2 ]] && grep -q "needs a password" "$TEST_DIR/open.log" ||
     fail "listening on 0.0.0.0 without a password was not refused (exit $rc): $(cat "$TEST_DIR/open.log")"
 rc=0
-"${EXPLORE[@]}" --port 0 --set pano.explorer.password=oops >"$TEST_DIR/cli.log" 2>&1 || rc=$?
+"$EXPLORER" --port 0 --set pano.explorer.password=oops >"$TEST_DIR/cli.log" 2>&1 || rc=$?
 [[ $rc == 2 ]] && grep -q "command line" "$TEST_DIR/cli.log" ||
     fail "a password on the command line was not refused (exit $rc): $(cat "$TEST_DIR/cli.log")"
 # an empty password file is no password
 printf '\n' >"$TEST_DIR/empty-password"
 rc=0
-PANO_EXPLORER_PASSWORD_FILE=$TEST_DIR/empty-password "${EXPLORE[@]}" --bind 0.0.0.0 --port 0 >"$TEST_DIR/empty.log" 2>&1 || rc=$?
+PANO_EXPLORER_PASSWORD_FILE=$TEST_DIR/empty-password "$EXPLORER" --bind 0.0.0.0 --port 0 >"$TEST_DIR/empty.log" 2>&1 || rc=$?
 [[ $rc == 2 ]] && grep -q "first line is empty" "$TEST_DIR/empty.log" ||
     fail "an empty password file was not refused (exit $rc): $(cat "$TEST_DIR/empty.log")"
 stop_all
 if [[ ${PANO_TEST_VALGRIND:-} == 1 ]]; then
     reports=("$TEST_DIR"/valgrind.*)
     ((${#reports[@]} == 5)) || fail "expected 5 valgrind reports (5 explorers), found ${#reports[@]}"
-    for r in "${reports[@]}"; do
-        grep -q "ERROR SUMMARY: 0 errors" "$r" || fail "valgrind found errors: $(grep -E 'lost|ERROR SUMMARY' "$r")"
-    done
+    valgrind_clean
 fi
 log "PASS"

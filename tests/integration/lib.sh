@@ -152,8 +152,50 @@ es_first() {
         jq -c '.hits.hits[0]._source'
 }
 
+# ---- valgrind ---------------------------------------------------------------
+# The valgrind tests run pano's programs under memcheck with a full leak
+# check. An error or a leak turns a program's exit status into 99; each
+# process writes its report to $TEST_DIR/valgrind.PID, and a test fails at
+# its end if any report names an error.
+VALGRIND=(valgrind --leak-check=full --show-leak-kinds=definite,indirect,possible
+    --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99 --num-callers=30
+    --log-file="$TEST_DIR/valgrind.%p")
+
+# require_valgrind PROGRAM: skip the test (exit 77) if PROGRAM is a
+# sanitizer build (valgrind and ASan do not mix); fail without valgrind.
+require_valgrind() {
+    command -v valgrind >/dev/null || fail "valgrind is needed (deploy/install-deps.sh)"
+    # (grep -q would stop reading early: ldd's SIGPIPE then fails the pipeline.)
+    if ldd "$1" | grep -E 'libasan|libubsan' >/dev/null; then
+        log "sanitizer build: skipped (valgrind runs in the normal build)"
+        exit 77
+    fi
+}
+
+# valgrind_wrapper PROGRAM: the path of a script that runs PROGRAM under
+# valgrind, for tests that take a program's path.
+valgrind_wrapper() {
+    local w="$TEST_DIR/valgrind-$(basename "$1")"
+    printf '#!/bin/sh\nexec %s %q "$@"\n' "$(printf '%q ' "${VALGRIND[@]}")" "$1" >"$w"
+    chmod +x "$w"
+    echo "$w"
+}
+
+# valgrind_clean: fail if a valgrind report so far names an error or a leak.
+valgrind_clean() {
+    local r
+    for r in "$TEST_DIR"/valgrind.*; do
+        [[ -f $r ]] || continue
+        if grep -q "ERROR SUMMARY: [1-9]" "$r"; then
+            sed -n '/HEAP SUMMARY/,$p' "$r" | sed 's/^==[0-9]*== //' | head -n 60 >&2
+            fail "valgrind found errors in process ${r##*.} (report above)"
+        fi
+    done
+}
+
 cleanup() {
     local rc=$?
+    (valgrind_clean) || rc=1 # also shows the report when the test failed already
     for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
     for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
     if ((rc != 0)); then

@@ -9,24 +9,9 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/monitor_lib.sh"
 require_rabbitmq
-command -v valgrind >/dev/null || fail "valgrind is needed (deploy/install-deps.sh)"
-# (grep -q would stop reading early: ldd's SIGPIPE then fails the pipeline.)
-if ldd "$MONITOR" | grep -E 'libasan|libubsan' >/dev/null; then
-    log "sanitizer build: skipped (valgrind runs in the normal build)"
-    exit 77
-fi
+require_valgrind "$MONITOR"
 queue_setup
-# --error-exitcode: a memory error or leak turns the monitor's exit status
-# (the task's) into 99. The task itself is not traced (no --trace-children).
-VALGRIND=(valgrind --leak-check=full --show-leak-kinds=definite,indirect,possible
-    --errors-for-leak-kinds=definite,indirect,possible --error-exitcode=99 --num-callers=30
-    --log-file="$TEST_DIR/valgrind.%p")
-valgrind_clean() {
-    if grep -l "ERROR SUMMARY: [1-9]" "$TEST_DIR"/valgrind.* 2>/dev/null; then
-        fail "valgrind found errors: $(grep -h -E 'lost:|ERROR SUMMARY: [1-9]' "$TEST_DIR"/valgrind.*)"
-    fi
-}
-
+# The task itself is not traced (no --trace-children).
 rc=0
 "${VALGRIND[@]}" "$MONITOR" -i 0.1 --log-level error -- \
     sh -c '"$1" tree 3 1 >/dev/null && "$1" payload && exit 3' sh "$WORKLOAD" \

@@ -7,6 +7,12 @@
 PT="$PANO_BUILD/publishers/transfer/pano-transfer"
 HTTPD="$PANO_BUILD/tests/integration/transfer_httpd"
 [[ -x $PT ]] || fail "pano-transfer is not built ($PT)"
+# As transfer_*_valgrind (PANO_TEST_VALGRIND=1) the test runs pano-transfer
+# under valgrind, which must then report no memory error and no leak either.
+if [[ ${PANO_TEST_VALGRIND:-} == 1 ]]; then
+    require_valgrind "$PT"
+    PT=$(valgrind_wrapper "$PT")
+fi
 
 no_broker() {
     unset PANO_AMQP_URL PEGASUS_AMQP_URL PEGASUS_TRANSFER_PUBLISH PANO_TRANSFER_PUBLISH PANO_OUTPUT
