@@ -7,10 +7,16 @@
 # events of a real Pegasus run, alerts published and stored once, a Darshan
 # log of a run a year old that must not stretch the workflow's span, and bad
 # input (not a UUID, unknown workflow or job, Elasticsearch down).
+# As query_workflow_valgrind (PANO_TEST_VALGRIND=1), every pano-query runs
+# under valgrind, which must then report no memory error and no leak either.
 source "$(dirname "$0")/lib.sh"
 require_stack
 : "${PANO_SOURCE:?}"
 QUERY=$PANO_BUILD/query/pano-query
+if [[ ${PANO_TEST_VALGRIND:-} == 1 ]]; then
+    require_valgrind "$QUERY"
+    QUERY=$(valgrind_wrapper "$QUERY")
+fi
 MONITOR=$PANO_BUILD/publishers/monitor/pano-monitor
 WORKLOAD=$PANO_BUILD/tests/integration/pano-workload
 
