@@ -414,11 +414,10 @@ int main(int argc, char **argv)
         goto out_all;
     }
 
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    if (pano_cli_catch_stop_signals(on_signal, PANO_IGNORE_SIGPIPE) < 0) {
+        rc = 2;
+        goto out_all;
+    }
 
     rc = run(&b);
 

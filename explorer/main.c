@@ -241,9 +241,10 @@ int main(int argc, char **argv)
     pano_info("serving %s (pages from %s) on http://%s%s%s:%d/%s", es, e.www,
               strchr(bind, ':') ? "[" : "", bind, strchr(bind, ':') ? "]" : "",
               pano_http_port(server), password ? " (basic authentication)" : "");
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    if (pano_cli_catch_stop_signals(on_signal, 0) < 0) {
+        rc = 1;
+        goto out;
+    }
     while (!stop_signal)
         pause();
     pano_info("stopping (signal %d)", (int)stop_signal);

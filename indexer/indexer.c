@@ -365,11 +365,8 @@ int main(int argc, char **argv)
         pano_info("status on http://%s:%d/metrics", pano_config_str(cfg, "pano.indexer.status_bind"),
                   pano_status_port(ix.status));
     }
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    if (pano_cli_catch_stop_signals(on_signal, PANO_IGNORE_SIGPIPE) < 0)
+        goto out;
     /* The templates must be in place before the first document creates an
      * index: wait for Elasticsearch rather than index with wrong types, and
      * before joining the group, so that no partition waits on an indexer
@@ -397,9 +394,8 @@ int main(int argc, char **argv)
         rc = 1;
     /* Leaving the group can hang when Kafka misbehaves: bound it. */
     struct sigaction al = {.sa_handler = on_alarm};
-    sigemptyset(&al.sa_mask);
-    sigaction(SIGALRM, &al, NULL);
-    alarm(30);
+    if (sigemptyset(&al.sa_mask) == 0 && sigaction(SIGALRM, &al, NULL) == 0)
+        alarm(30);
 
     intake_close_consumer(&ix);
     indexer_publish_status(&ix);

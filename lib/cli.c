@@ -2,6 +2,8 @@
 
 #include "log.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,4 +96,17 @@ void pano_cli_apply_logging(const pano_config *cfg)
     int level = pano_log_level_parse(pano_config_str(cfg, "pano.log.level"));
     if (level >= 0)
         pano_log_set_level((pano_log_level)level);
+}
+
+int pano_cli_catch_stop_signals(void (*handler)(int), int flags)
+{
+    struct sigaction stop = {.sa_handler = handler}, ignore = {.sa_handler = SIG_IGN};
+    if (sigemptyset(&stop.sa_mask) < 0 || sigemptyset(&ignore.sa_mask) < 0 ||
+        sigaction(SIGINT, &stop, NULL) < 0 || sigaction(SIGTERM, &stop, NULL) < 0 ||
+        ((flags & PANO_STOP_ON_HANGUP) && sigaction(SIGHUP, &stop, NULL) < 0) ||
+        ((flags & PANO_IGNORE_SIGPIPE) && sigaction(SIGPIPE, &ignore, NULL) < 0)) {
+        pano_error("cannot install the signal handlers: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
 }

@@ -66,4 +66,11 @@ int pano_cli_set(pano_config *cfg, const char *key, char *value);
 /* Apply pano.log.level once options are parsed. */
 void pano_cli_apply_logging(const pano_config *cfg);
 
+/* Call HANDLER on SIGINT and SIGTERM (how a user and systemd ask a program
+ * to stop); with PANO_STOP_ON_HANGUP on SIGHUP too; with PANO_IGNORE_SIGPIPE
+ * ignore SIGPIPE (a daemon's peer that closed its socket is an error return,
+ * not a death). Returns 0, or -1 with the error printed. */
+enum { PANO_STOP_ON_HANGUP = 1, PANO_IGNORE_SIGPIPE = 2 };
+int pano_cli_catch_stop_signals(void (*handler)(int), int flags);
+
 #endif

@@ -891,9 +891,10 @@ int main(int argc, char **argv)
         rc = 2;
         goto out;
     }
-    struct sigaction sa = {.sa_handler = on_signal};
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    if (pano_cli_catch_stop_signals(on_signal, 0) < 0) {
+        rc = 1;
+        goto out;
+    }
     if (strcmp(cmd, "workflows") == 0)
         rc = cmd_workflows(&o);
     else if (strcmp(cmd, "status") == 0)

@@ -157,17 +157,6 @@ static void on_stop_signal(int sig)
     signal(sig, SIG_DFL);
 }
 
-static void catch_stop_signals(void)
-{
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-}
-
 typedef struct {
     output *out;
     pano_progress *progress;
@@ -363,6 +352,10 @@ static int do_copy(pano_config *cfg, const cmd_options *co, int argc, char **arg
         }
     }
 
+    if (pano_cli_catch_stop_signals(on_stop_signal, PANO_STOP_ON_HANGUP) < 0) {
+        pano_transfer_list_free(&list);
+        return 2;
+    }
     output out = {0};
     if (output_open(&out, cfg, co->payload) < 0) {
         output_close(&out);
@@ -375,7 +368,6 @@ static int do_copy(pano_config *cfg, const cmd_options *co, int argc, char **arg
     pano_copy_callbacks cb = {.done = on_done, .tick = on_tick, .flush = on_flush, .ctx = &run};
     /* written to a file once per round of the engine, not one by one */
     pano_sink_hold(out.sink, true);
-    catch_stop_signals();
     double start = pano_now();
     long failed = pano_copy_run(&o, &list, &cb, err, sizeof err);
     double end = pano_now();

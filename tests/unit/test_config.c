@@ -1,9 +1,11 @@
 /* Configuration: properties syntax, precedence file < env < command line,
  * validation errors that name the key, Pegasus aliases. */
+#include "cli.h"
 #include "config.h"
 #include "kafka.h"
 #include "testutil.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +230,45 @@ START_TEST(find_config_argument)
 }
 END_TEST
 
+/* pano_cli_catch_stop_signals (each Check test runs in a process of its own,
+ * so the dispositions set here do not leak into the others). */
+static volatile sig_atomic_t caught;
+static void record_signal(int sig) { caught = sig; }
+
+typedef void (*signal_handler)(int);
+static signal_handler disposition(int sig)
+{
+    struct sigaction now;
+    ck_assert_int_eq(sigaction(sig, NULL, &now), 0);
+    return now.sa_handler;
+}
+
+START_TEST(stop_signals_reach_the_handler)
+{
+    ck_assert_int_eq(pano_cli_catch_stop_signals(record_signal, 0), 0);
+    ck_assert_int_eq(raise(SIGTERM), 0);
+    ck_assert_int_eq(caught, SIGTERM);
+    ck_assert_int_eq(raise(SIGINT), 0);
+    ck_assert_int_eq(caught, SIGINT);
+    /* nothing else asked for, nothing else changed */
+    ck_assert(disposition(SIGHUP) == SIG_DFL);
+    ck_assert(disposition(SIGPIPE) == SIG_DFL);
+}
+END_TEST
+
+START_TEST(hangup_and_sigpipe_when_asked)
+{
+    ck_assert_int_eq(
+        pano_cli_catch_stop_signals(record_signal, PANO_STOP_ON_HANGUP | PANO_IGNORE_SIGPIPE), 0);
+    ck_assert_int_eq(raise(SIGHUP), 0);
+    ck_assert_int_eq(caught, SIGHUP);
+    ck_assert(disposition(SIGPIPE) == SIG_IGN);
+    caught = 0;
+    ck_assert_int_eq(raise(SIGPIPE), 0); /* ignored: still here, handler not called */
+    ck_assert_int_eq(caught, 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("config");
@@ -241,5 +282,9 @@ int main(void)
     tcase_add_test(tc, secret_values_are_redacted_in_dumps);
     tcase_add_test(tc, find_config_argument);
     suite_add_tcase(s, tc);
+    TCase *signals = tcase_create("stop signals");
+    tcase_add_test(signals, stop_signals_reach_the_handler);
+    tcase_add_test(signals, hangup_and_sigpipe_when_asked);
+    suite_add_tcase(s, signals);
     return pano_test_run(s);
 }
