@@ -12,6 +12,7 @@
  *
  * A secret given on the command line (a broker URL with a password) is
  * overwritten in argv so that ps and /proc/PID/cmdline no longer show it.
+ * The long-running programs catch the stop signals the same way too.
  */
 #ifndef PANO_CLI_H
 #define PANO_CLI_H
