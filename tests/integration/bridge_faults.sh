@@ -56,7 +56,7 @@ log "queue deleted and declared again: $(check_all_delivered "$TEST_ID-c" 1000)"
 stop_all
 
 # 4 and 5. A fatal producer error (test hook), metrics over HTTP.
-port=$((30000 + RANDOM % 20000))
+port=$(free_ports 1) # below the ephemeral range, where outgoing connections take theirs
 PANO_BRIDGE_TEST_FATAL_AFTER=1500 start_bridge bridge3 --status-port "$port" \
     --set pano.bridge.prefetch=300
 "$AMQP_LOAD" -n 5000 -p "$TEST_ID-d" -r 2000 >/dev/null || fail "publishing for the fatal error"
