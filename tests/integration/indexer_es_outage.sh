@@ -9,24 +9,11 @@
 # side the same as Elasticsearch stopping and coming back.
 source "$(dirname "$0")/indexer_lib.sh"
 require_stack
-command -v socat >/dev/null || fail "socat is needed (deploy/install-deps.sh)"
 
 OUTAGE=${PANO_TEST_OUTAGE:-30}
 N=${PANO_TEST_EVENTS:-20000}
-RELAY_PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-RELAY_PID=
-relay_up() {
-    setsid socat "TCP-LISTEN:$RELAY_PORT,bind=127.0.0.1,reuseaddr,fork" "TCP:127.0.0.1:${ES##*:}" &
-    RELAY_PID=$!
-    wait_until 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$RELAY_PORT" 2>/dev/null || fail "relay did not start"
-}
-relay_down() { # the relay and every connection it carries
-    kill -TERM -- "-$RELAY_PID" 2>/dev/null || true
-    wait "$RELAY_PID" 2>/dev/null || true
-    RELAY_PID=
-}
-trap 'relay_down; indexer_cleanup' EXIT
-relay_up
+RELAY_PORT=$(free_ports 1)
+relay_up "$RELAY_PORT" "${ES##*:}"
 
 export PANO_INDEXER_STATUS_FILE="$TEST_DIR/status.prom"
 export PANO_INDEXER_MAX_BACKOFF=2
@@ -44,7 +31,7 @@ during=$(count_in "$FAMILY_INDICES")
 log "indexed before the outage: $before; at its end: $during"
 grep -q '^pano_indexer_elasticsearch_up 0$' "$PANO_INDEXER_STATUS_FILE" || fail "status does not show Elasticsearch down"
 grep -q '^pano_indexer_paused 1$' "$PANO_INDEXER_STATUS_FILE" || fail "partitions not paused during the outage"
-relay_up
+relay_up "$RELAY_PORT" "${ES##*:}"
 log "Elasticsearch reachable again"
 wait_until 180 count_is "$FAMILY_INDICES" "$N" ||
     fail "expected $N events after the outage, found $(count_in "$FAMILY_INDICES")"

@@ -152,6 +152,24 @@ es_first() {
         jq -c '.hits.hits[0]._source'
 }
 
+# ---- a TCP relay, for outages ---------------------------------------------------
+# relay_up PORT TARGET_PORT: socat relaying 127.0.0.1:PORT to 127.0.0.1:TARGET_PORT,
+# in a process group of its own; relay_down kills it and every connection it
+# carries (to the program on the other side: the service is gone).
+RELAY_PID=
+relay_up() {
+    command -v socat >/dev/null || fail "socat is needed (deploy/install-deps.sh)"
+    setsid socat "TCP-LISTEN:$1,bind=127.0.0.1,reuseaddr,fork" "TCP:127.0.0.1:$2" &
+    RELAY_PID=$!
+    wait_until 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null || fail "the relay did not start"
+}
+relay_down() {
+    [[ -n $RELAY_PID ]] || return 0
+    kill -TERM -- "-$RELAY_PID" 2>/dev/null || true
+    wait "$RELAY_PID" 2>/dev/null || true
+    RELAY_PID=
+}
+
 # ---- valgrind ---------------------------------------------------------------
 # The valgrind tests run pano's programs under memcheck with a full leak
 # check. An error or a leak turns a program's exit status into 99; each
@@ -196,6 +214,7 @@ valgrind_clean() {
 cleanup() {
     local rc=$?
     (valgrind_clean) || rc=1 # also shows the report when the test failed already
+    relay_down
     for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
     for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
     if ((rc != 0)); then

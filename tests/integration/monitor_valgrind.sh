@@ -16,7 +16,6 @@ rc=0
 "${VALGRIND[@]}" "$MONITOR" -i 0.1 --log-level error -- \
     sh -c '"$1" tree 3 1 >/dev/null && "$1" payload && exit 3' sh "$WORKLOAD" \
     >"$TEST_DIR/task.out" 2>"$TEST_DIR/task.err" || rc=$?
-valgrind_clean
 ((rc == 3)) || fail "the monitor exited $rc, not with the task's status 3"
 drain "$TEST_DIR/run.events"
 check_schema "$TEST_DIR/run.events"
@@ -29,24 +28,17 @@ log "$(jq -s length "$TEST_DIR/run.events") events published under valgrind"
 # The broker unreachable: every event into the spool. The monitor reaches
 # RabbitMQ through a TCP relay (socat) on a port of its own, started only
 # for the replay (the spool keeps events for the broker they were meant for).
-command -v socat >/dev/null || fail "socat is needed (deploy/install-deps.sh)"
 RELAY_PORT=$(free_ports 1)
 RELAY_URL=${PANO_AMQP_URL/:$AMQP_PORT\//:$RELAY_PORT/}
 rc=0
 PANO_AMQP_URL=$RELAY_URL "${VALGRIND[@]}" "$MONITOR" -i 0.1 --log-level error -- "$WORKLOAD" sleep 1 \
     2>"$TEST_DIR/spooling.err" || rc=$?
-valgrind_clean
 ((rc == 0)) || fail "the monitor exited $rc with the broker unreachable: $(cat "$TEST_DIR/spooling.err")"
 spooled=$(find "$PANO_SPOOL_DIR" -name '*.ev' | wc -l)
 ((spooled >= 5)) || fail "expected the run's events in the spool, found $spooled"
-setsid socat "TCP-LISTEN:$RELAY_PORT,bind=127.0.0.1,reuseaddr,fork" "TCP:127.0.0.1:$AMQP_PORT" &
-RELAY_PID=$!
-relay_down() { kill -TERM -- "-$RELAY_PID" 2>/dev/null || true; }
-CLEANUP_HOOKS+=(relay_down)
-wait_until 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$RELAY_PORT" 2>/dev/null || fail "the relay did not start"
+relay_up "$RELAY_PORT" "$AMQP_PORT"
 PANO_AMQP_URL=$RELAY_URL "${VALGRIND[@]}" "$EMIT" --flush-spool 2>"$TEST_DIR/flush.log" ||
     fail "pano-emit --flush-spool failed: $(cat "$TEST_DIR/flush.log")"
-valgrind_clean
 grep -q "$spooled spooled event(s) delivered" "$TEST_DIR/flush.log" || fail "flush: $(cat "$TEST_DIR/flush.log")"
 drain "$TEST_DIR/replayed.events"
 expect "$TEST_DIR/replayed.events" "length == $spooled and any(.event == \"kickstart.inv.end\")" \
