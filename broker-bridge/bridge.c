@@ -48,13 +48,6 @@ static void usage(FILE *out)
             "\n" PANO_CLI_COMMON_HELP);
 }
 
-double bridge_monotonic(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Log at most a few lines of a kind per stats interval. */
 bool bridge_may_log(unsigned *counter) { return (*counter)++ < 20; }
 
@@ -149,7 +142,7 @@ static void step(bridge *b, double max_wait)
         fds[n++] = (struct pollfd){.fd = amqp_get_sockfd(intake_connection(b)), .events = POLLIN};
     fds[n++] = (struct pollfd){.fd = b->kafka_pipe[0], .events = POLLIN};
 
-    double now = bridge_monotonic(), wait = max_wait;
+    double now = pano_monotonic(), wait = max_wait;
     if (intake_buffered(b) || b->fatal)
         wait = 0;
     if (b->retry_head && b->retry_head->due - now < wait)
@@ -161,7 +154,7 @@ static void step(bridge *b, double max_wait)
     if (poll(fds, n, (int)(wait * 1000 + 0.999)) < 0 && errno != EINTR)
         pano_warn("poll: %s", strerror(errno));
     drain_pipe(b);
-    now = b->now = bridge_monotonic();
+    now = b->now = pano_monotonic();
 
     if (b->amqp && !b->reconnect_needed && intake_service(b, now) < 0)
         b->reconnect_needed = true;
@@ -176,7 +169,7 @@ static void step(bridge *b, double max_wait)
 
 static void drain(bridge *b)
 {
-    double deadline = bridge_monotonic() + b->drain_timeout;
+    double deadline = pano_monotonic() + b->drain_timeout;
     if (b->amqp && b->consuming) {
         /* Deliveries that arrive before cancel-ok are queued by rabbitmq-c
          * and produced like the others below. */
@@ -188,11 +181,11 @@ static void drain(bridge *b)
     if (b->amqp && !b->reconnect_needed)
         pano_info("stopping: waiting for Kafka to confirm %" PRIu64 " message(s)",
                   pano_tags_outstanding(&b->tags));
-    while (b->amqp && !b->fatal && bridge_monotonic() < deadline &&
+    while (b->amqp && !b->fatal && pano_monotonic() < deadline &&
            (pano_tags_outstanding(&b->tags) > 0 || intake_buffered(b)))
         step(b, 0.05);
     if (b->amqp) {
-        intake_send_acks(b, bridge_monotonic(), true);
+        intake_send_acks(b, pano_monotonic(), true);
         uint64_t left = pano_tags_outstanding(&b->tags);
         if (left > 0)
             pano_warn("%" PRIu64 " message(s) not confirmed by Kafka within %.0f s: RabbitMQ "
@@ -204,22 +197,22 @@ static void drain(bridge *b)
 
 static int run(bridge *b)
 {
-    b->last_stats = bridge_monotonic();
+    b->last_stats = pano_monotonic();
     while (!stopping) {
-        double now = bridge_monotonic();
+        double now = pano_monotonic();
         if ((b->fatal || !b->producer) && now >= b->producer_retry_at)
             outlet_restart_producer(b, now);
         if (!b->amqp && b->producer && !b->fatal && now >= b->reconnect_at &&
             outlet_kafka_answers(b, now))
             intake_connect(b, true);
         step(b, b->amqp ? 0.2 : 0.1);
-        now = bridge_monotonic();
+        now = pano_monotonic();
         outlet_check_stall(b, now);
         if (now - b->last_stats >= b->stats_interval)
             stats(b, now);
     }
     drain(b);
-    stats(b, bridge_monotonic());
+    stats(b, pano_monotonic());
     return 0;
 }
 

@@ -61,6 +61,7 @@
 #define PANO_BRIDGE_H
 
 #include "amqp_client.h"
+#include "clock.h"
 #include "config.h"
 #include "dedup.h"
 #include "metrics.h"
@@ -164,8 +165,6 @@ typedef struct {
 
 /* ---- bridge.c ------------------------------------------------------------ */
 
-/* Seconds on the monotonic clock. */
-double bridge_monotonic(void);
 /* Log at most a few lines of a kind per stats interval. */
 bool bridge_may_log(unsigned *counter);
 

@@ -308,10 +308,10 @@ void intake_disconnect(bridge *b, bool clean)
     b->consuming = false;
     b->reconnect_needed = false;
     b->generation++;
-    pano_tags_reset(&b->tags, bridge_monotonic());
+    pano_tags_reset(&b->tags, pano_monotonic());
     outlet_drop_retries(b); /* they belong to the old channel */
     b->m.amqp_disconnects++;
-    b->reconnect_at = bridge_monotonic() + b->backoff;
+    b->reconnect_at = pano_monotonic() + b->backoff;
 }
 
 bool intake_connect(bridge *b, bool consume)
@@ -321,7 +321,7 @@ bool intake_connect(bridge *b, bool consume)
     if (!b->amqp) {
         if (b->connect_failures++ < 3 || b->connect_failures % 10 == 0)
             pano_warn("%s (retrying in %.0f s)", err, b->backoff);
-        b->reconnect_at = bridge_monotonic() + b->backoff;
+        b->reconnect_at = pano_monotonic() + b->backoff;
         b->backoff = b->backoff * 2 > 10 ? 10 : b->backoff * 2;
         return false;
     }
@@ -329,14 +329,14 @@ bool intake_connect(bridge *b, bool consume)
         pano_amqp_mark_broken(b->amqp);
         pano_amqp_close(b->amqp);
         b->amqp = NULL;
-        b->reconnect_at = bridge_monotonic() + b->backoff;
+        b->reconnect_at = pano_monotonic() + b->backoff;
         b->backoff = b->backoff * 2 > 10 ? 10 : b->backoff * 2;
         return false;
     }
     b->generation++;
     if (consume)
-        pano_tags_reset(&b->tags, bridge_monotonic());
-    b->last_progress = bridge_monotonic(); /* the stall clock starts now */
+        pano_tags_reset(&b->tags, pano_monotonic());
+    b->last_progress = pano_monotonic(); /* the stall clock starts now */
     b->connect_failures = 0;
     b->backoff = 1;
     b->m.amqp_connections++;

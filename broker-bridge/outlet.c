@@ -73,7 +73,7 @@ static void defer(bridge *b, int topic, const void *key, size_t key_len, const v
     r->len = len;
     r->headers = headers;
     r->backoff = backoff;
-    r->due = bridge_monotonic() + backoff;
+    r->due = pano_monotonic() + backoff;
     if (b->retry_tail)
         b->retry_tail->next = r;
     else

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 /* Context fields in envelope order, with the configuration key of each. */
@@ -30,13 +29,6 @@ struct pano_source {
     int64_t rank;      /* -1: not an MPI rank */
     uint64_t seq;
 };
-
-double pano_now(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
-}
 
 pano_source *pano_source_new(const pano_config *cfg)
 {

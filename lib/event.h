@@ -20,6 +20,7 @@
 #define PANO_EVENT_H
 
 #include "config.h"
+#include "clock.h"
 #include "json.h"
 
 #include <stdbool.h>
@@ -57,9 +58,6 @@ bool pano_event_is_envelope_key(const char *key);
  * ts as whole seconds, monitoring_event = its name, and one payload item
  * holding its fields without the envelope, which the reader sets. */
 void pano_event_payload_block(pano_buf *out, const pano_json *event);
-
-/* Current time as epoch seconds with microseconds. */
-double pano_now(void);
 
 /* Names are dot-separated words of letters, digits, '_' and '-'. */
 bool pano_event_name_valid(const char *name);

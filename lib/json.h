@@ -104,6 +104,22 @@ bool pano_json_get_number(const pano_json *object, const char *key,
 /* Arrays: takes ownership of value. */
 void pano_json_append(pano_json *array, pano_json *value);
 
+/* Walking arrays and objects, in order: the number of items (0 for a value
+ * that is neither), the value at index i and, for objects, its key. The
+ * index must be below the length. */
+static inline size_t pano_json_len(const pano_json *v)
+{
+    return v && (v->type == PANO_JSON_ARRAY || v->type == PANO_JSON_OBJECT) ? v->u.items.len : 0;
+}
+static inline pano_json *pano_json_at(const pano_json *v, size_t i)
+{
+    return v->u.items.values[i];
+}
+static inline const char *pano_json_key_at(const pano_json *v, size_t i)
+{
+    return v->u.items.keys[i];
+}
+
 /* Compact JSON, NUL-terminated, length in *len (may be NULL). Free with free().
  * Never NULL (allocation failure aborts). Non-finite doubles are written as
  * null. */

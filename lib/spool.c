@@ -1,5 +1,6 @@
 #include "spool.h"
 
+#include "clock.h"
 #include "event.h"
 #include "log.h"
 #include "mem.h"
@@ -250,8 +251,7 @@ static int write_all(int fd, const void *data, size_t len)
 
 static bool lock_spool(pano_spool *sp, double wait)
 {
-    struct timespec start;
-    clock_gettime(CLOCK_MONOTONIC, &start);
+    double deadline = pano_monotonic() + wait;
     for (;;) {
         if (flock(sp->lockfd, LOCK_EX | LOCK_NB) == 0)
             return true;
@@ -259,11 +259,7 @@ static bool lock_spool(pano_spool *sp, double wait)
             pano_warn("cannot lock spool %s: %s", sp->path, strerror(errno));
             return false;
         }
-        struct timespec now;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double waited = (double)(now.tv_sec - start.tv_sec) +
-                        (double)(now.tv_nsec - start.tv_nsec) / 1e9;
-        if (waited >= wait)
+        if (pano_monotonic() >= deadline)
             return false;
         struct timespec pause = {0, 20 * 1000 * 1000};
         nanosleep(&pause, NULL);

@@ -17,6 +17,7 @@
  * (publisher.h), so the loop never waits for the broker.
  */
 #include "cli.h"
+#include "clock.h"
 #include "event.h"
 #include "log.h"
 #include "mem.h"
@@ -156,13 +157,6 @@ typedef struct {
     pid_t relay_pid; /* the output relay left behind, not the task's */
 } monitor;
 
-static double mono_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void emit(monitor *m, pano_json *ev) { pano_publisher_send(m->pub, ev); }
 
 static void emit_start(monitor *m, char **argv)
@@ -283,7 +277,7 @@ static void sample(monitor *m, const char *kind, pano_tree_totals *out)
 {
     pano_tree_totals t;
     memset(&t, 0, sizeof t);
-    double now = mono_now();
+    double now = pano_monotonic();
     if (pano_proctree_sample(m->tree, &t) < 0) {
         pano_warn("cannot read /proc: no sample");
         if (m->have_prev)
@@ -639,7 +633,7 @@ int main(int argc, char **argv)
 
     m.tree = pano_proctree_new(getpid());
     m.start_wall = pano_now();
-    m.start_mono = mono_now();
+    m.start_mono = pano_monotonic();
     int exec_errno;
     m.task = start_task(task_argv, &original, caps, ncaps, merged, &exec_errno);
     if (m.task < 0) {
@@ -689,7 +683,7 @@ int main(int argc, char **argv)
         bool relays_active = false;
         for (size_t i = 0; i < m.nrelays; i++)
             relays_active |= pano_relay_active(&m.relays[i]);
-        if (task_done && (!relays_active || mono_now() >= linger_until))
+        if (task_done && (!relays_active || pano_monotonic() >= linger_until))
             break;
         struct pollfd pfd[4];
         pfd[0] = (struct pollfd){.fd = sigfd, .events = POLLIN};
@@ -698,7 +692,7 @@ int main(int argc, char **argv)
             pano_relay_poll_fd(&m.relays[i], &pfd[2 + i]);
         int timeout = -1;
         if (task_done)
-            timeout = (int)ceil((linger_until - mono_now()) * 1000);
+            timeout = (int)ceil((linger_until - pano_monotonic()) * 1000);
         if (timeout < -1)
             timeout = 0;
         int rc = poll(pfd, 2 + m.nrelays, timeout);
@@ -728,7 +722,7 @@ int main(int argc, char **argv)
             if (chld && !task_done) {
                 reap_children(&m, &task_done, &status);
                 if (task_done) {
-                    end_mono = mono_now();
+                    end_mono = pano_monotonic();
                     linger_until = end_mono + linger;
                 }
             } else if (chld)
@@ -782,7 +776,7 @@ int main(int argc, char **argv)
     pano_debug("%llu samples taken, %llu of them without reading the children files",
                (unsigned long long)m.samples_taken,
                (unsigned long long)pano_proctree_stable_walks(m.tree));
-    emit_end(&m, status, (end_mono > 0 ? end_mono : mono_now()) - m.start_mono, &final,
+    emit_end(&m, status, (end_mono > 0 ? end_mono : pano_monotonic()) - m.start_mono, &final,
              error[0] ? error : NULL);
 
     pano_sink_stats stats;
