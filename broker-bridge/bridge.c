@@ -10,6 +10,7 @@
 #include "kafka.h"
 #include "log.h"
 #include "mem.h"
+#include "secret.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -301,19 +302,10 @@ int main(int argc, char **argv)
     }
     char *password = NULL;
     const char *password_file = pano_config_str(cfg, "pano.amqp.password_file");
-    if (password_file) {
-        FILE *f = fopen(password_file, "r");
-        char line[512];
-        if (!f || !fgets(line, sizeof line, f)) {
-            pano_error("pano.amqp.password_file %s: %s", password_file,
-                       f ? "empty" : strerror(errno));
-            if (f)
-                fclose(f);
-            goto out_url;
-        }
-        fclose(f);
-        line[strcspn(line, "\r\n")] = '\0';
-        password = pano_strdup(line);
+    if (password_file &&
+        !(password = pano_secret_read("pano.amqp.password_file", password_file, err, sizeof err))) {
+        pano_error("%s", err);
+        goto out_url;
     }
     b.queue = pano_config_str(cfg, "pano.bridge.queue");
     b.amqp_options = (pano_amqp_options){

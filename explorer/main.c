@@ -17,6 +17,7 @@
 #include "http.h"
 #include "log.h"
 #include "mem.h"
+#include "secret.h"
 #include "url.h"
 
 #include <errno.h>
@@ -128,20 +129,11 @@ static char *read_password(const pano_config *cfg, bool *ok)
     const char *file = pano_config_str(cfg, "pano.explorer.password_file");
     if (!file)
         return NULL;
-    FILE *f = fopen(file, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n = f ? getline(&line, &cap, f) : -1;
-    if (f)
-        fclose(f);
-    if (n > 0)
-        line[strcspn(line, "\r\n")] = '\0';
-    if (n <= 0 || !line[0]) {
-        pano_error("pano.explorer.password_file: cannot read %s: %s", file,
-                   n >= 0 || f ? "its first line is empty" : strerror(errno));
-        free(line);
+    char err[512];
+    char *line = pano_secret_read("pano.explorer.password_file", file, err, sizeof err);
+    if (!line) {
+        pano_error("%s", err);
         *ok = false;
-        return NULL;
     }
     return line;
 }

@@ -1,6 +1,9 @@
 #include "es.h"
 
+#include "secret.h"
+
 #include "mem.h"
+#include "secret.h"
 #include "url.h"
 
 #include <curl/curl.h>
@@ -35,24 +38,6 @@ static size_t collect(char *data, size_t size, size_t n, void *user)
     return add;
 }
 
-static char *read_first_line(const char *path, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "r");
-    char *line = NULL;
-    size_t cap = 0;
-    if (!f || getline(&line, &cap, f) < 0) {
-        snprintf(err, errlen, "pano.es.password_file: cannot read %s: %s", path,
-                 f ? "empty file" : strerror(errno));
-        if (f)
-            fclose(f);
-        free(line);
-        return NULL;
-    }
-    fclose(f);
-    line[strcspn(line, "\r\n")] = '\0';
-    return line;
-}
-
 /* Options shared by every handle; they fail only on an unknown option or
  * out of memory. */
 static int configure(pano_es *es, CURL *c)
@@ -81,7 +66,7 @@ pano_es *pano_es_new(const pano_config *cfg, char *err, size_t errlen)
     pano_url_redact(es->base, es->shown, sizeof es->shown);
     es->timeout = pano_config_double(cfg, "pano.es.timeout");
     const char *pwfile = pano_config_str(cfg, "pano.es.password_file");
-    if (pwfile && !(es->password = read_first_line(pwfile, err, errlen)))
+    if (pwfile && !(es->password = pano_secret_read("pano.es.password_file", pwfile, err, errlen)))
         goto fail;
     es->curl = curl_easy_init();
     if (!es->curl) {

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "filter.h"
 #include "mem.h"
+#include "secret.h"
 #include "spool.h"
 #include "url.h"
 
@@ -40,29 +41,6 @@ struct pano_sink {
 
 /* Held lines are written once this much is waiting. */
 #define HOLD_BYTES (64u * 1024)
-
-/* First line of a password file, without its line ending. */
-static char *read_password_file(const char *path, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "pano.amqp.password_file: cannot open %s: %s", path,
-                 strerror(errno));
-        return NULL;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t n = getline(&line, &cap, f);
-    fclose(f);
-    if (n < 0) {
-        free(line);
-        snprintf(err, errlen, "pano.amqp.password_file: %s is empty", path);
-        return NULL;
-    }
-    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-        line[--n] = '\0';
-    return line;
-}
 
 /* The spool is an addition: without it the sink still works, as before. */
 static void open_spool(pano_sink *s, const pano_config *cfg)
@@ -114,7 +92,7 @@ pano_sink *pano_sink_open(const pano_config *cfg, const char *default_output, ch
             goto fail;
         s->has_url = true;
         const char *pwfile = pano_config_str(cfg, "pano.amqp.password_file");
-        if (pwfile && !(s->password = read_password_file(pwfile, err, errlen)))
+        if (pwfile && !(s->password = pano_secret_read("pano.amqp.password_file", pwfile, err, errlen)))
             goto fail;
         s->options.url = &s->url;
         s->options.password = s->password;

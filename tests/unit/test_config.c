@@ -2,6 +2,7 @@
  * validation errors that name the key, Pegasus aliases. */
 #include "cli.h"
 #include "config.h"
+#include "secret.h"
 #include "kafka.h"
 #include "testutil.h"
 
@@ -230,6 +231,35 @@ START_TEST(find_config_argument)
 }
 END_TEST
 
+START_TEST(secret_file_first_line)
+{
+    char err[512];
+    write_file("s3cret\r\nsecond line\n");
+    char *pw = pano_secret_read("pano.x.password_file", path, err, sizeof err);
+    ck_assert_ptr_nonnull(pw);
+    ck_assert_str_eq(pw, "s3cret");
+    free(pw);
+    cleanup();
+    write_file("no newline");
+    pw = pano_secret_read("pano.x.password_file", path, err, sizeof err);
+    ck_assert_str_eq(pw, "no newline");
+    free(pw);
+    cleanup();
+    write_file("\nsecond line\n");
+    ck_assert_ptr_null(pano_secret_read("pano.x.password_file", path, err, sizeof err));
+    ck_assert_msg(strstr(err, "pano.x.password_file: cannot read") && strstr(err, path) &&
+                      strstr(err, "its first line is empty"),
+                  "%s", err);
+    cleanup();
+    write_file("");
+    ck_assert_ptr_null(pano_secret_read("pano.x.password_file", path, err, sizeof err));
+    ck_assert_msg(strstr(err, "its first line is empty"), "%s", err);
+    cleanup();
+    ck_assert_ptr_null(pano_secret_read("pano.x.password_file", "/nonexistent/pw", err, sizeof err));
+    ck_assert_msg(strstr(err, "/nonexistent/pw: No such file"), "%s", err);
+}
+END_TEST
+
 /* pano_cli_catch_stop_signals (each Check test runs in a process of its own,
  * so the dispositions set here do not leak into the others). */
 static volatile sig_atomic_t caught;
@@ -245,14 +275,17 @@ static signal_handler disposition(int sig)
 
 START_TEST(stop_signals_reach_the_handler)
 {
+    /* what the test was started with (nohup ignores SIGHUP, a shell may
+     * ignore SIGPIPE): the call must leave both as they were */
+    signal_handler hangup = disposition(SIGHUP), sigpipe = disposition(SIGPIPE);
     ck_assert_int_eq(pano_cli_catch_stop_signals(record_signal, 0), 0);
     ck_assert_int_eq(raise(SIGTERM), 0);
     ck_assert_int_eq(caught, SIGTERM);
     ck_assert_int_eq(raise(SIGINT), 0);
     ck_assert_int_eq(caught, SIGINT);
     /* nothing else asked for, nothing else changed */
-    ck_assert(disposition(SIGHUP) == SIG_DFL);
-    ck_assert(disposition(SIGPIPE) == SIG_DFL);
+    ck_assert(disposition(SIGHUP) == hangup);
+    ck_assert(disposition(SIGPIPE) == sigpipe);
 }
 END_TEST
 
@@ -281,6 +314,7 @@ int main(void)
     tcase_add_test(tc, missing_file_is_an_error);
     tcase_add_test(tc, secret_values_are_redacted_in_dumps);
     tcase_add_test(tc, find_config_argument);
+    tcase_add_test(tc, secret_file_first_line);
     suite_add_tcase(s, tc);
     TCase *signals = tcase_create("stop signals");
     tcase_add_test(signals, stop_signals_reach_the_handler);
