@@ -10,6 +10,6 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 [[ -f $build/build.ninja ]] || meson setup "$build" >/dev/null
 ninja -C "$build" bench/darshan_bench >/dev/null
-fixtures=${PANO_FIXTURES:-../shared/fixtures}
+fixtures=${PANO_FIXTURES:-tests/data}
 export PANO_WF_UUID=${PANO_WF_UUID:-00000000-0000-4000-8000-000000000000}
 exec "$build/bench/darshan_bench" "$fixtures"/darshan/*.darshan "$fixtures"/darshan-more/*.darshan

@@ -3,7 +3,8 @@
  * from pegasus-monitord's stampede events, at any moment of the run.
  *
  * pegasus-statistics reads the stampede database monitord fills from these
- * same events (../shared/reference/pegasus-statistics.md has its queries);
+ * same events (its queries are in Pegasus's
+ * packages/pegasus-python/src/Pegasus/db/workflow/stampede_statistics.py);
  * here they come from the store, scoped to the workflow and every
  * sub-workflow under it (root_xwf_id), by five aggregations:
  *   the jobs (stampede.job.info: type, retries allowed), their dependencies

@@ -47,7 +47,7 @@ if [[ -x $PANO_BUILD/publishers/transfer/pano-transfer ]]; then
     expected=$((expected + 6))
 fi
 if [[ -x $PANO_BUILD/publishers/darshan/pano-darshan ]]; then
-    # two logs with POSIX and STDIO data (shared/fixtures/darshan*)
+    # two logs with POSIX and STDIO data (tests/data/darshan*)
     n=0
     for name in mpi-io-test-x86_64-3.5.0.darshan nonmpi_workflow_main.darshan; do
         log=$(ls "$PANO_FIXTURES"/darshan*/"$name" 2>/dev/null | head -n1)

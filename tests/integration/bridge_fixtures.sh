@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Pegasus samples in ../shared/fixtures/events pass through pano-bridge,
+# The Pegasus samples in tests/data/events pass through pano-bridge,
 # normalized, on a queue bound with Panorama's keys (kickstart.#, stampede.#,
 # transfer.#): stampede events get wf_uuid from xwf_id and a deterministic
 # event_id, the kickstart management-API body is unwrapped, every record is

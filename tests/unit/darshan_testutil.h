@@ -14,12 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* $PANO_FIXTURES/<sub>, or ../shared/fixtures/<sub>. */
+/* $PANO_FIXTURES/<sub> (meson sets it to tests/data), or tests/data/<sub>
+ * when the test runs by hand from the source tree. */
 static inline char *fixture_dir(const char *sub)
 {
     const char *root = getenv("PANO_FIXTURES");
     char *path = malloc(4096);
-    snprintf(path, 4096, "%s/%s", root ? root : "../shared/fixtures", sub);
+    snprintf(path, 4096, "%s/%s", root ? root : "tests/data", sub);
     return path;
 }
 

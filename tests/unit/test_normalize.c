@@ -1,6 +1,6 @@
 /* pano-bridge's check and normalization of incoming messages
  * (broker-bridge/normalize.h), over pano's schemas and the Pegasus samples
- * in ../shared/fixtures/events. */
+ * in tests/data/events. */
 #include "event.h"
 #include "json.h"
 #include "mem.h"
