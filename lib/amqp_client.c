@@ -194,7 +194,6 @@ fail:
 size_t pano_amqp_in_flight(const pano_amqp *a) { return (size_t)(a->next_seq - 1 - a->settled); }
 
 amqp_connection_state_t pano_amqp_connection(pano_amqp *a) { return a->conn; }
-const pano_amqp_url *pano_amqp_get_url(const pano_amqp *a) { return &a->url; }
 
 /* Settle every pending message up to tag with the given outcome (returned
  * messages keep theirs). */

@@ -76,7 +76,6 @@ size_t pano_amqp_in_flight(const pano_amqp *amqp);
 /* The underlying rabbitmq-c connection and the channel used (1), for
  * consumers that build on this connection setup. */
 amqp_connection_state_t pano_amqp_connection(pano_amqp *amqp);
-const pano_amqp_url *pano_amqp_get_url(const pano_amqp *amqp);
 
 /* Turn an rpc reply into text ("connection closed by broker: 404 NOT_FOUND -
  * no exchange 'x' in vhost '/'"). */

@@ -16,7 +16,7 @@ const pano_config_key pano_config_keys[] = {
 
     /* ---- workflow context (Pegasus sets these in every job) ---- */
     {"pano.wf_uuid", PANO_CFG_STR, NULL, NOLIMIT, false, {"PEGASUS_WF_UUID"}, {0},
-     "Workflow UUID; the key every index and alias is built from."},
+     "Workflow UUID; the key every event is stored and found by."},
     {"pano.wf_label", PANO_CFG_STR, NULL, NOLIMIT, false, {"PEGASUS_WF_LABEL"}, {0},
      "Workflow label."},
     {"pano.dag_job_id", PANO_CFG_STR, NULL, NOLIMIT, false, {"PEGASUS_DAG_JOB_ID"}, {0},

@@ -23,7 +23,6 @@ const char *pano_log_program(void) { return log_program; }
 
 void pano_log_set_level(pano_log_level level) { log_level = level; }
 
-pano_log_level pano_log_get_level(void) { return log_level; }
 
 int pano_log_level_parse(const char *name)
 {

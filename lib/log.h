@@ -26,7 +26,6 @@ const char *pano_log_program(void);
 
 /* Messages above this level are discarded (default PANO_LOG_INFO). */
 void pano_log_set_level(pano_log_level level);
-pano_log_level pano_log_get_level(void);
 
 /* Parse "error", "warn", "info", "debug" (case-insensitive). -1 if unknown. */
 int pano_log_level_parse(const char *name);
