@@ -11,6 +11,7 @@
  */
 #include "darshan_event.h"
 #include "darshan_log.h"
+#include "darshan_summarize.h"
 #include "darshan_summary.h"
 #include "event.h"
 #include "json.h"

@@ -1,8 +1,9 @@
 /*
  * darshan_summary.h - what a darshan.perf event says about one log.
  *
- * Both ways of reading a log produce this: the native reader
- * (darshan_summarize_log) and the converter of darshan-parser's text
+ * The structures and the operations that fill and free them; nothing here
+ * reads a log. Both ways of reading a log produce a summary: the native
+ * reader (darshan_summarize.h) and the converter of darshan-parser's text
  * (darshan_text.h). The event is built from it (darshan_event.h), and the
  * tests compare it, through the event, with darshan-parser's output.
  */
@@ -114,12 +115,5 @@ darshan_total *darshan_module_add_total(darshan_module_summary *m, const char *n
 void darshan_perf_add_legacy(darshan_perf *perf, const char *name, bool shared_files,
                              double value);
 void darshan_summary_free(darshan_summary *s);
-
-/* Read a .darshan log from memory into *s. Returns 0, or -1 with a message
- * in err (the summary is then freed), or DARSHAN_ERR_VERSION (darshan_log.h)
- * for a format version this reader does not know. Modules that cannot be summarized
- * (DXT, HEATMAP, unknown ids or versions) get a note instead of data. */
-int darshan_summarize_log(const uint8_t *data, size_t size, darshan_summary *s, char *err,
-                          size_t errlen);
 
 #endif

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "darshan_event.h"
 #include "darshan_log.h"
+#include "darshan_summarize.h"
 #include "darshan_summary.h"
 #include "darshan_text.h"
 #include "darshan_watch.h"

@@ -3,6 +3,7 @@
  * event builder. Build with -Dfuzz=true and CC=clang (see docs/darshan.md).
  */
 #include "darshan_event.h"
+#include "darshan_summarize.h"
 #include "darshan_summary.h"
 #include "event.h"
 #include "json.h"
