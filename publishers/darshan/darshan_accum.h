@@ -1,8 +1,16 @@
 /*
  * darshan_accum.h - darshan-parser's --total, --perf and --file, computed
- * as darshan-util 3.5.0 does (darshan-logutils-accumulator.c and the
- * modules' log_agg_records functions; see
- * ../shared/reference/darshan-format.md sections 8-10).
+ * as darshan-util 3.5.0 does: --perf and --file as in
+ * darshan-util/darshan-logutils-accumulator.c, --total as the modules'
+ * log_agg_records functions (darshan_log_agg_posix_files and the like in
+ * darshan-util/darshan-<module>-logutils.c) of the darshan-hpc/darshan
+ * repository.
+ *
+ * --total is one aggregate record folded from all records by each counter's
+ * rule (darshan_modules.h). --perf sums each rank's I/O time over its own
+ * records and adds the slowest rank's to the shared records' slowest-rank
+ * times. --file sums bytes and tracks the largest offset per record id,
+ * then counts files by access (read, write, both) and by sharing.
  *
  * Records are added in file order: the order matters for the aggregate
  * record (last values, common-value merging) and for the floating-point

@@ -3,9 +3,14 @@
  *
  * A log is an uncompressed header followed by compressed regions: the job
  * record (with the exe line and mount table), the name records and one
- * region per module (../shared/reference/darshan-format.md). This reader
- * works on a buffer and its length, so the same code serves files (read
- * with darshan_file_load) and the fuzzer. Every offset and length read from
+ * region per module. The header holds the format version, the magic number
+ * (which also gives the byte order), the compression type, the partial-data
+ * flags and the offset and length of the name and module regions; the job
+ * region runs from the header to the first of them. This is the layout of
+ * include/darshan-log-format.h and darshan-util/darshan-logutils.c in the
+ * darshan-hpc/darshan repository (darshan-util 3.5.0). This reader works on
+ * a buffer and its length, so the same code serves files (read with
+ * darshan_file_load) and the fuzzer. Every offset and length read from
  * the buffer is checked against its size before use, and decompression
  * grows its output only as data actually comes out, up to a bound derived
  * from the compressed size, so a damaged log costs no more memory than a
