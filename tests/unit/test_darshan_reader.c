@@ -193,9 +193,9 @@ static char *comparable_event(const darshan_summary *s)
     pano_json_remove(ev, "seq");
     pano_json_remove(ev, "wf_uuid");
     pano_json_remove(ev, "compression_method");
-    for (size_t i = 0; i < ev->u.items.len; i++)
-        if (ev->u.items.values[i]->type == PANO_JSON_OBJECT)
-            pano_json_remove(ev->u.items.values[i], "compressed_bytes");
+    for (size_t i = 0; i < pano_json_len(ev); i++)
+        if (pano_json_at(ev, i)->type == PANO_JSON_OBJECT)
+            pano_json_remove(pano_json_at(ev, i), "compressed_bytes");
     char *text = pano_json_serialize(ev, NULL);
     pano_json_free(ev);
     return text;

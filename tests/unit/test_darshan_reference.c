@@ -119,10 +119,10 @@ static void check_module(checker *c, const pano_json *ev, const darshan_module_s
     for (size_t i = 0; i < ref->n_totals; i++)
         check_total(c, ref->name, totals, &ref->totals[i]);
     /* and nothing more than darshan-parser printed */
-    if (ref->n_totals && (!totals || totals->u.items.len != ref->n_totals)) {
+    if (ref->n_totals && pano_json_len(totals) != ref->n_totals) {
         char want[32], have[32];
         snprintf(want, sizeof want, "%zu counters", ref->n_totals);
-        snprintf(have, sizeof have, "%zu", totals ? totals->u.items.len : 0);
+        snprintf(have, sizeof have, "%zu", pano_json_len(totals));
         mismatch(c, "number of totals", want, have);
     }
 
