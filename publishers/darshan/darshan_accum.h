@@ -24,16 +24,17 @@
 
 #include <stddef.h>
 
-typedef struct darshan_accum darshan_accum;
+typedef struct pano_darshan_accum pano_darshan_accum;
 
-darshan_accum *darshan_accum_new(const darshan_module_def *def, int64_t nprocs);
-void darshan_accum_free(darshan_accum *acc);
+pano_darshan_accum *pano_darshan_accum_new(const pano_darshan_module_def *def, int64_t nprocs);
+void pano_darshan_accum_free(pano_darshan_accum *acc);
 
 /* Add one record. Fails (-1, message in err) when its rank is not one of
  * the job's processes. */
-int darshan_accum_add(darshan_accum *acc, const darshan_record *rec, char *err, size_t errlen);
+int pano_darshan_accum_add(pano_darshan_accum *acc, const pano_darshan_record *rec, char *err,
+                           size_t errlen);
 
 /* Fill m's totals, perf and files from what was added. */
-void darshan_accum_finish(darshan_accum *acc, darshan_module_summary *m);
+void pano_darshan_accum_finish(pano_darshan_accum *acc, pano_darshan_module_summary *m);
 
 #endif

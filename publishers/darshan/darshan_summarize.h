@@ -16,10 +16,10 @@
 #include <stdint.h>
 
 /* Read a .darshan log from memory into *s. Returns 0, or -1 with a message
- * in err (the summary is then freed), or DARSHAN_ERR_VERSION (darshan_log.h)
+ * in err (the summary is then freed), or PANO_DARSHAN_ERR_VERSION (darshan_log.h)
  * for a format version this reader does not know. Modules that cannot be summarized
  * (DXT, HEATMAP, unknown ids or versions) get a note instead of data. */
-int darshan_summarize_log(const uint8_t *data, size_t size, darshan_summary *s, char *err,
-                          size_t errlen);
+int pano_darshan_summarize_log(const uint8_t *data, size_t size, pano_darshan_summary *s, char *err,
+                               size_t errlen);
 
 #endif

@@ -8,14 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const darshan_file_category_names[DARSHAN_FILES_CATEGORIES] = {
+const char *const pano_darshan_file_category_names[PANO_DARSHAN_FILES_CATEGORIES] = {
     "total", "read_only", "write_only", "read_write", "unique", "shared",
 };
 
-darshan_module_summary *darshan_summary_add_module(darshan_summary *s, const char *name)
+pano_darshan_module_summary *pano_darshan_summary_add_module(pano_darshan_summary *s,
+                                                             const char *name)
 {
     s->modules = pano_reallocarray(s->modules, s->n_modules + 1, sizeof *s->modules);
-    darshan_module_summary *m = &s->modules[s->n_modules++];
+    pano_darshan_module_summary *m = &s->modules[s->n_modules++];
     memset(m, 0, sizeof *m);
     m->name = pano_strdup(name);
     m->records = -1;
@@ -23,7 +24,8 @@ darshan_module_summary *darshan_summary_add_module(darshan_summary *s, const cha
     return m;
 }
 
-darshan_module_summary *darshan_summary_find_module(const darshan_summary *s, const char *name)
+pano_darshan_module_summary *pano_darshan_summary_find_module(const pano_darshan_summary *s,
+                                                              const char *name)
 {
     for (size_t i = 0; i < s->n_modules; i++)
         if (strcmp(s->modules[i].name, name) == 0)
@@ -33,7 +35,7 @@ darshan_module_summary *darshan_summary_find_module(const darshan_summary *s, co
 
 /* Keys stay unique (the event is written without a tree that would merge
  * them): a repeated key replaces the earlier value, as JSON readers do. */
-void darshan_summary_add_metadata(darshan_summary *s, const char *key, const char *value)
+void pano_darshan_summary_add_metadata(pano_darshan_summary *s, const char *key, const char *value)
 {
     for (size_t i = 0; i < s->n_metadata; i++)
         if (strcmp(s->metadata[i].key, key) == 0) {
@@ -47,7 +49,7 @@ void darshan_summary_add_metadata(darshan_summary *s, const char *key, const cha
     s->n_metadata++;
 }
 
-void darshan_summary_parse_metadata(darshan_summary *s, const char *text)
+void pano_darshan_summary_parse_metadata(pano_darshan_summary *s, const char *text)
 {
     while (*text) {
         size_t len = strcspn(text, "\n");
@@ -55,7 +57,7 @@ void darshan_summary_parse_metadata(darshan_summary *s, const char *text)
         if (eq) {
             char *key = pano_strndup(text, (size_t)(eq - text));
             char *value = pano_strndup(eq + 1, len - (size_t)(eq - text) - 1);
-            darshan_summary_add_metadata(s, key, value);
+            pano_darshan_summary_add_metadata(s, key, value);
             free(key);
             free(value);
         }
@@ -65,21 +67,22 @@ void darshan_summary_parse_metadata(darshan_summary *s, const char *text)
     }
 }
 
-darshan_total *darshan_module_add_total(darshan_module_summary *m, const char *name, bool copy)
+pano_darshan_total *pano_darshan_module_add_total(pano_darshan_module_summary *m, const char *name,
+                                                  bool copy)
 {
     if (m->n_totals == m->totals_cap) {
         m->totals_cap = m->totals_cap ? 2 * m->totals_cap : 128;
         m->totals = pano_reallocarray(m->totals, m->totals_cap, sizeof *m->totals);
     }
-    darshan_total *t = &m->totals[m->n_totals++];
+    pano_darshan_total *t = &m->totals[m->n_totals++];
     memset(t, 0, sizeof *t);
     t->name = copy ? pano_strdup(name) : name;
     t->owned = copy;
     return t;
 }
 
-void darshan_perf_add_legacy(darshan_perf *perf, const char *name, bool shared_files,
-                             double value)
+void pano_darshan_perf_add_legacy(pano_darshan_perf *perf, const char *name, bool shared_files,
+                                  double value)
 {
     for (size_t i = 0; i < perf->n_legacy; i++) /* unique names, as for metadata */
         if (strcmp(perf->legacy[i].name, name) == 0) {
@@ -89,10 +92,10 @@ void darshan_perf_add_legacy(darshan_perf *perf, const char *name, bool shared_f
         }
     perf->legacy = pano_reallocarray(perf->legacy, perf->n_legacy + 1, sizeof *perf->legacy);
     perf->legacy[perf->n_legacy++] =
-        (darshan_legacy_perf){pano_strdup(name), shared_files, value};
+        (pano_darshan_legacy_perf){pano_strdup(name), shared_files, value};
 }
 
-static void module_free(darshan_module_summary *m)
+static void module_free(pano_darshan_module_summary *m)
 {
     free(m->name);
     free(m->note);
@@ -105,7 +108,7 @@ static void module_free(darshan_module_summary *m)
     free(m->perf.legacy);
 }
 
-void darshan_summary_free(darshan_summary *s)
+void pano_darshan_summary_free(pano_darshan_summary *s)
 {
     free(s->version);
     free(s->compression);
