@@ -11,6 +11,7 @@
  */
 #include "darshan_event.h"
 #include "darshan_log.h"
+#include "darshan_summarize.h"
 #include "darshan_summary.h"
 #include "event.h"
 #include "json.h"
@@ -32,53 +33,53 @@ static double now(void)
 }
 
 /* The floor: inflate every region of the log (job, names, all modules). */
-static int inflate_all(const darshan_file *f, darshan_buf *buf)
+static int inflate_all(const pano_darshan_file *f, pano_darshan_buf *buf)
 {
-    darshan_log log;
+    pano_darshan_log log;
     char err[512];
-    if (darshan_log_open(&log, f->data, f->size, err, sizeof err) < 0)
+    if (pano_darshan_log_open(&log, f->data, f->size, err, sizeof err) < 0)
         return -1;
-    if (darshan_log_inflate(&log, log.job, "job", buf, err, sizeof err) < 0 ||
-        darshan_log_inflate(&log, log.names, "names", buf, err, sizeof err) < 0)
+    if (pano_darshan_log_inflate(&log, log.job, "job", buf, err, sizeof err) < 0 ||
+        pano_darshan_log_inflate(&log, log.names, "names", buf, err, sizeof err) < 0)
         return -1;
-    for (int id = 0; id < DARSHAN_MAX_MODS; id++)
+    for (int id = 0; id < PANO_DARSHAN_MAX_MODS; id++)
         if (log.modules[id].len &&
-            darshan_log_inflate(&log, log.modules[id], "module", buf, err, sizeof err) < 0)
+            pano_darshan_log_inflate(&log, log.modules[id], "module", buf, err, sizeof err) < 0)
             return -1;
     return 0;
 }
 
 /* What pano-darshan does per log: read, summarize, build and serialize. */
-static int convert(const darshan_file *f, pano_source *src)
+static int convert(const pano_darshan_file *f, pano_source *src)
 {
-    darshan_summary s;
+    pano_darshan_summary s;
     char err[512];
-    if (darshan_summarize_log(f->data, f->size, &s, err, sizeof err) < 0)
+    if (pano_darshan_summarize_log(f->data, f->size, &s, err, sizeof err) < 0)
         return -1;
     pano_json *envelope = pano_event_new(src, "darshan.perf");
     pano_buf json = {0};
-    darshan_event_write(&json, envelope, &s, "log");
+    pano_darshan_event_write(&json, envelope, &s, "log");
     pano_buf_free(&json);
     pano_json_free(envelope);
-    darshan_summary_free(&s);
+    pano_darshan_summary_free(&s);
     return 0;
 }
 
 /* The reader alone: summarize, no event. */
-static int summarize(const darshan_file *f)
+static int summarize(const pano_darshan_file *f)
 {
-    darshan_summary s;
+    pano_darshan_summary s;
     char err[512];
-    if (darshan_summarize_log(f->data, f->size, &s, err, sizeof err) < 0)
+    if (pano_darshan_summarize_log(f->data, f->size, &s, err, sizeof err) < 0)
         return -1;
-    darshan_summary_free(&s);
+    pano_darshan_summary_free(&s);
     return 0;
 }
 
 typedef struct {
-    const darshan_file *file;
+    const pano_darshan_file *file;
     pano_source *src;
-    darshan_buf buf;
+    pano_darshan_buf buf;
 } bench_ctx;
 
 static int run_floor(bench_ctx *c) { return inflate_all(c->file, &c->buf); }
@@ -116,9 +117,9 @@ int main(int argc, char **argv)
     printf("%-60s %10s %10s %10s %7s %7s\n", "log", "inflate_us", "read_us", "convert_us",
            "read_x", "ratio");
     for (int a = 1; a < argc; a++) {
-        darshan_file file;
+        pano_darshan_file file;
         char err[512];
-        if (darshan_file_load(argv[a], &file, err, sizeof err) < 0) {
+        if (pano_darshan_file_load(argv[a], &file, err, sizeof err) < 0) {
             fprintf(stderr, "%s: %s\n", argv[a], err);
             return 1;
         }
@@ -158,8 +159,8 @@ int main(int argc, char **argv)
         if (ratio > worst)
             worst = ratio;
         measured++;
-        darshan_buf_free(&c.buf);
-        darshan_file_free(&file);
+        pano_darshan_buf_free(&c.buf);
+        pano_darshan_file_free(&file);
     }
     double geomean = exp(log_sum / measured);
     printf("ratio_to_inflate over %d logs: geometric mean %.2f, max %.2f (target <= 2)\n",

@@ -82,11 +82,11 @@ typedef struct {
     double io, rw, md;
 } rank_times;
 
-struct darshan_accum {
-    const darshan_module_def *def;
+struct pano_darshan_accum {
+    const pano_darshan_module_def *def;
     int64_t nprocs;
     size_t records;
-    darshan_record agg; /* the --total record */
+    pano_darshan_record agg; /* the --total record */
 
     int64_t total_bytes;
     double shared_time_by_slowest;
@@ -104,15 +104,15 @@ struct darshan_accum {
     size_t n_ranks, ranks_cap, rank_times_cap;
 };
 
-darshan_accum *darshan_accum_new(const darshan_module_def *def, int64_t nprocs)
+pano_darshan_accum *pano_darshan_accum_new(const pano_darshan_module_def *def, int64_t nprocs)
 {
-    darshan_accum *acc = pano_calloc(1, sizeof *acc);
+    pano_darshan_accum *acc = pano_calloc(1, sizeof *acc);
     acc->def = def;
     acc->nprocs = nprocs;
     return acc;
 }
 
-void darshan_accum_free(darshan_accum *acc)
+void pano_darshan_accum_free(pano_darshan_accum *acc)
 {
     if (!acc)
         return;
@@ -131,7 +131,7 @@ void darshan_accum_free(darshan_accum *acc)
  * their 4 counts) of rec into agg, keeping darshan-util's exact behaviour:
  * values already present add their counts; each new value is inserted in
  * order of count (larger value first on a tie) and the fifth drops out. */
-static void merge_common(const darshan_module_def *def, int64_t *agg, const int64_t *in,
+static void merge_common(const pano_darshan_module_def *def, int64_t *agg, const int64_t *in,
                          int at)
 {
     if (def->common_needs_first_value && in[at] == 0)
@@ -190,10 +190,10 @@ static void merge_common(const darshan_module_def *def, int64_t *agg, const int6
     }
 }
 
-static void aggregate(darshan_accum *acc, const darshan_record *rec)
+static void aggregate(pano_darshan_accum *acc, const pano_darshan_record *rec)
 {
-    const darshan_module_def *def = acc->def;
-    darshan_record *agg = &acc->agg;
+    const pano_darshan_module_def *def = acc->def;
+    pano_darshan_record *agg = &acc->agg;
     bool first = acc->records == 0;
 
     /* What the record says about its fastest and slowest rank: a shared
@@ -229,22 +229,22 @@ static void aggregate(darshan_accum *acc, const darshan_record *rec)
     for (int i = 0; i < def->n_ints; i++) {
         int64_t *a = &agg->ints[i], v = rec->ints[i];
         switch (def->ints[i].rule) {
-        case DARSHAN_AGG_SUM:
+        case PANO_DARSHAN_AGG_SUM:
             *a = add(*a, v);
             break;
-        case DARSHAN_AGG_SUM_CLAMPED:
+        case PANO_DARSHAN_AGG_SUM_CLAMPED:
             *a = add(*a, v);
             if (*a < 0)
                 *a = -1;
             break;
-        case DARSHAN_AGG_LAST:
+        case PANO_DARSHAN_AGG_LAST:
             *a = v;
             break;
-        case DARSHAN_AGG_MAX:
+        case PANO_DARSHAN_AGG_MAX:
             if (v > *a)
                 *a = v;
             break;
-        case DARSHAN_AGG_COMMON:
+        case PANO_DARSHAN_AGG_COMMON:
             merge_common(def, agg->ints, rec->ints, i);
             break;
         default:
@@ -255,24 +255,24 @@ static void aggregate(darshan_accum *acc, const darshan_record *rec)
     for (int i = 0; i < def->n_floats; i++) {
         double *a = &agg->floats[i], v = rec->floats[i];
         switch (def->floats[i].rule) {
-        case DARSHAN_AGG_SUM:
+        case PANO_DARSHAN_AGG_SUM:
             *a += v;
             break;
-        case DARSHAN_AGG_MIN_NONZERO:
+        case PANO_DARSHAN_AGG_MIN_NONZERO:
             if (v > 0 && (*a == 0 || v < *a))
                 *a = v;
             break;
-        case DARSHAN_AGG_MAX:
+        case PANO_DARSHAN_AGG_MAX:
             if (v > *a)
                 *a = v;
             break;
-        case DARSHAN_AGG_MAX_TIME:
+        case PANO_DARSHAN_AGG_MAX_TIME:
             if (v > *a) {
                 *a = v;
                 agg->ints[def->floats[i].pair] = rec->ints[def->floats[i].pair];
             }
             break;
-        case DARSHAN_AGG_FASTEST_TIME:
+        case PANO_DARSHAN_AGG_FASTEST_TIME:
             if (!one_file) {
                 agg->ints[def->fastest_rank] = -1;
                 agg->ints[def->fastest_rank_bytes] = -1;
@@ -283,7 +283,7 @@ static void aggregate(darshan_accum *acc, const darshan_record *rec)
                 *a = fast_time;
             }
             break;
-        case DARSHAN_AGG_SLOWEST_TIME:
+        case PANO_DARSHAN_AGG_SLOWEST_TIME:
             if (!one_file) {
                 agg->ints[def->slowest_rank] = -1;
                 agg->ints[def->slowest_rank_bytes] = -1;
@@ -294,7 +294,7 @@ static void aggregate(darshan_accum *acc, const darshan_record *rec)
                 *a = slow_time;
             }
             break;
-        case DARSHAN_AGG_ZERO:
+        case PANO_DARSHAN_AGG_ZERO:
             *a = 0;
             break;
         default:
@@ -305,9 +305,10 @@ static void aggregate(darshan_accum *acc, const darshan_record *rec)
 
 /* ---- the --perf and --file metrics ---------------------------------------- */
 
-int darshan_accum_add(darshan_accum *acc, const darshan_record *rec, char *err, size_t errlen)
+int pano_darshan_accum_add(pano_darshan_accum *acc, const pano_darshan_record *rec, char *err,
+                           size_t errlen)
 {
-    const darshan_module_def *def = acc->def;
+    const pano_darshan_module_def *def = acc->def;
     if (rec->rank >= acc->nprocs) {
         snprintf(err, errlen, "%s record of rank %" PRId64 " in a job of %" PRId64 " processes",
                  def->name, rec->rank, acc->nprocs);
@@ -385,27 +386,27 @@ static void category_add(category *c, const file_metrics *f)
         c->max_offset = f->max_offset;
 }
 
-static void add_totals(const darshan_accum *acc, darshan_module_summary *m)
+static void add_totals(const pano_darshan_accum *acc, pano_darshan_module_summary *m)
 {
-    const darshan_module_def *def = acc->def;
+    const pano_darshan_module_def *def = acc->def;
     for (int i = 0; i < def->n_ints; i++) {
-        darshan_total *t = darshan_module_add_total(m, def->ints[i].name, false);
+        pano_darshan_total *t = pano_darshan_module_add_total(m, def->ints[i].name, false);
         if (i == def->unsigned_int) {
-            t->type = DARSHAN_VALUE_UINT;
+            t->type = PANO_DARSHAN_VALUE_UINT;
             t->v.u = (uint64_t)acc->agg.ints[i];
         } else {
-            t->type = DARSHAN_VALUE_INT;
+            t->type = PANO_DARSHAN_VALUE_INT;
             t->v.i = acc->agg.ints[i];
         }
     }
     for (int i = 0; i < def->n_floats; i++) {
-        darshan_total *t = darshan_module_add_total(m, def->floats[i].name, false);
-        t->type = DARSHAN_VALUE_FLOAT;
+        pano_darshan_total *t = pano_darshan_module_add_total(m, def->floats[i].name, false);
+        t->type = PANO_DARSHAN_VALUE_FLOAT;
         t->v.f = acc->agg.floats[i];
     }
 }
 
-void darshan_accum_finish(darshan_accum *acc, darshan_module_summary *m)
+void pano_darshan_accum_finish(pano_darshan_accum *acc, pano_darshan_module_summary *m)
 {
     add_totals(acc, m);
 
@@ -429,20 +430,19 @@ void darshan_accum_finish(darshan_accum *acc, darshan_module_summary *m)
             category_add(&cats[PARTIAL], f);
     }
     m->has_files = true;
-    const int printed[DARSHAN_FILES_CATEGORIES] = {ALL, RO, WO, RW, UNIQUE, SHARED};
-    for (int c = 0; c < DARSHAN_FILES_CATEGORIES; c++)
-        m->files[c] = (darshan_file_category){cats[printed[c]].count, cats[printed[c]].bytes,
+    const int printed[PANO_DARSHAN_FILES_CATEGORIES] = {ALL, RO, WO, RW, UNIQUE, SHARED};
+    for (int c = 0; c < PANO_DARSHAN_FILES_CATEGORIES; c++)
+        m->files[c] = (pano_darshan_file_category){cats[printed[c]].count, cats[printed[c]].bytes,
                                               cats[printed[c]].max_offset};
     /* darshan-parser's "shared" line adds the partially shared files to the
      * shared ones, in all three columns (so the offsets are summed). */
-    m->files[DARSHAN_FILES_SHARED].count += cats[PARTIAL].count;
-    m->files[DARSHAN_FILES_SHARED].bytes = add(m->files[DARSHAN_FILES_SHARED].bytes,
-                                               cats[PARTIAL].bytes);
-    m->files[DARSHAN_FILES_SHARED].max_offset = add(m->files[DARSHAN_FILES_SHARED].max_offset,
-                                                    cats[PARTIAL].max_offset);
+    pano_darshan_file_category *shared = &m->files[PANO_DARSHAN_FILES_SHARED];
+    shared->count += cats[PARTIAL].count;
+    shared->bytes = add(shared->bytes, cats[PARTIAL].bytes);
+    shared->max_offset = add(shared->max_offset, cats[PARTIAL].max_offset);
 
     /* The slowest rank: the largest per-rank time, the lowest rank on a tie. */
-    darshan_perf *p = &m->perf;
+    pano_darshan_perf *p = &m->perf;
     m->has_perf = true;
     p->has_rw_only_time = p->has_agg_time = true;
     p->total_bytes = acc->total_bytes;

@@ -11,7 +11,7 @@
  * (%lf: 6 decimals), which is also the cheapest exact-enough form. */
 #define DECIMALS 6
 
-double darshan_summary_end_time(const darshan_summary *s)
+double pano_darshan_summary_end_time(const pano_darshan_summary *s)
 {
     return (double)s->end_time + (double)s->end_nsec / 1e9;
 }
@@ -46,14 +46,14 @@ static void write_str(pano_json_writer *w, const char *key, const char *text)
     pano_json_write_str(w, text);
 }
 
-static void write_total(pano_json_writer *w, const darshan_total *t)
+static void write_total(pano_json_writer *w, const pano_darshan_total *t)
 {
     pano_json_write_key(w, t->name);
     switch (t->type) {
-    case DARSHAN_VALUE_INT:
+    case PANO_DARSHAN_VALUE_INT:
         pano_json_write_int(w, t->v.i);
         break;
-    case DARSHAN_VALUE_UINT:
+    case PANO_DARSHAN_VALUE_UINT:
         /* A record id: a string when it does not fit a JSON-safe int64. */
         if (t->v.u <= INT64_MAX)
             pano_json_write_int(w, (int64_t)t->v.u);
@@ -63,13 +63,13 @@ static void write_total(pano_json_writer *w, const darshan_total *t)
             pano_json_write_str(w, buf);
         }
         break;
-    case DARSHAN_VALUE_FLOAT:
+    case PANO_DARSHAN_VALUE_FLOAT:
         pano_json_write_double(w, t->v.f, DECIMALS);
         break;
     }
 }
 
-static void write_perf(pano_json_writer *w, const darshan_perf *p)
+static void write_perf(pano_json_writer *w, const pano_darshan_perf *p)
 {
     write_int(w, "total_bytes", p->total_bytes);
     pano_json_write_key(w, "unique_files");
@@ -95,7 +95,7 @@ static void write_perf(pano_json_writer *w, const darshan_perf *p)
             write_double(w, p->legacy[i].name, p->legacy[i].value, DECIMALS);
 }
 
-static void write_module(pano_json_writer *w, const darshan_module_summary *m)
+static void write_module(pano_json_writer *w, const pano_darshan_module_summary *m)
 {
     char key[128];
     snprintf(key, sizeof key, "%s_module_data", m->name);
@@ -118,8 +118,8 @@ static void write_module(pano_json_writer *w, const darshan_module_summary *m)
     if (m->has_files) {
         pano_json_write_key(w, "files");
         pano_json_write_object_open(w);
-        for (int c = 0; c < DARSHAN_FILES_CATEGORIES; c++) {
-            pano_json_write_key(w, darshan_file_category_names[c]);
+        for (int c = 0; c < PANO_DARSHAN_FILES_CATEGORIES; c++) {
+            pano_json_write_key(w, pano_darshan_file_category_names[c]);
             pano_json_write_object_open(w);
             write_int(w, "count", m->files[c].count);
             write_int(w, "bytes", m->files[c].bytes);
@@ -138,10 +138,10 @@ static void write_module(pano_json_writer *w, const darshan_module_summary *m)
     pano_json_write_object_close(w);
 }
 
-void darshan_event_write(pano_buf *out, pano_json *envelope, const darshan_summary *s,
-                         const char *log_file)
+void pano_darshan_event_write(pano_buf *out, pano_json *envelope, const pano_darshan_summary *s,
+                              const char *log_file)
 {
-    pano_json_set_double(envelope, "ts", darshan_summary_end_time(s), 6);
+    pano_json_set_double(envelope, "ts", pano_darshan_summary_end_time(s), 6);
     pano_json_writer *w = pano_json_writer_new(out);
     pano_json_write_object_open(w);
     pano_json_write_members(w, envelope);

@@ -18,10 +18,10 @@
  * pano_event_new; its ts becomes the job's end time), then the summary's
  * fields. Written without building a tree: a log has hundreds of counters.
  * log_file, the log's path, may be NULL. */
-void darshan_event_write(pano_buf *out, pano_json *envelope, const darshan_summary *s,
-                         const char *log_file);
+void pano_darshan_event_write(pano_buf *out, pano_json *envelope, const pano_darshan_summary *s,
+                              const char *log_file);
 
 /* The job's end time in epoch seconds (with nanoseconds for 3.41 logs). */
-double darshan_summary_end_time(const darshan_summary *s);
+double pano_darshan_summary_end_time(const pano_darshan_summary *s);
 
 #endif

@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#define DARSHAN_MAGIC UINT64_C(6567223)
+#define LOG_MAGIC UINT64_C(6567223)
 
 /* Header sizes: the 3.41 struct has 64 module slots, older ones 16. */
 #define HEADER_SIZE_3_41 1328
@@ -76,21 +76,21 @@ static double get_double(const uint8_t *p, bool swap)
 
 /* ---- header --------------------------------------------------------------- */
 
-const char *darshan_compression_name(darshan_compression comp)
+const char *pano_darshan_compression_name(pano_darshan_compression comp)
 {
     switch (comp) {
-    case DARSHAN_COMP_ZLIB:
+    case PANO_DARSHAN_COMP_ZLIB:
         return "ZLIB";
-    case DARSHAN_COMP_BZIP2:
+    case PANO_DARSHAN_COMP_BZIP2:
         return "BZIP2";
-    case DARSHAN_COMP_NONE:
+    case PANO_DARSHAN_COMP_NONE:
         return "NONE";
     }
     return "UNKNOWN";
 }
 
 /* The version string: 8 bytes, NUL-padded. */
-static int parse_version(darshan_log *log, char *err, size_t errlen)
+static int parse_version(pano_darshan_log *log, char *err, size_t errlen)
 {
     static const struct {
         const char *text;
@@ -118,11 +118,11 @@ static int parse_version(darshan_log *log, char *err, size_t errlen)
     fail(err, errlen,
          "unsupported log format version '%s' (this reader knows 3.00-3.41; use --parser)",
          log->version);
-    return DARSHAN_ERR_VERSION;
+    return PANO_DARSHAN_ERR_VERSION;
 }
 
-static int check_region(const darshan_log *log, darshan_region r, const char *what, char *err,
-                        size_t errlen)
+static int check_region(const pano_darshan_log *log, pano_darshan_region r, const char *what,
+                        char *err, size_t errlen)
 {
     if (r.len == 0)
         return 0;
@@ -134,8 +134,8 @@ static int check_region(const darshan_log *log, darshan_region r, const char *wh
     return 0;
 }
 
-int darshan_log_open(darshan_log *log, const uint8_t *data, size_t size, char *err,
-                     size_t errlen)
+int pano_darshan_log_open(pano_darshan_log *log, const uint8_t *data, size_t size, char *err,
+                          size_t errlen)
 {
     memset(log, 0, sizeof *log);
     log->data = data;
@@ -145,9 +145,9 @@ int darshan_log_open(darshan_log *log, const uint8_t *data, size_t size, char *e
     /* The magic number first: it says whether this is a Darshan log at all
      * (and its byte order); the version then says whether it is one we know. */
     uint64_t magic = get_u64(data + 8, false);
-    if (magic == DARSHAN_MAGIC)
+    if (magic == LOG_MAGIC)
         log->swap = false;
-    else if (__builtin_bswap64(magic) == DARSHAN_MAGIC)
+    else if (__builtin_bswap64(magic) == LOG_MAGIC)
         log->swap = true;
     else
         return fail(err, errlen, "not a Darshan log (bad magic number 0x%" PRIx64 " at offset 8)",
@@ -162,9 +162,9 @@ int darshan_log_open(darshan_log *log, const uint8_t *data, size_t size, char *e
         return fail(err, errlen, "truncated header: %zu of %zu bytes", size, log->header_size);
 
     uint8_t comp = data[16];
-    if (comp > DARSHAN_COMP_NONE)
+    if (comp > PANO_DARSHAN_COMP_NONE)
         return fail(err, errlen, "unknown compression type %u at offset 16", comp);
-    log->compression = (darshan_compression)comp;
+    log->compression = (pano_darshan_compression)comp;
 
     uint64_t partial_slots;
     size_t maps, versions, slots;
@@ -173,8 +173,8 @@ int darshan_log_open(darshan_log *log, const uint8_t *data, size_t size, char *e
         log->names.off = get_u64(data + 32, log->swap);
         log->names.len = get_u64(data + 40, log->swap);
         maps = 48;
-        versions = 48 + 16 * DARSHAN_MAX_MODS;
-        slots = DARSHAN_MAX_MODS;
+        versions = 48 + 16 * PANO_DARSHAN_MAX_MODS;
+        slots = PANO_DARSHAN_MAX_MODS;
     } else {
         partial_slots = get_u32(data + 20, log->swap);
         log->names.off = get_u64(data + 24, log->swap);
@@ -188,12 +188,12 @@ int darshan_log_open(darshan_log *log, const uint8_t *data, size_t size, char *e
 
     uint64_t first_module = 0;
     for (size_t slot = 0; slot < slots; slot++) {
-        int id = darshan_module_id_of_slot(log->format_minor, (int)slot);
-        darshan_region r = {get_u64(data + maps + 16 * slot, log->swap),
+        int id = pano_darshan_module_id_of_slot(log->format_minor, (int)slot);
+        pano_darshan_region r = {get_u64(data + maps + 16 * slot, log->swap),
                             get_u64(data + maps + 16 * slot + 8, log->swap)};
         uint32_t version = get_u32(data + versions + 4 * slot, log->swap);
         bool partial = (partial_slots >> slot) & 1;
-        if (id >= DARSHAN_MAX_MODS) {
+        if (id >= PANO_DARSHAN_MAX_MODS) {
             if (r.len || partial)
                 return fail(err, errlen, "module slot %zu has data but no module id", slot);
             continue;
@@ -225,7 +225,7 @@ int darshan_log_open(darshan_log *log, const uint8_t *data, size_t size, char *e
 
 /* ---- decompression -------------------------------------------------------- */
 
-void darshan_buf_free(darshan_buf *buf)
+void pano_darshan_buf_free(pano_darshan_buf *buf)
 {
     free(buf->data);
     buf->data = NULL;
@@ -233,7 +233,7 @@ void darshan_buf_free(darshan_buf *buf)
 }
 
 /* Make room for more output, up to limit. False when the limit is reached. */
-static bool buf_grow(darshan_buf *buf, size_t limit, size_t hint)
+static bool buf_grow(pano_darshan_buf *buf, size_t limit, size_t hint)
 {
     if (buf->cap >= limit)
         return false;
@@ -331,7 +331,7 @@ static const codec bzip2_codec = {"bzip2", bzip2_init, bzip2_end, bzip2_step};
 
 /* Compressed streams, several of them back to back (one per rank, for
  * example), into out, at most limit bytes. */
-static int inflate_streams(const codec *c, const uint8_t *in, size_t in_len, darshan_buf *out,
+static int inflate_streams(const codec *c, const uint8_t *in, size_t in_len, pano_darshan_buf *out,
                            size_t limit, const char *what, uint64_t off, char *err,
                            size_t errlen)
 {
@@ -378,8 +378,8 @@ static int inflate_streams(const codec *c, const uint8_t *in, size_t in_len, dar
     return rc;
 }
 
-int darshan_log_inflate(const darshan_log *log, darshan_region region, const char *what,
-                        darshan_buf *out, char *err, size_t errlen)
+int pano_darshan_log_inflate(const pano_darshan_log *log, pano_darshan_region region,
+                             const char *what, pano_darshan_buf *out, char *err, size_t errlen)
 {
     out->len = 0;
     if (region.len == 0)
@@ -387,13 +387,13 @@ int darshan_log_inflate(const darshan_log *log, darshan_region region, const cha
     const uint8_t *in = log->data + region.off;
     size_t in_len = (size_t)region.len;
     switch (log->compression) {
-    case DARSHAN_COMP_ZLIB:
+    case PANO_DARSHAN_COMP_ZLIB:
         return inflate_streams(&zlib_codec, in, in_len, out, inflate_limit(region.len), what,
                                region.off, err, errlen);
-    case DARSHAN_COMP_BZIP2:
+    case PANO_DARSHAN_COMP_BZIP2:
         return inflate_streams(&bzip2_codec, in, in_len, out, inflate_limit(region.len), what,
                                region.off, err, errlen);
-    case DARSHAN_COMP_NONE:
+    case PANO_DARSHAN_COMP_NONE:
         while (out->cap < in_len)
             buf_grow(out, in_len, in_len);
         memcpy(out->data, in, in_len);
@@ -405,11 +405,11 @@ int darshan_log_inflate(const darshan_log *log, darshan_region region, const cha
 
 /* ---- job region ----------------------------------------------------------- */
 
-int darshan_log_read_job(const darshan_log *log, darshan_buf *scratch, darshan_job *job,
-                         char *err, size_t errlen)
+int pano_darshan_log_read_job(const pano_darshan_log *log, pano_darshan_buf *scratch,
+                              pano_darshan_job *job, char *err, size_t errlen)
 {
     memset(job, 0, sizeof *job);
-    if (darshan_log_inflate(log, log->job, "job region", scratch, err, errlen) < 0)
+    if (pano_darshan_log_inflate(log, log->job, "job region", scratch, err, errlen) < 0)
         return -1;
     if (scratch->len > JOB_REGION_MAX)
         return fail(err, errlen, "job region inflates to %zu bytes (at most %d expected)",
@@ -450,7 +450,7 @@ int darshan_log_read_job(const darshan_log *log, darshan_buf *scratch, darshan_j
     return 0;
 }
 
-double darshan_job_run_time(const darshan_log *log, const darshan_job *job)
+double pano_darshan_job_run_time(const pano_darshan_log *log, const pano_darshan_job *job)
 {
     if (log->format_minor >= 41)
         return ((double)job->end_sec + (double)job->end_nsec / 1e9) -
@@ -461,14 +461,14 @@ double darshan_job_run_time(const darshan_log *log, const darshan_job *job)
 
 /* ---- module records ------------------------------------------------------- */
 
-bool darshan_decode_record(const darshan_log *log, const darshan_module_def *def,
-                           const darshan_record_version *v, const uint8_t *p,
-                           darshan_record *rec)
+bool pano_darshan_decode_record(const pano_darshan_log *log, const pano_darshan_module_def *def,
+                                const pano_darshan_record_version *v, const uint8_t *p,
+                                pano_darshan_record *rec)
 {
     bool swap = log->swap;
     rec->id = get_u64(p, swap);
     rec->rank = (int64_t)get_u64(p + 8, swap);
-    p += DARSHAN_BASE_RECORD_SIZE;
+    p += PANO_DARSHAN_BASE_RECORD_SIZE;
     for (unsigned i = 0; i < v->n_ints; i++, p += 8)
         rec->ints[i] = (int64_t)get_u64(p, swap);
     for (unsigned i = 0; i < v->n_floats; i++, p += 8)
@@ -485,7 +485,7 @@ bool darshan_decode_record(const darshan_log *log, const darshan_module_def *def
 
 /* Read rather than map: a log truncated while it is read must give an
  * error, not SIGBUS. The buffer is as large as the file, no larger. */
-int darshan_file_load(const char *path, darshan_file *file, char *err, size_t errlen)
+int pano_darshan_file_load(const char *path, pano_darshan_file *file, char *err, size_t errlen)
 {
     file->data = NULL;
     file->size = 0;
@@ -527,7 +527,7 @@ int darshan_file_load(const char *path, darshan_file *file, char *err, size_t er
     return 0;
 }
 
-void darshan_file_free(darshan_file *file)
+void pano_darshan_file_free(pano_darshan_file *file)
 {
     free((void *)file->data);
     file->data = NULL;

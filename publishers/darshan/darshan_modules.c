@@ -10,45 +10,45 @@
 
 #include <string.h>
 
-static const char *const module_names[DARSHAN_KNOWN_MODULES] = {
+static const char *const module_names[PANO_DARSHAN_KNOWN_MODULES] = {
     "NULL",  "POSIX",     "MPI-IO",    "H5F",   "H5D",   "PNETCDF_FILE",
     "PNETCDF_VAR", "BG/Q", "LUSTRE", "STDIO", "DXT_POSIX", "DXT_MPIIO",
     "MDHIM", "APXC",      "APMPI",     "HEATMAP", "DFS", "DAOS",
 };
 
-const char *darshan_module_name(int id)
+const char *pano_darshan_module_name(int id)
 {
-    return id >= 0 && id < DARSHAN_KNOWN_MODULES ? module_names[id] : NULL;
+    return id >= 0 && id < PANO_DARSHAN_KNOWN_MODULES ? module_names[id] : NULL;
 }
 
-int darshan_module_id_of_slot(int format_minor, int slot)
+int pano_darshan_module_id_of_slot(int format_minor, int slot)
 {
     int id = slot;
-    if (format_minor < 20 && id >= DARSHAN_MOD_H5D) /* H5D came with 3.20 */
+    if (format_minor < 20 && id >= PANO_DARSHAN_MOD_H5D) /* H5D came with 3.20 */
         id++;
-    if (format_minor < 41 && id >= DARSHAN_MOD_PNETCDF_VAR) /* and PNETCDF_VAR with 3.41 */
+    if (format_minor < 41 && id >= PANO_DARSHAN_MOD_PNETCDF_VAR) /* and PNETCDF_VAR with 3.41 */
         id++;
     return id;
 }
 
 /* Shorthands for the tables. */
-#define SUM(n) {n, DARSHAN_AGG_SUM, -1}
-#define SUMC(n) {n, DARSHAN_AGG_SUM_CLAMPED, -1}
-#define LAST(n) {n, DARSHAN_AGG_LAST, -1}
-#define MAX(n) {n, DARSHAN_AGG_MAX, -1}
-#define MINNZ(n) {n, DARSHAN_AGG_MIN_NONZERO, -1}
-#define MAXTIME(n, pair) {n, DARSHAN_AGG_MAX_TIME, pair}
-#define COMMON(n) {n, DARSHAN_AGG_COMMON, -1}
-#define FASTEST(n) {n, DARSHAN_AGG_FASTEST_TIME, -1}
-#define SLOWEST(n) {n, DARSHAN_AGG_SLOWEST_TIME, -1}
-#define ZERO(n) {n, DARSHAN_AGG_ZERO, -1}
-#define OTHER(n) {n, DARSHAN_AGG_BY_OTHER, -1}
+#define SUM(n) {n, PANO_DARSHAN_AGG_SUM, -1}
+#define SUMC(n) {n, PANO_DARSHAN_AGG_SUM_CLAMPED, -1}
+#define LAST(n) {n, PANO_DARSHAN_AGG_LAST, -1}
+#define MAX(n) {n, PANO_DARSHAN_AGG_MAX, -1}
+#define MINNZ(n) {n, PANO_DARSHAN_AGG_MIN_NONZERO, -1}
+#define MAXTIME(n, pair) {n, PANO_DARSHAN_AGG_MAX_TIME, pair}
+#define COMMON(n) {n, PANO_DARSHAN_AGG_COMMON, -1}
+#define FASTEST(n) {n, PANO_DARSHAN_AGG_FASTEST_TIME, -1}
+#define SLOWEST(n) {n, PANO_DARSHAN_AGG_SLOWEST_TIME, -1}
+#define ZERO(n) {n, PANO_DARSHAN_AGG_ZERO, -1}
+#define OTHER(n) {n, PANO_DARSHAN_AGG_BY_OTHER, -1}
 
 /* ---- POSIX (version 4) ---------------------------------------------------- */
 
 enum { POSIX_MAX_READ_TIME_SIZE = 27, POSIX_MAX_WRITE_TIME_SIZE = 28 };
 
-static const darshan_counter posix_ints[] = {
+static const pano_darshan_counter posix_ints[] = {
     SUMC("POSIX_OPENS"), SUMC("POSIX_FILENOS"), SUMC("POSIX_DUPS"), SUMC("POSIX_READS"),
     SUMC("POSIX_WRITES"), SUMC("POSIX_SEEKS"), SUMC("POSIX_STATS"), SUMC("POSIX_MMAPS"),
     SUMC("POSIX_FSYNCS"), SUMC("POSIX_FDSYNCS"), SUMC("POSIX_RENAME_SOURCES"),
@@ -78,7 +78,7 @@ static const darshan_counter posix_ints[] = {
     OTHER("POSIX_SLOWEST_RANK_BYTES"),
 };
 
-static const darshan_counter posix_floats[] = {
+static const pano_darshan_counter posix_floats[] = {
     MINNZ("POSIX_F_OPEN_START_TIMESTAMP"), MINNZ("POSIX_F_READ_START_TIMESTAMP"),
     MINNZ("POSIX_F_WRITE_START_TIMESTAMP"), MINNZ("POSIX_F_CLOSE_START_TIMESTAMP"),
     MAX("POSIX_F_OPEN_END_TIMESTAMP"), MAX("POSIX_F_READ_END_TIMESTAMP"),
@@ -93,7 +93,7 @@ static const darshan_counter posix_floats[] = {
 /* v1 had 4 stdio counters (FOPENS ...) after MMAPS; v2 -> v3 added the
  * CLOSE_START and OPEN_END timestamps; v3 -> v4 added FILENOS and DUPS after
  * OPENS, and the three rename counters after FDSYNCS. */
-static const darshan_record_version posix_versions[] = {
+static const pano_darshan_record_version posix_versions[] = {
     {1, 68, 15}, {2, 64, 15}, {3, 64, 17}, {4, 69, 17},
 };
 
@@ -112,7 +112,7 @@ static void insert_floats(double *a, size_t len, size_t at, const double *values
 
 static const double unknown_timestamps[2] = {-1, -1};
 
-static bool posix_upconvert(uint32_t version, darshan_record *rec)
+static bool posix_upconvert(uint32_t version, pano_darshan_record *rec)
 {
     if (version == 1) {
         enum { V1_FOPENS = 6, V1_STDIO_COUNTERS = 4 };
@@ -138,7 +138,7 @@ static bool posix_upconvert(uint32_t version, darshan_record *rec)
 
 enum { MPIIO_MAX_READ_TIME_SIZE = 17, MPIIO_MAX_WRITE_TIME_SIZE = 18 };
 
-static const darshan_counter mpiio_ints[] = {
+static const pano_darshan_counter mpiio_ints[] = {
     SUM("MPIIO_INDEP_OPENS"), SUM("MPIIO_COLL_OPENS"), SUM("MPIIO_INDEP_READS"),
     SUM("MPIIO_INDEP_WRITES"), SUM("MPIIO_COLL_READS"), SUM("MPIIO_COLL_WRITES"),
     SUM("MPIIO_SPLIT_READS"), SUM("MPIIO_SPLIT_WRITES"), SUM("MPIIO_NB_READS"),
@@ -162,7 +162,7 @@ static const darshan_counter mpiio_ints[] = {
     OTHER("MPIIO_SLOWEST_RANK"), OTHER("MPIIO_SLOWEST_RANK_BYTES"),
 };
 
-static const darshan_counter mpiio_floats[] = {
+static const pano_darshan_counter mpiio_floats[] = {
     MINNZ("MPIIO_F_OPEN_START_TIMESTAMP"), MINNZ("MPIIO_F_READ_START_TIMESTAMP"),
     MINNZ("MPIIO_F_WRITE_START_TIMESTAMP"), MINNZ("MPIIO_F_CLOSE_START_TIMESTAMP"),
     MAX("MPIIO_F_OPEN_END_TIMESTAMP"), MAX("MPIIO_F_READ_END_TIMESTAMP"),
@@ -175,9 +175,9 @@ static const darshan_counter mpiio_floats[] = {
 };
 
 /* v1 and v2 lack the CLOSE_START and OPEN_END timestamps. */
-static const darshan_record_version mpiio_versions[] = {{1, 51, 15}, {2, 51, 15}, {3, 51, 17}};
+static const pano_darshan_record_version mpiio_versions[] = {{1, 51, 15}, {2, 51, 15}, {3, 51, 17}};
 
-static bool mpiio_upconvert(uint32_t version, darshan_record *rec)
+static bool mpiio_upconvert(uint32_t version, pano_darshan_record *rec)
 {
     if (version <= 2)
         insert_floats(rec->floats, 15, 3, unknown_timestamps, 2);
@@ -186,7 +186,7 @@ static bool mpiio_upconvert(uint32_t version, darshan_record *rec)
 
 /* ---- STDIO (version 2) ---------------------------------------------------- */
 
-static const darshan_counter stdio_ints[] = {
+static const pano_darshan_counter stdio_ints[] = {
     SUM("STDIO_OPENS"), SUM("STDIO_FDOPENS"), SUM("STDIO_READS"), SUM("STDIO_WRITES"),
     SUM("STDIO_SEEKS"), SUM("STDIO_FLUSHES"), SUM("STDIO_BYTES_WRITTEN"),
     SUM("STDIO_BYTES_READ"), MAX("STDIO_MAX_BYTE_READ"), MAX("STDIO_MAX_BYTE_WRITTEN"),
@@ -194,7 +194,7 @@ static const darshan_counter stdio_ints[] = {
     OTHER("STDIO_SLOWEST_RANK_BYTES"),
 };
 
-static const darshan_counter stdio_floats[] = {
+static const pano_darshan_counter stdio_floats[] = {
     SUM("STDIO_F_META_TIME"), SUM("STDIO_F_WRITE_TIME"), SUM("STDIO_F_READ_TIME"),
     MINNZ("STDIO_F_OPEN_START_TIMESTAMP"), MINNZ("STDIO_F_CLOSE_START_TIMESTAMP"),
     MINNZ("STDIO_F_WRITE_START_TIMESTAMP"), MINNZ("STDIO_F_READ_START_TIMESTAMP"),
@@ -205,9 +205,9 @@ static const darshan_counter stdio_floats[] = {
 };
 
 /* v1 lacks FDOPENS (after OPENS). */
-static const darshan_record_version stdio_versions[] = {{1, 13, 15}, {2, 14, 15}};
+static const pano_darshan_record_version stdio_versions[] = {{1, 13, 15}, {2, 14, 15}};
 
-static bool stdio_upconvert(uint32_t version, darshan_record *rec)
+static bool stdio_upconvert(uint32_t version, pano_darshan_record *rec)
 {
     if (version == 1) {
         static const int64_t fdopens = -1;
@@ -218,9 +218,9 @@ static bool stdio_upconvert(uint32_t version, darshan_record *rec)
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static const darshan_module_def module_defs[] = {
+static const pano_darshan_module_def module_defs[] = {
     {
-        .id = DARSHAN_MOD_POSIX, .name = "POSIX",
+        .id = PANO_DARSHAN_MOD_POSIX, .name = "POSIX",
         .ints = posix_ints, .floats = posix_floats,
         .n_ints = COUNT(posix_ints), .n_floats = COUNT(posix_floats),
         .versions = posix_versions, .n_versions = COUNT(posix_versions),
@@ -232,7 +232,7 @@ static const darshan_module_def module_defs[] = {
         .slowest_rank_bytes = 68, .fastest_time = 13, .slowest_time = 14,
     },
     {
-        .id = DARSHAN_MOD_MPIIO, .name = "MPI-IO",
+        .id = PANO_DARSHAN_MOD_MPIIO, .name = "MPI-IO",
         .ints = mpiio_ints, .floats = mpiio_floats,
         .n_ints = COUNT(mpiio_ints), .n_floats = COUNT(mpiio_floats),
         .versions = mpiio_versions, .n_versions = COUNT(mpiio_versions),
@@ -244,7 +244,7 @@ static const darshan_module_def module_defs[] = {
         .slowest_rank_bytes = 50, .fastest_time = 13, .slowest_time = 14,
     },
     {
-        .id = DARSHAN_MOD_STDIO, .name = "STDIO",
+        .id = PANO_DARSHAN_MOD_STDIO, .name = "STDIO",
         .ints = stdio_ints, .floats = stdio_floats,
         .n_ints = COUNT(stdio_ints), .n_floats = COUNT(stdio_floats),
         .versions = stdio_versions, .n_versions = COUNT(stdio_versions),
@@ -257,7 +257,7 @@ static const darshan_module_def module_defs[] = {
     },
 };
 
-const darshan_module_def *darshan_module_def_of(int id)
+const pano_darshan_module_def *pano_darshan_module_def_of(int id)
 {
     for (size_t i = 0; i < COUNT(module_defs); i++)
         if (module_defs[i].id == id)
@@ -265,8 +265,8 @@ const darshan_module_def *darshan_module_def_of(int id)
     return NULL;
 }
 
-const darshan_record_version *darshan_module_version(const darshan_module_def *def,
-                                                     uint32_t version)
+const pano_darshan_record_version *pano_darshan_module_version(const pano_darshan_module_def *def,
+                                                               uint32_t version)
 {
     for (size_t i = 0; i < def->n_versions; i++)
         if (def->versions[i].version == version)
@@ -274,12 +274,12 @@ const darshan_record_version *darshan_module_version(const darshan_module_def *d
     return NULL;
 }
 
-size_t darshan_record_size(const darshan_record_version *v)
+size_t pano_darshan_record_size(const pano_darshan_record_version *v)
 {
-    return DARSHAN_BASE_RECORD_SIZE + 8 * (size_t)(v->n_ints + v->n_floats);
+    return PANO_DARSHAN_BASE_RECORD_SIZE + 8 * (size_t)(v->n_ints + v->n_floats);
 }
 
-size_t darshan_fixed_record_size(int id, uint32_t version)
+size_t pano_darshan_fixed_record_size(int id, uint32_t version)
 {
     /* Current versions only: base record (+ the parent file id for H5D and
      * PNETCDF_VAR), int64 counters, double counters. */
@@ -288,10 +288,10 @@ size_t darshan_fixed_record_size(int id, uint32_t version)
         uint32_t version;
         size_t size;
     } sizes[] = {
-        {DARSHAN_MOD_H5F, 3, 16 + 8 * (3 + 5)},
-        {DARSHAN_MOD_H5D, 2, 16 + 8 + 8 * (94 + 17)},
-        {DARSHAN_MOD_PNETCDF_FILE, 3, 16 + 8 * (9 + 8)},
-        {DARSHAN_MOD_PNETCDF_VAR, 1, 16 + 8 + 8 * (120 + 17)},
+        {PANO_DARSHAN_MOD_H5F, 3, 16 + 8 * (3 + 5)},
+        {PANO_DARSHAN_MOD_H5D, 2, 16 + 8 + 8 * (94 + 17)},
+        {PANO_DARSHAN_MOD_PNETCDF_FILE, 3, 16 + 8 * (9 + 8)},
+        {PANO_DARSHAN_MOD_PNETCDF_VAR, 1, 16 + 8 + 8 * (120 + 17)},
     };
     for (size_t i = 0; i < COUNT(sizes); i++)
         if (sizes[i].id == id && sizes[i].version == version)

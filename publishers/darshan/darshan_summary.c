@@ -1,28 +1,22 @@
 /*
- * darshan_summary.c - the summary model, and reading a .darshan log into it
- * (see darshan_summary.h).
+ * darshan_summary.c - the summary model (see darshan_summary.h).
  */
 #include "darshan_summary.h"
 
-#include "darshan_accum.h"
-#include "darshan_log.h"
 #include "mem.h"
 
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-const char *const darshan_file_category_names[DARSHAN_FILES_CATEGORIES] = {
+const char *const pano_darshan_file_category_names[PANO_DARSHAN_FILES_CATEGORIES] = {
     "total", "read_only", "write_only", "read_write", "unique", "shared",
 };
 
-/* ---- the model -------------------------------------------------------------- */
-
-darshan_module_summary *darshan_summary_add_module(darshan_summary *s, const char *name)
+pano_darshan_module_summary *pano_darshan_summary_add_module(pano_darshan_summary *s,
+                                                             const char *name)
 {
     s->modules = pano_reallocarray(s->modules, s->n_modules + 1, sizeof *s->modules);
-    darshan_module_summary *m = &s->modules[s->n_modules++];
+    pano_darshan_module_summary *m = &s->modules[s->n_modules++];
     memset(m, 0, sizeof *m);
     m->name = pano_strdup(name);
     m->records = -1;
@@ -30,7 +24,8 @@ darshan_module_summary *darshan_summary_add_module(darshan_summary *s, const cha
     return m;
 }
 
-darshan_module_summary *darshan_summary_find_module(const darshan_summary *s, const char *name)
+pano_darshan_module_summary *pano_darshan_summary_find_module(const pano_darshan_summary *s,
+                                                              const char *name)
 {
     for (size_t i = 0; i < s->n_modules; i++)
         if (strcmp(s->modules[i].name, name) == 0)
@@ -40,7 +35,7 @@ darshan_module_summary *darshan_summary_find_module(const darshan_summary *s, co
 
 /* Keys stay unique (the event is written without a tree that would merge
  * them): a repeated key replaces the earlier value, as JSON readers do. */
-void darshan_summary_add_metadata(darshan_summary *s, const char *key, const char *value)
+void pano_darshan_summary_add_metadata(pano_darshan_summary *s, const char *key, const char *value)
 {
     for (size_t i = 0; i < s->n_metadata; i++)
         if (strcmp(s->metadata[i].key, key) == 0) {
@@ -54,7 +49,7 @@ void darshan_summary_add_metadata(darshan_summary *s, const char *key, const cha
     s->n_metadata++;
 }
 
-void darshan_summary_parse_metadata(darshan_summary *s, const char *text)
+void pano_darshan_summary_parse_metadata(pano_darshan_summary *s, const char *text)
 {
     while (*text) {
         size_t len = strcspn(text, "\n");
@@ -62,7 +57,7 @@ void darshan_summary_parse_metadata(darshan_summary *s, const char *text)
         if (eq) {
             char *key = pano_strndup(text, (size_t)(eq - text));
             char *value = pano_strndup(eq + 1, len - (size_t)(eq - text) - 1);
-            darshan_summary_add_metadata(s, key, value);
+            pano_darshan_summary_add_metadata(s, key, value);
             free(key);
             free(value);
         }
@@ -72,21 +67,22 @@ void darshan_summary_parse_metadata(darshan_summary *s, const char *text)
     }
 }
 
-darshan_total *darshan_module_add_total(darshan_module_summary *m, const char *name, bool copy)
+pano_darshan_total *pano_darshan_module_add_total(pano_darshan_module_summary *m, const char *name,
+                                                  bool copy)
 {
     if (m->n_totals == m->totals_cap) {
         m->totals_cap = m->totals_cap ? 2 * m->totals_cap : 128;
         m->totals = pano_reallocarray(m->totals, m->totals_cap, sizeof *m->totals);
     }
-    darshan_total *t = &m->totals[m->n_totals++];
+    pano_darshan_total *t = &m->totals[m->n_totals++];
     memset(t, 0, sizeof *t);
     t->name = copy ? pano_strdup(name) : name;
     t->owned = copy;
     return t;
 }
 
-void darshan_perf_add_legacy(darshan_perf *perf, const char *name, bool shared_files,
-                             double value)
+void pano_darshan_perf_add_legacy(pano_darshan_perf *perf, const char *name, bool shared_files,
+                                  double value)
 {
     for (size_t i = 0; i < perf->n_legacy; i++) /* unique names, as for metadata */
         if (strcmp(perf->legacy[i].name, name) == 0) {
@@ -96,10 +92,10 @@ void darshan_perf_add_legacy(darshan_perf *perf, const char *name, bool shared_f
         }
     perf->legacy = pano_reallocarray(perf->legacy, perf->n_legacy + 1, sizeof *perf->legacy);
     perf->legacy[perf->n_legacy++] =
-        (darshan_legacy_perf){pano_strdup(name), shared_files, value};
+        (pano_darshan_legacy_perf){pano_strdup(name), shared_files, value};
 }
 
-static void module_free(darshan_module_summary *m)
+static void module_free(pano_darshan_module_summary *m)
 {
     free(m->name);
     free(m->note);
@@ -112,7 +108,7 @@ static void module_free(darshan_module_summary *m)
     free(m->perf.legacy);
 }
 
-void darshan_summary_free(darshan_summary *s)
+void pano_darshan_summary_free(pano_darshan_summary *s)
 {
     free(s->version);
     free(s->compression);
@@ -126,125 +122,4 @@ void darshan_summary_free(darshan_summary *s)
         module_free(&s->modules[i]);
     free(s->modules);
     memset(s, 0, sizeof *s);
-}
-
-/* ---- reading a log -------------------------------------------------------- */
-
-/* Records of POSIX, MPI-IO or STDIO: decode, up-convert, accumulate. */
-static int summarize_records(const darshan_log *log, const darshan_module_def *def,
-                             const darshan_record_version *v, const darshan_buf *buf,
-                             int64_t nprocs, darshan_module_summary *m, char *err,
-                             size_t errlen)
-{
-    size_t size = darshan_record_size(v);
-    darshan_accum *acc = darshan_accum_new(def, nprocs);
-    darshan_record rec;
-    size_t off = 0;
-    for (; off + size <= buf->len; off += size) {
-        if (!darshan_decode_record(log, def, v, buf->data + off, &rec))
-            continue; /* dropped, as darshan-util drops it */
-        if (darshan_accum_add(acc, &rec, err, errlen) < 0) {
-            darshan_accum_free(acc);
-            return -1;
-        }
-    }
-    darshan_accum_finish(acc, m);
-    darshan_accum_free(acc);
-    if (off < buf->len)
-        m->note = pano_asprintf("%zu trailing bytes after the last whole record ignored",
-                                buf->len - off);
-    return 0;
-}
-
-static int summarize_module(const darshan_log *log, int id, int64_t nprocs, darshan_buf *buf,
-                            darshan_summary *s, char *err, size_t errlen)
-{
-    const char *known = darshan_module_name(id);
-    char unknown[32];
-    snprintf(unknown, sizeof unknown, "MODULE_%d", id);
-    darshan_module_summary *m = darshan_summary_add_module(s, known ? known : unknown);
-    darshan_region region = log->modules[id];
-    m->version = log->module_versions[id];
-    m->partial = (log->partial >> id) & 1;
-    m->compressed_bytes = (int64_t)region.len;
-    if (region.len == 0) {
-        m->records = 0;
-        return 0;
-    }
-    if (!known) {
-        m->note = pano_strdup("unknown module id: region skipped");
-        return 0;
-    }
-    if (id == DARSHAN_MOD_DXT_POSIX || id == DARSHAN_MOD_DXT_MPIIO) {
-        m->note = pano_strdup("DXT trace region skipped (darshan-dxt-parser reads it)");
-        return 0;
-    }
-    if (id == DARSHAN_MOD_HEATMAP) {
-        m->note = pano_strdup("heatmap region skipped");
-        return 0;
-    }
-
-    const darshan_module_def *def = darshan_module_def_of(id);
-    const darshan_record_version *v = def ? darshan_module_version(def, m->version) : NULL;
-    size_t fixed = def ? 0 : darshan_fixed_record_size(id, m->version);
-    if (def && !v) {
-        m->note = pano_asprintf("unsupported %s module version %" PRIu32
-                                " (this reader knows 1-%" PRIu32 "): region skipped",
-                                m->name, m->version, def->versions[def->n_versions - 1].version);
-        return 0;
-    }
-    if (!def && fixed == 0) {
-        m->note = pano_strdup("records of this module are not summarized");
-        return 0;
-    }
-
-    char what[64];
-    snprintf(what, sizeof what, "%s region", m->name);
-    if (darshan_log_inflate(log, region, what, buf, err, errlen) < 0)
-        return -1;
-    if (def)
-        return summarize_records(log, def, v, buf, nprocs, m, err, errlen);
-    m->records = (int64_t)(buf->len / fixed);
-    if (buf->len % fixed)
-        m->note = pano_asprintf("%zu trailing bytes after the last whole record ignored",
-                                buf->len % fixed);
-    return 0;
-}
-
-int darshan_summarize_log(const uint8_t *data, size_t size, darshan_summary *s, char *err,
-                          size_t errlen)
-{
-    memset(s, 0, sizeof *s);
-    darshan_log log;
-    int rc = darshan_log_open(&log, data, size, err, errlen);
-    if (rc < 0)
-        return rc;
-
-    darshan_buf buf = {0};
-    darshan_job job;
-    if (darshan_log_read_job(&log, &buf, &job, err, errlen) < 0) {
-        darshan_buf_free(&buf);
-        return -1;
-    }
-    s->version = pano_strdup(log.version);
-    s->compression = pano_strdup(darshan_compression_name(log.compression));
-    s->exe = job.exe;
-    job.exe = NULL;
-    s->uid = job.uid;
-    s->jobid = job.jobid;
-    s->nprocs = job.nprocs;
-    s->start_time = job.start_sec;
-    s->start_nsec = job.start_nsec;
-    s->end_time = job.end_sec;
-    s->end_nsec = job.end_nsec;
-    s->run_time = darshan_job_run_time(&log, &job);
-    darshan_summary_parse_metadata(s, job.metadata);
-
-    for (int id = 0; id < DARSHAN_MAX_MODS && rc == 0; id++)
-        if (log.modules[id].len || ((log.partial >> id) & 1))
-            rc = summarize_module(&log, id, job.nprocs, &buf, s, err, errlen);
-    darshan_buf_free(&buf);
-    if (rc < 0)
-        darshan_summary_free(s);
-    return rc;
 }

@@ -14,7 +14,7 @@
 #include <string.h>
 
 typedef struct {
-    darshan_summary *s;
+    pano_darshan_summary *s;
     /* The section being read, by index: adding a module moves them all. */
     size_t module;
     bool in_module;
@@ -74,17 +74,17 @@ static int parse_double(parser *p, const char *text, double *out)
     return 0;
 }
 
-static darshan_module_summary *module_named(parser *p, const char *name, size_t len)
+static pano_darshan_module_summary *module_named(parser *p, const char *name, size_t len)
 {
     char *n = pano_strndup(name, len);
-    darshan_module_summary *m = darshan_summary_find_module(p->s, n);
+    pano_darshan_module_summary *m = pano_darshan_summary_find_module(p->s, n);
     if (!m)
-        m = darshan_summary_add_module(p->s, n);
+        m = pano_darshan_summary_add_module(p->s, n);
     free(n);
     return m;
 }
 
-static darshan_module_summary *current(parser *p)
+static pano_darshan_module_summary *current(parser *p)
 {
     return p->in_module ? &p->s->modules[p->module] : NULL;
 }
@@ -99,16 +99,16 @@ static int parse_total(parser *p, const char *line)
         return bad(p, "counter before any module section");
     char *name = pano_strndup(line + 6, (size_t)(colon - line - 6));
     const char *value = colon + 2;
-    darshan_module_summary *m = current(p);
-    darshan_total *t = NULL;
+    pano_darshan_module_summary *m = current(p);
+    pano_darshan_total *t = NULL;
     for (size_t i = 0; i < m->n_totals && !t; i++) /* printed twice: keep the last */
         if (strcmp(m->totals[i].name, name) == 0)
             t = &m->totals[i];
     if (!t)
-        t = darshan_module_add_total(m, name, true);
+        t = pano_darshan_module_add_total(m, name, true);
     free(name);
     if (strpbrk(value, ".eEnN")) {
-        t->type = DARSHAN_VALUE_FLOAT;
+        t->type = PANO_DARSHAN_VALUE_FLOAT;
         return parse_double(p, value, &t->v.f);
     }
     char *end;
@@ -119,13 +119,13 @@ static int parse_total(parser *p, const char *line)
         unsigned long long u = strtoull(value, &end, 10);
         if (end == value || errno || !number_end(end))
             return bad(p, "expected an integer, got '%s'", value);
-        t->type = DARSHAN_VALUE_UINT;
+        t->type = PANO_DARSHAN_VALUE_UINT;
         t->v.u = u;
         return 0;
     }
     if (end == value || errno || !number_end(end))
         return bad(p, "expected an integer, got '%s'", value);
-    t->type = DARSHAN_VALUE_INT;
+    t->type = PANO_DARSHAN_VALUE_INT;
     t->v.i = i;
     return 0;
 }
@@ -133,7 +133,7 @@ static int parse_total(parser *p, const char *line)
 /* "# <MODULE> module: <N> bytes (compressed), ver=<V>" */
 static int parse_region(parser *p, const char *body, const char *mark)
 {
-    darshan_module_summary *m = module_named(p, body, (size_t)(mark - body));
+    pano_darshan_module_summary *m = module_named(p, body, (size_t)(mark - body));
     const char *rest = mark + strlen(" module: ");
     int64_t bytes, version = 0; /* set by parse_int; gcc -O3 cannot tell */
     char *end;
@@ -149,7 +149,7 @@ static int parse_region(parser *p, const char *body, const char *mark)
     return 0;
 }
 
-static darshan_perf *perf_of(parser *p)
+static pano_darshan_perf *perf_of(parser *p)
 {
     current(p)->has_perf = true;
     return &current(p)->perf;
@@ -191,7 +191,7 @@ static int parse_perf(parser *p, const char *body)
             double d;
             if (parse_double(p, v, &d) < 0)
                 return -1;
-            darshan_perf_add_legacy(perf_of(p), legacy_shared[i], true, d);
+            pano_darshan_perf_add_legacy(perf_of(p), legacy_shared[i], true, d);
             return 1;
         }
     }
@@ -202,7 +202,7 @@ static int parse_perf(parser *p, const char *body)
             double d;
             if (parse_double(p, v, &d) < 0)
                 return -1;
-            darshan_perf_add_legacy(perf_of(p), legacy_agg[i], false, d);
+            pano_darshan_perf_add_legacy(perf_of(p), legacy_agg[i], false, d);
             return 1;
         }
     }
@@ -212,13 +212,13 @@ static int parse_perf(parser *p, const char *body)
 /* "# <category>: <count> <bytes> <max offset>" of --file. */
 static int parse_files(parser *p, const char *body)
 {
-    for (int c = 0; c < DARSHAN_FILES_CATEGORIES; c++) {
+    for (int c = 0; c < PANO_DARSHAN_FILES_CATEGORIES; c++) {
         char prefix[32];
-        snprintf(prefix, sizeof prefix, "%s: ", darshan_file_category_names[c]);
+        snprintf(prefix, sizeof prefix, "%s: ", pano_darshan_file_category_names[c]);
         const char *v = after(body, prefix);
         if (!v)
             continue;
-        darshan_file_category *f = &current(p)->files[c];
+        pano_darshan_file_category *f = &current(p)->files[c];
         if (sscanf(v, "%" SCNd64 " %" SCNd64 " %" SCNd64, &f->count, &f->bytes,
                    &f->max_offset) != 3)
             return bad(p, "malformed file count line");
@@ -230,7 +230,7 @@ static int parse_files(parser *p, const char *body)
 
 static int parse_header(parser *p, const char *body)
 {
-    darshan_summary *s = p->s;
+    pano_darshan_summary *s = p->s;
     const char *v;
     if ((v = after(body, "darshan log version: "))) {
         free(s->version);
@@ -253,7 +253,7 @@ static int parse_header(parser *p, const char *body)
         if (!eq)
             return bad(p, "malformed metadata line");
         char *key = pano_strndup(v, (size_t)(eq - v));
-        darshan_summary_add_metadata(s, key, eq + 3);
+        pano_darshan_summary_add_metadata(s, key, eq + 3);
         free(key);
         return 1;
     }
@@ -261,11 +261,11 @@ static int parse_header(parser *p, const char *body)
         const char *prefix;
         size_t offset;
     } ints[] = {
-        {"uid: ", offsetof(darshan_summary, uid)},
-        {"jobid: ", offsetof(darshan_summary, jobid)},
-        {"start_time: ", offsetof(darshan_summary, start_time)},
-        {"end_time: ", offsetof(darshan_summary, end_time)},
-        {"nprocs: ", offsetof(darshan_summary, nprocs)},
+        {"uid: ", offsetof(pano_darshan_summary, uid)},
+        {"jobid: ", offsetof(pano_darshan_summary, jobid)},
+        {"start_time: ", offsetof(pano_darshan_summary, start_time)},
+        {"end_time: ", offsetof(pano_darshan_summary, end_time)},
+        {"nprocs: ", offsetof(pano_darshan_summary, nprocs)},
     };
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
         if ((v = after(body, ints[i].prefix)))
@@ -314,8 +314,8 @@ static int parse_line(parser *p, char *line)
     return r < 0 ? -1 : 0;
 }
 
-int darshan_text_parse(const char *text, size_t len, darshan_summary *s, char *err,
-                       size_t errlen)
+int pano_darshan_text_parse(const char *text, size_t len, pano_darshan_summary *s, char *err,
+                            size_t errlen)
 {
     memset(s, 0, sizeof *s);
     parser p = {.s = s, .err = err, .errlen = errlen};
@@ -345,6 +345,6 @@ int darshan_text_parse(const char *text, size_t len, darshan_summary *s, char *e
         rc = -1;
     }
     if (rc < 0)
-        darshan_summary_free(s);
+        pano_darshan_summary_free(s);
     return rc;
 }

@@ -21,7 +21,7 @@
 
 /* Parse text[0..len) into *s. Returns 0, or -1 with a message naming the
  * line in err (the summary is then freed). */
-int darshan_text_parse(const char *text, size_t len, darshan_summary *s, char *err,
-                       size_t errlen);
+int pano_darshan_text_parse(const char *text, size_t len, pano_darshan_summary *s, char *err,
+                            size_t errlen);
 
 #endif

@@ -131,7 +131,7 @@ static int seen_load(seen_set *set, const char *path, bool *existed, char *err, 
 /* ---- the loop --------------------------------------------------------------- */
 
 typedef struct {
-    const darshan_watch_options *opt;
+    const pano_darshan_watch_options *opt;
     seen_set seen;
     bool baseline; /* first start: record what is there, handle nothing */
     int inotify_fd;
@@ -157,7 +157,7 @@ static void consider(watcher *w, const char *path)
     char *key = pano_asprintf("%jd\t%jd.%09ld\t%s", (intmax_t)st.st_size,
                               (intmax_t)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec, path);
     if (!seen_has(&w->seen, key)) {
-        if (w->baseline || w->opt->handler(path, w->opt->ctx) == DARSHAN_WATCH_DONE)
+        if (w->baseline || w->opt->handler(path, w->opt->ctx) == PANO_DARSHAN_WATCH_DONE)
             seen_add(&w->seen, key);
     }
     free(key);
@@ -246,7 +246,7 @@ static void read_events(watcher *w)
     }
 }
 
-int darshan_watch_run(const darshan_watch_options *opt, char *err, size_t errlen)
+int pano_darshan_watch_run(const pano_darshan_watch_options *opt, char *err, size_t errlen)
 {
     struct stat st;
     if (stat(opt->dir, &st) < 0 || !S_ISDIR(st.st_mode)) {

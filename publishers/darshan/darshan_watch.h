@@ -20,11 +20,11 @@
 #include <stddef.h>
 
 typedef enum {
-    DARSHAN_WATCH_DONE,  /* handled (or failed for good): record it */
-    DARSHAN_WATCH_RETRY, /* not handled now (broker down): try at the next rescan */
-} darshan_watch_result;
+    PANO_DARSHAN_WATCH_DONE,  /* handled (or failed for good): record it */
+    PANO_DARSHAN_WATCH_RETRY, /* not handled now (broker down): try at the next rescan */
+} pano_darshan_watch_result;
 
-typedef darshan_watch_result (*darshan_watch_handler)(const char *path, void *ctx);
+typedef pano_darshan_watch_result (*pano_darshan_watch_handler)(const char *path, void *ctx);
 
 typedef struct {
     const char *dir;
@@ -33,12 +33,12 @@ typedef struct {
     bool publish_existing;
     int stop_fd;    /* the loop ends when this becomes readable (a signalfd), or -1 */
     double run_for; /* end after this many seconds; 0: run until stopped */
-    darshan_watch_handler handler;
+    pano_darshan_watch_handler handler;
     void *ctx;
-} darshan_watch_options;
+} pano_darshan_watch_options;
 
 /* Returns 0 when stopped, -1 with a message in err when the directory or
  * the state file cannot be used. */
-int darshan_watch_run(const darshan_watch_options *opt, char *err, size_t errlen);
+int pano_darshan_watch_run(const pano_darshan_watch_options *opt, char *err, size_t errlen);
 
 #endif

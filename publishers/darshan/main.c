@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "darshan_event.h"
 #include "darshan_log.h"
+#include "darshan_summarize.h"
 #include "darshan_summary.h"
 #include "darshan_text.h"
 #include "darshan_watch.h"
@@ -171,7 +172,7 @@ static char *run_parser_once(const char *parser, const char *const *args, const 
     return text;
 }
 
-static int summarize_with_parser(const char *parser, const char *log, darshan_summary *s,
+static int summarize_with_parser(const char *parser, const char *log, pano_darshan_summary *s,
                                  char *err, size_t errlen)
 {
     /* --show-incomplete keeps incomplete modules (they are flagged); a
@@ -194,24 +195,24 @@ static int summarize_with_parser(const char *parser, const char *log, darshan_su
     else if (status != 0)
         snprintf(err, errlen, "%s exited with status %d", parser, status);
     else
-        rc = darshan_text_parse(text, len, s, err, errlen);
+        rc = pano_darshan_text_parse(text, len, s, err, errlen);
     free(text);
     return rc;
 }
 
 /* ---- one log ------------------------------------------------------------------ */
 
-static int summarize_log_file(const app *a, const char *path, darshan_summary *s, char *err,
+static int summarize_log_file(const app *a, const char *path, pano_darshan_summary *s, char *err,
                               size_t errlen)
 {
     if (a->parser)
         return summarize_with_parser(a->parser, path, s, err, errlen);
-    darshan_file file;
-    if (darshan_file_load(path, &file, err, errlen) < 0)
+    pano_darshan_file file;
+    if (pano_darshan_file_load(path, &file, err, errlen) < 0)
         return -1;
-    int rc = darshan_summarize_log(file.data, file.size, s, err, errlen);
-    darshan_file_free(&file);
-    if (rc != DARSHAN_ERR_VERSION)
+    int rc = pano_darshan_summarize_log(file.data, file.size, s, err, errlen);
+    pano_darshan_file_free(&file);
+    if (rc != PANO_DARSHAN_ERR_VERSION)
         return rc;
     char *parser = find_on_path("darshan-parser");
     if (!parser)
@@ -222,10 +223,10 @@ static int summarize_log_file(const app *a, const char *path, darshan_summary *s
     return rc;
 }
 
-static void log_notes(const char *what, const darshan_summary *s)
+static void log_notes(const char *what, const pano_darshan_summary *s)
 {
     for (size_t i = 0; i < s->n_modules; i++) {
-        const darshan_module_summary *m = &s->modules[i];
+        const pano_darshan_module_summary *m = &s->modules[i];
         if (m->note)
             pano_info("%s: %s module: %s", what, m->name, m->note);
         if (m->partial)
@@ -236,11 +237,11 @@ static void log_notes(const char *what, const darshan_summary *s)
 }
 
 /* Build and send the event. Returns 0, or -1 when it could not be sent. */
-static int emit(app *a, const darshan_summary *s, const char *log_file)
+static int emit(app *a, const pano_darshan_summary *s, const char *log_file)
 {
     pano_json *envelope = pano_event_new(a->source, "darshan.perf");
     pano_buf json = {0};
-    darshan_event_write(&json, envelope, s, log_file);
+    pano_darshan_event_write(&json, envelope, s, log_file);
     char err[512];
     int rc = pano_sink_send_raw(a->sink, "darshan.perf", pano_json_get_str(envelope, "event_id"),
                                 json.data, json.len, err, sizeof err);
@@ -255,7 +256,7 @@ typedef enum { PROCESS_OK, PROCESS_BAD_LOG, PROCESS_NOT_SENT } process_result;
 
 static process_result process_log(app *a, const char *path)
 {
-    darshan_summary s;
+    pano_darshan_summary s;
     char err[512];
     if (summarize_log_file(a, path, &s, err, sizeof err) < 0) {
         pano_error("%s: %s", path, err);
@@ -263,7 +264,7 @@ static process_result process_log(app *a, const char *path)
     }
     log_notes(path, &s);
     int rc = emit(a, &s, path);
-    darshan_summary_free(&s);
+    pano_darshan_summary_free(&s);
     return rc == 0 ? PROCESS_OK : PROCESS_NOT_SENT;
 }
 
@@ -280,8 +281,8 @@ static int process_text(app *a, const char *path)
     char *text = read_all(fd, &len, err, sizeof err);
     if (!is_stdin)
         close(fd);
-    darshan_summary s;
-    if (!text || darshan_text_parse(text, len, &s, err, sizeof err) < 0) {
+    pano_darshan_summary s;
+    if (!text || pano_darshan_text_parse(text, len, &s, err, sizeof err) < 0) {
         pano_error("%s: %s", is_stdin ? "stdin" : path, err);
         free(text);
         return -1;
@@ -289,17 +290,18 @@ static int process_text(app *a, const char *path)
     free(text);
     log_notes(is_stdin ? "stdin" : path, &s);
     int rc = emit(a, &s, is_stdin ? NULL : path);
-    darshan_summary_free(&s);
+    pano_darshan_summary_free(&s);
     return rc;
 }
 
 /* ---- --watch ------------------------------------------------------------------ */
 
-static darshan_watch_result watch_handler(const char *path, void *ctx)
+static pano_darshan_watch_result watch_handler(const char *path, void *ctx)
 {
     /* A damaged log is reported once and not retried until it changes; one
      * that could not be sent is retried at the next rescan. */
-    return process_log(ctx, path) == PROCESS_NOT_SENT ? DARSHAN_WATCH_RETRY : DARSHAN_WATCH_DONE;
+    return process_log(ctx, path) == PROCESS_NOT_SENT ? PANO_DARSHAN_WATCH_RETRY
+                                                      : PANO_DARSHAN_WATCH_DONE;
 }
 
 static char *default_state_path(void)
@@ -345,7 +347,7 @@ static int run_watch(app *a, const char *dir)
     }
     const char *configured = pano_config_str(a->cfg, "pano.darshan.state");
     char *state = configured ? pano_strdup(configured) : default_state_path();
-    darshan_watch_options opt = {
+    pano_darshan_watch_options opt = {
         .dir = dir,
         .state_path = state,
         .rescan_interval = pano_config_double(a->cfg, "pano.darshan.rescan_interval"),
@@ -356,7 +358,7 @@ static int run_watch(app *a, const char *dir)
     };
     pano_debug("state file: %s", state);
     char err[512];
-    int rc = darshan_watch_run(&opt, err, sizeof err);
+    int rc = pano_darshan_watch_run(&opt, err, sizeof err);
     if (rc < 0)
         pano_error("%s", err);
     else

@@ -3,6 +3,7 @@
  * event builder. Build with -Dfuzz=true and CC=clang (see docs/darshan.md).
  */
 #include "darshan_event.h"
+#include "darshan_summarize.h"
 #include "darshan_summary.h"
 #include "event.h"
 #include "json.h"
@@ -20,12 +21,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cfg = pano_config_new();
         src = pano_source_new(cfg);
     }
-    darshan_summary s;
+    pano_darshan_summary s;
     char err[512];
-    if (darshan_summarize_log(data, size, &s, err, sizeof err) == 0) {
+    if (pano_darshan_summarize_log(data, size, &s, err, sizeof err) == 0) {
         pano_json *envelope = pano_event_new(src, "darshan.perf");
         pano_buf json = {0};
-        darshan_event_write(&json, envelope, &s, NULL);
+        pano_darshan_event_write(&json, envelope, &s, NULL);
         /* Whatever the log holds, the event is valid JSON without
          * duplicate keys (the bridge would dead-letter it otherwise). */
         const pano_json_parse_options strict = {.reject_duplicates = true};
@@ -36,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         pano_json_free(back);
         pano_buf_free(&json);
         pano_json_free(envelope);
-        darshan_summary_free(&s);
+        pano_darshan_summary_free(&s);
     }
     return 0;
 }

@@ -11,9 +11,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    darshan_summary s;
+    pano_darshan_summary s;
     char err[512];
-    if (darshan_text_parse((const char *)data, size, &s, err, sizeof err) == 0)
-        darshan_summary_free(&s);
+    if (pano_darshan_text_parse((const char *)data, size, &s, err, sizeof err) == 0)
+        pano_darshan_summary_free(&s);
     return 0;
 }

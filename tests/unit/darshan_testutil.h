@@ -4,6 +4,7 @@
 
 #include "darshan_event.h"
 #include "darshan_log.h"
+#include "darshan_summarize.h"
 #include "darshan_summary.h"
 #include "event.h"
 #include "json.h"
@@ -81,13 +82,13 @@ static inline char *read_file(const char *path, size_t *len)
 }
 
 /* The event of a summary, as a consumer sees it: serialized and parsed. */
-static inline pano_json *event_of(const darshan_summary *s, const char *log_file)
+static inline pano_json *event_of(const pano_darshan_summary *s, const char *log_file)
 {
     pano_config *cfg = pano_config_new();
     pano_source *src = pano_source_new(cfg);
     pano_json *envelope = pano_event_new(src, "darshan.perf");
     pano_buf text = {0};
-    darshan_event_write(&text, envelope, s, log_file);
+    pano_darshan_event_write(&text, envelope, s, log_file);
     char err[256];
     /* Strict, as the bridge reads it: no key twice in an object. */
     const pano_json_parse_options strict = {.reject_duplicates = true};
@@ -101,13 +102,13 @@ static inline pano_json *event_of(const darshan_summary *s, const char *log_file
 }
 
 /* Summarize a log file; fails the test if it cannot be read. */
-static inline void summarize_file(const char *path, darshan_summary *s)
+static inline void summarize_file(const char *path, pano_darshan_summary *s)
 {
     size_t len;
     char *data = read_file(path, &len);
     ck_assert_msg(data != NULL, "cannot read %s", path);
     char err[512];
-    int rc = darshan_summarize_log((const uint8_t *)data, len, s, err, sizeof err);
+    int rc = pano_darshan_summarize_log((const uint8_t *)data, len, s, err, sizeof err);
     ck_assert_msg(rc == 0, "%s: %s", path, err);
     free(data);
 }

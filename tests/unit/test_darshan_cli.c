@@ -112,8 +112,8 @@ START_TEST(payload_block)
     ck_assert(pano_json_get_int(block, "ts", &ts) && ts == 1762569885);
     ck_assert_str_eq(pano_json_get_str(block, "monitoring_event"), "darshan.perf");
     pano_json *payload = pano_json_get(block, "payload");
-    ck_assert(payload && payload->type == PANO_JSON_ARRAY && payload->u.items.len == 1);
-    pano_json *item = payload->u.items.values[0];
+    ck_assert(payload && payload->type == PANO_JSON_ARRAY && pano_json_len(payload) == 1);
+    pano_json *item = pano_json_at(payload, 0);
     /* The reader (pano-monitor, monitord) sets the envelope itself. */
     ck_assert_ptr_null(pano_json_get(item, "event"));
     ck_assert_ptr_null(pano_json_get(item, "event_id"));

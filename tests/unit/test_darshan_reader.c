@@ -56,10 +56,10 @@ static void swap_words(uint8_t *p, size_t n)
 }
 
 /* Compress raw as `streams` separate streams, back to back. */
-static void compress_region(obuf *o, const uint8_t *raw, size_t len, darshan_compression comp,
+static void compress_region(obuf *o, const uint8_t *raw, size_t len, pano_darshan_compression comp,
                             int streams)
 {
-    if (comp == DARSHAN_COMP_NONE) {
+    if (comp == PANO_DARSHAN_COMP_NONE) {
         put(o, raw, len);
         return;
     }
@@ -68,7 +68,7 @@ static void compress_region(obuf *o, const uint8_t *raw, size_t len, darshan_com
         size_t n = len - off < piece ? len - off : piece;
         unsigned int out_len = (unsigned int)(n + n / 50 + 1024);
         uint8_t *out = malloc(out_len);
-        if (comp == DARSHAN_COMP_ZLIB) {
+        if (comp == PANO_DARSHAN_COMP_ZLIB) {
             uLongf zlen = out_len;
             ck_assert(compress(out, &zlen, raw + off, n) == Z_OK);
             out_len = (unsigned int)zlen;
@@ -85,7 +85,7 @@ static void compress_region(obuf *o, const uint8_t *raw, size_t len, darshan_com
 
 /* Swap the fixed-layout parts of a region's contents (all that pano-darshan
  * decodes), to turn a log into one of the other byte order. */
-static void swap_region(const darshan_log *log, int id, uint8_t *raw, size_t len)
+static void swap_region(const pano_darshan_log *log, int id, uint8_t *raw, size_t len)
 {
     if (id == -1) { /* job record: the int64 fields before the metadata */
         swap_words(raw, log->format_minor >= 41 ? 56 : 40);
@@ -109,18 +109,19 @@ static void swap_region(const darshan_log *log, int id, uint8_t *raw, size_t len
         }
         return;
     }
-    if (darshan_module_def_of(id) || darshan_fixed_record_size(id, log->module_versions[id]))
+    if (pano_darshan_module_def_of(id) ||
+        pano_darshan_fixed_record_size(id, log->module_versions[id]))
         swap_words(raw, len);
 }
 
 /* The log re-encoded with another compression, `streams` streams per
  * region, and optionally in the other byte order. */
-static uint8_t *reencode(const uint8_t *data, size_t size, darshan_compression comp, int streams,
-                         bool other_order, size_t *out_len)
+static uint8_t *reencode(const uint8_t *data, size_t size, pano_darshan_compression comp,
+                         int streams, bool other_order, size_t *out_len)
 {
-    darshan_log log;
+    pano_darshan_log log;
     char err[256];
-    ck_assert_msg(darshan_log_open(&log, data, size, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(pano_darshan_log_open(&log, data, size, err, sizeof err) == 0, "%s", err);
     bool swap = log.swap != other_order; /* the output's order relative to the host */
     obuf o = {0};
     uint8_t zero[2048] = {0};
@@ -129,42 +130,42 @@ static uint8_t *reencode(const uint8_t *data, size_t size, darshan_compression c
     put_u64_at(o.data + 8, 6567223, swap);
     o.data[16] = (uint8_t)comp;
 
-    darshan_buf raw = {0};
+    pano_darshan_buf raw = {0};
     /* job, then names, then modules */
-    ck_assert(darshan_log_inflate(&log, log.job, "job", &raw, err, sizeof err) == 0);
+    ck_assert(pano_darshan_log_inflate(&log, log.job, "job", &raw, err, sizeof err) == 0);
     if (other_order)
         swap_region(&log, -1, raw.data, raw.len);
     compress_region(&o, raw.data, raw.len, comp, streams);
 
-    darshan_region names = {o.len, 0};
-    ck_assert(darshan_log_inflate(&log, log.names, "names", &raw, err, sizeof err) == 0);
+    pano_darshan_region names = {o.len, 0};
+    ck_assert(pano_darshan_log_inflate(&log, log.names, "names", &raw, err, sizeof err) == 0);
     if (other_order)
         swap_region(&log, -2, raw.data, raw.len);
     if (raw.len)
         compress_region(&o, raw.data, raw.len, comp, streams);
     names.len = o.len - names.off;
 
-    darshan_region modules[DARSHAN_MAX_MODS] = {{0, 0}};
-    for (int id = 0; id < DARSHAN_MAX_MODS; id++) {
+    pano_darshan_region modules[PANO_DARSHAN_MAX_MODS] = {{0, 0}};
+    for (int id = 0; id < PANO_DARSHAN_MAX_MODS; id++) {
         if (!log.modules[id].len)
             continue;
-        ck_assert(darshan_log_inflate(&log, log.modules[id], "module", &raw, err, sizeof err) ==
-                  0);
+        ck_assert(pano_darshan_log_inflate(&log, log.modules[id], "module", &raw, err,
+                                           sizeof err) == 0);
         if (other_order)
             swap_region(&log, id, raw.data, raw.len);
         modules[id].off = o.len;
         compress_region(&o, raw.data, raw.len, comp, streams);
         modules[id].len = o.len - modules[id].off;
     }
-    darshan_buf_free(&raw);
+    pano_darshan_buf_free(&raw);
 
     bool current = log.format_minor >= 41;
     size_t maps = current ? 48 : 40, slots = current ? 64 : 16;
     size_t versions = maps + 16 * slots;
     uint64_t partial = 0;
     for (size_t slot = 0; slot < slots; slot++) {
-        int id = darshan_module_id_of_slot(log.format_minor, (int)slot);
-        if (id >= DARSHAN_MAX_MODS)
+        int id = pano_darshan_module_id_of_slot(log.format_minor, (int)slot);
+        if (id >= PANO_DARSHAN_MAX_MODS)
             continue;
         put_u64_at(o.data + maps + 16 * slot, modules[id].off, swap);
         put_u64_at(o.data + maps + 16 * slot + 8, modules[id].len, swap);
@@ -186,16 +187,16 @@ static uint8_t *reencode(const uint8_t *data, size_t size, darshan_compression c
 }
 
 /* The event without what legitimately differs between encodings. */
-static char *comparable_event(const darshan_summary *s)
+static char *comparable_event(const pano_darshan_summary *s)
 {
     pano_json *ev = event_of(s, NULL);
     pano_json_remove(ev, "event_id");
     pano_json_remove(ev, "seq");
     pano_json_remove(ev, "wf_uuid");
     pano_json_remove(ev, "compression_method");
-    for (size_t i = 0; i < ev->u.items.len; i++)
-        if (ev->u.items.values[i]->type == PANO_JSON_OBJECT)
-            pano_json_remove(ev->u.items.values[i], "compressed_bytes");
+    for (size_t i = 0; i < pano_json_len(ev); i++)
+        if (pano_json_at(ev, i)->type == PANO_JSON_OBJECT)
+            pano_json_remove(pano_json_at(ev, i), "compressed_bytes");
     char *text = pano_json_serialize(ev, NULL);
     pano_json_free(ev);
     return text;
@@ -216,14 +217,14 @@ static char **all_logs(size_t *n)
 
 /* ---- the other fixture logs ----------------------------------------------- */
 
-static const darshan_module_summary *module(const darshan_summary *s, const char *name)
+static const pano_darshan_module_summary *module(const pano_darshan_summary *s, const char *name)
 {
-    const darshan_module_summary *m = darshan_summary_find_module(s, name);
+    const pano_darshan_module_summary *m = pano_darshan_summary_find_module(s, name);
     ck_assert_msg(m != NULL, "no %s module", name);
     return m;
 }
 
-static int64_t total_int(const darshan_module_summary *m, const char *name)
+static int64_t total_int(const pano_darshan_module_summary *m, const char *name)
 {
     for (size_t i = 0; i < m->n_totals; i++)
         if (strcmp(m->totals[i].name, name) == 0)
@@ -238,19 +239,19 @@ START_TEST(more_logs_give_sensible_events)
     char **logs = fixture_logs("darshan-more", &n);
     ck_assert_uint_eq(n, 6);
     for (char **log = logs; *log; log++) {
-        darshan_summary s;
+        pano_darshan_summary s;
         summarize_file(*log, &s);
         const char *name = strrchr(*log, '/') + 1;
         ck_assert_int_gt(s.nprocs, 0);
         ck_assert_int_ge(s.end_time, s.start_time);
         ck_assert(s.start_time > 1400000000 && s.end_time < 2000000000); /* 2014 .. 2033 */
         ck_assert_ptr_nonnull(s.exe);
-        const darshan_module_summary *posix = module(&s, "POSIX");
+        const pano_darshan_module_summary *posix = module(&s, "POSIX");
         ck_assert(posix->has_perf && posix->records > 0);
         ck_assert_int_gt(posix->perf.total_bytes, 0);
         ck_assert(posix->perf.agg_perf_by_slowest > 0);
         /* bytes read + written as counted by the file table and by --perf agree */
-        ck_assert_int_eq(posix->files[DARSHAN_FILES_TOTAL].bytes, posix->perf.total_bytes);
+        ck_assert_int_eq(posix->files[PANO_DARSHAN_FILES_TOTAL].bytes, posix->perf.total_bytes);
         ck_assert_int_eq(total_int(posix, "POSIX_BYTES_READ") +
                              total_int(posix, "POSIX_BYTES_WRITTEN"),
                          posix->perf.total_bytes);
@@ -281,7 +282,7 @@ START_TEST(more_logs_give_sensible_events)
             ck_assert_str_eq(s.compression, "BZIP2");
             ck_assert_int_eq(s.nprocs, 65536);
         }
-        darshan_summary_free(&s);
+        pano_darshan_summary_free(&s);
     }
     free_names(logs);
 }
@@ -292,35 +293,35 @@ END_TEST
 START_TEST(reencoded_logs_give_the_same_event)
 {
     static const struct {
-        darshan_compression comp;
+        pano_darshan_compression comp;
         int streams;
         bool other_order;
     } variants[] = {
-        {DARSHAN_COMP_NONE, 1, false}, {DARSHAN_COMP_BZIP2, 3, false},
-        {DARSHAN_COMP_ZLIB, 5, false}, {DARSHAN_COMP_ZLIB, 1, true},
-        {DARSHAN_COMP_BZIP2, 2, true},
+        {PANO_DARSHAN_COMP_NONE, 1, false}, {PANO_DARSHAN_COMP_BZIP2, 3, false},
+        {PANO_DARSHAN_COMP_ZLIB, 5, false}, {PANO_DARSHAN_COMP_ZLIB, 1, true},
+        {PANO_DARSHAN_COMP_BZIP2, 2, true},
     };
     size_t n;
     char **logs = all_logs(&n);
     for (char **log = logs; *log; log++) {
         size_t len;
         char *data = read_file(*log, &len);
-        darshan_summary s;
+        pano_darshan_summary s;
         summarize_file(*log, &s);
         char *want = comparable_event(&s);
-        darshan_summary_free(&s);
+        pano_darshan_summary_free(&s);
         for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
             size_t out_len;
             uint8_t *out = reencode((uint8_t *)data, len, variants[v].comp, variants[v].streams,
                                     variants[v].other_order, &out_len);
             char err[512];
-            ck_assert_msg(darshan_summarize_log(out, out_len, &s, err, sizeof err) == 0,
+            ck_assert_msg(pano_darshan_summarize_log(out, out_len, &s, err, sizeof err) == 0,
                           "%s variant %zu: %s", *log, v, err);
             char *got = comparable_event(&s);
             ck_assert_msg(strcmp(want, got) == 0, "%s variant %zu:\n%s\n%s", *log, v, want, got);
-            ck_assert_str_eq(s.compression, darshan_compression_name(variants[v].comp));
+            ck_assert_str_eq(s.compression, pano_darshan_compression_name(variants[v].comp));
             free(got);
-            darshan_summary_free(&s);
+            pano_darshan_summary_free(&s);
             free(out);
         }
         free(want);
@@ -336,11 +337,11 @@ END_TEST
  * comes with a message. Returns the result. */
 static int try_damaged(const uint8_t *data, size_t len, char *err, size_t errlen)
 {
-    darshan_summary s;
+    pano_darshan_summary s;
     err[0] = '\0';
-    int rc = darshan_summarize_log(data, len, &s, err, errlen);
+    int rc = pano_darshan_summarize_log(data, len, &s, err, errlen);
     if (rc == 0)
-        darshan_summary_free(&s);
+        pano_darshan_summary_free(&s);
     else
         ck_assert_msg(err[0] != '\0', "an error without a message");
     return rc;
@@ -415,8 +416,9 @@ START_TEST(bad_headers_fail_clearly)
     memcpy(copy, data, len);
     memcpy(copy, "3.50\0\0\0\0", 8);
     char err[512];
-    darshan_summary s;
-    ck_assert_int_eq(darshan_summarize_log(copy, len, &s, err, sizeof err), DARSHAN_ERR_VERSION);
+    pano_darshan_summary s;
+    ck_assert_int_eq(pano_darshan_summarize_log(copy, len, &s, err, sizeof err),
+                     PANO_DARSHAN_ERR_VERSION);
     ck_assert_msg(strstr(err, "'3.50'") && strstr(err, "--parser"), "%s", err);
 
     memcpy(copy, "\0\0\0\0\0\0\0\0", 8);
@@ -451,42 +453,42 @@ START_TEST(absurd_record_values_fail_clearly)
     char *path = fixture_dir("darshan/treddy_mpi-io-test_id4373053_6-2-60198-9815401321915095332_1.darshan");
     size_t len, out_len;
     uint8_t *data = (uint8_t *)read_file(path, &len);
-    uint8_t *plain = reencode(data, len, DARSHAN_COMP_NONE, 1, false, &out_len);
-    darshan_log log;
+    uint8_t *plain = reencode(data, len, PANO_DARSHAN_COMP_NONE, 1, false, &out_len);
+    pano_darshan_log log;
     char err[512];
-    ck_assert(darshan_log_open(&log, plain, out_len, err, sizeof err) == 0);
+    ck_assert(pano_darshan_log_open(&log, plain, out_len, err, sizeof err) == 0);
 
     /* a rank beyond the job's processes */
     uint8_t *copy = malloc(out_len);
     memcpy(copy, plain, out_len);
-    put_u64_at(copy + log.modules[DARSHAN_MOD_POSIX].off + 8, 1000, false);
+    put_u64_at(copy + log.modules[PANO_DARSHAN_MOD_POSIX].off + 8, 1000, false);
     expect_error(copy, out_len, "rank 1000");
 
     /* nprocs of 2^62 must not make the reader allocate per process */
     memcpy(copy, plain, out_len);
     put_u64_at(copy + log.job.off + 24, UINT64_C(1) << 62, false); /* 3.21: uid, start, end, nprocs */
-    darshan_summary s;
-    ck_assert_msg(darshan_summarize_log(copy, out_len, &s, err, sizeof err) == 0, "%s", err);
+    pano_darshan_summary s;
+    ck_assert_msg(pano_darshan_summarize_log(copy, out_len, &s, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(s.nprocs, INT64_C(1) << 62);
-    darshan_summary_free(&s);
+    pano_darshan_summary_free(&s);
 
     /* counters that overflow when summed, and a float too long for %.6f */
     memcpy(copy, plain, out_len);
-    size_t posix = log.modules[DARSHAN_MOD_POSIX].off, record = 16 + 8 * (69 + 17);
+    size_t posix = log.modules[PANO_DARSHAN_MOD_POSIX].off, record = 16 + 8 * (69 + 17);
     for (size_t r = 0; r < 3; r++)
         put_u64_at(copy + posix + r * record + 16 + 8 * 14, INT64_MAX, false); /* BYTES_READ */
     double huge = 1e300;
     uint64_t bits;
     memcpy(&bits, &huge, 8);
     put_u64_at(copy + posix + 16 + 8 * (69 + 8), bits, false); /* F_READ_TIME */
-    ck_assert_msg(darshan_summarize_log(copy, out_len, &s, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(pano_darshan_summarize_log(copy, out_len, &s, err, sizeof err) == 0, "%s", err);
     pano_json *ev = event_of(&s, NULL);
     double read_time;
     ck_assert(pano_json_get_number(pano_json_get(pano_json_get(ev, "POSIX_module_data"), "totals"),
                                    "POSIX_F_READ_TIME", &read_time) &&
               read_time >= 1e300);
     pano_json_free(ev);
-    darshan_summary_free(&s);
+    pano_darshan_summary_free(&s);
 
     /* a job region too short for the job record */
     memcpy(copy, plain, out_len);
@@ -495,10 +497,10 @@ START_TEST(absurd_record_values_fail_clearly)
 
     /* a module region ending in part of a record: read, with a note */
     memcpy(copy, plain, out_len);
-    put_u64_at(copy + 40 + 16 + 8, log.modules[DARSHAN_MOD_POSIX].len - 100, false);
-    ck_assert_msg(darshan_summarize_log(copy, out_len, &s, err, sizeof err) == 0, "%s", err);
-    ck_assert_ptr_nonnull(darshan_summary_find_module(&s, "POSIX")->note);
-    darshan_summary_free(&s);
+    put_u64_at(copy + 40 + 16 + 8, log.modules[PANO_DARSHAN_MOD_POSIX].len - 100, false);
+    ck_assert_msg(pano_darshan_summarize_log(copy, out_len, &s, err, sizeof err) == 0, "%s", err);
+    ck_assert_ptr_nonnull(pano_darshan_summary_find_module(&s, "POSIX")->note);
+    pano_darshan_summary_free(&s);
 
     free(copy);
     free(plain);

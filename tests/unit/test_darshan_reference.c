@@ -70,22 +70,22 @@ static void check_str(checker *c, const char *what, const pano_json *obj, const 
 }
 
 static void check_total(checker *c, const char *module, const pano_json *totals,
-                        const darshan_total *t)
+                        const pano_darshan_total *t)
 {
     char what[160];
     snprintf(what, sizeof what, "%s total_%s", module, t->name);
     switch (t->type) {
-    case DARSHAN_VALUE_INT:
+    case PANO_DARSHAN_VALUE_INT:
         check_int(c, what, totals, t->name, t->v.i);
         break;
-    case DARSHAN_VALUE_UINT: {
+    case PANO_DARSHAN_VALUE_UINT: {
         /* A record id above INT64_MAX is a string in the event. */
         char want[32];
         snprintf(want, sizeof want, "%" PRIu64, t->v.u);
         check_str(c, what, totals, t->name, want);
         break;
     }
-    case DARSHAN_VALUE_FLOAT:
+    case PANO_DARSHAN_VALUE_FLOAT:
         check_double(c, what, totals, t->name, t->v.f, 6);
         break;
     }
@@ -97,7 +97,7 @@ static const char *label(char *buf, size_t size, const char *module, const char 
     return buf;
 }
 
-static void check_module(checker *c, const pano_json *ev, const darshan_module_summary *ref)
+static void check_module(checker *c, const pano_json *ev, const pano_darshan_module_summary *ref)
 {
     if (!ref->n_totals && !ref->has_perf && !ref->has_files)
         return; /* listed in the region table only */
@@ -119,15 +119,15 @@ static void check_module(checker *c, const pano_json *ev, const darshan_module_s
     for (size_t i = 0; i < ref->n_totals; i++)
         check_total(c, ref->name, totals, &ref->totals[i]);
     /* and nothing more than darshan-parser printed */
-    if (ref->n_totals && (!totals || totals->u.items.len != ref->n_totals)) {
+    if (ref->n_totals && pano_json_len(totals) != ref->n_totals) {
         char want[32], have[32];
         snprintf(want, sizeof want, "%zu counters", ref->n_totals);
-        snprintf(have, sizeof have, "%zu", totals ? totals->u.items.len : 0);
+        snprintf(have, sizeof have, "%zu", pano_json_len(totals));
         mismatch(c, "number of totals", want, have);
     }
 
     if (ref->has_perf) {
-        const darshan_perf *p = &ref->perf;
+        const pano_darshan_perf *p = &ref->perf;
         const pano_json *unique = pano_json_get(md, "unique_files");
         const pano_json *shared = pano_json_get(md, "shared_files");
         check_int(c, label(what, sizeof what, ref->name, "total_bytes"), md, "total_bytes", p->total_bytes);
@@ -150,8 +150,8 @@ static void check_module(checker *c, const pano_json *ev, const darshan_module_s
 
     if (ref->has_files) {
         const pano_json *files = pano_json_get(md, "files");
-        for (int i = 0; i < DARSHAN_FILES_CATEGORIES; i++) {
-            const char *cat = darshan_file_category_names[i];
+        for (int i = 0; i < PANO_DARSHAN_FILES_CATEGORIES; i++) {
+            const char *cat = pano_darshan_file_category_names[i];
             const pano_json *o = files ? pano_json_get(files, cat) : NULL;
             snprintf(what, sizeof what, "%s files %s count", ref->name, cat);
             check_int(c, what, o, "count", ref->files[i].count);
@@ -163,7 +163,7 @@ static void check_module(checker *c, const pano_json *ev, const darshan_module_s
     }
 }
 
-static void check_header(checker *c, const pano_json *ev, const darshan_summary *ref)
+static void check_header(checker *c, const pano_json *ev, const pano_darshan_summary *ref)
 {
     check_str(c, "darshan log version", ev, "darshan_log_version", ref->version);
     check_str(c, "compression method", ev, "compression_method", ref->compression);
@@ -200,15 +200,15 @@ static void compare_with(checker *c, const pano_json *ev, const char *kind)
 {
     size_t len;
     char *text = reference_text(c->log, kind, &len);
-    darshan_summary ref;
+    pano_darshan_summary ref;
     char err[512];
-    ck_assert_msg(darshan_text_parse(text, len, &ref, err, sizeof err) == 0, "%s: %s", c->log,
+    ck_assert_msg(pano_darshan_text_parse(text, len, &ref, err, sizeof err) == 0, "%s: %s", c->log,
                   err);
     free(text);
     check_header(c, ev, &ref);
     for (size_t i = 0; i < ref.n_modules; i++)
         check_module(c, ev, &ref.modules[i]);
-    darshan_summary_free(&ref);
+    pano_darshan_summary_free(&ref);
 }
 
 START_TEST(every_fixture_matches_darshan_parser)
@@ -218,7 +218,7 @@ START_TEST(every_fixture_matches_darshan_parser)
     ck_assert_uint_ge(n, 9);
     size_t failures = 0;
     for (char **log = logs; *log; log++) {
-        darshan_summary s;
+        pano_darshan_summary s;
         summarize_file(*log, &s);
         pano_json *ev = event_of(&s, *log);
         checker c = {.log = *log};
@@ -229,7 +229,7 @@ START_TEST(every_fixture_matches_darshan_parser)
         total_compared += c.compared;
         failures += c.mismatches;
         pano_json_free(ev);
-        darshan_summary_free(&s);
+        pano_darshan_summary_free(&s);
     }
     printf("darshan reference: %zu values compared over %zu logs, %zu differ\n",
            total_compared, n, failures);

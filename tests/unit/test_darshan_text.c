@@ -90,10 +90,11 @@ static double number(const pano_json *o, const char *key)
 
 START_TEST(legacy_layout)
 {
-    darshan_summary s;
+    pano_darshan_summary s;
     char err[256];
-    ck_assert_msg(darshan_text_parse(legacy_text, strlen(legacy_text), &s, err, sizeof err) == 0,
-                  "%s", err);
+    ck_assert_msg(
+        pano_darshan_text_parse(legacy_text, strlen(legacy_text), &s, err, sizeof err) == 0, "%s",
+        err);
     pano_json *ev = event_of(&s, NULL);
     ck_assert_str_eq(pano_json_get_str(ev, "darshan_log_version"), "3.10");
     ck_assert_str_eq(pano_json_get_str(ev, "exe"), "/projects/app -f /tmp/x.dat");
@@ -127,19 +128,19 @@ START_TEST(legacy_layout)
     ck_assert_ptr_null(pano_json_get(mpiio, "total_bytes"));
 
     pano_json_free(ev);
-    darshan_summary_free(&s);
+    pano_darshan_summary_free(&s);
 }
 END_TEST
 
-static darshan_summary parse_fixture(const char *name)
+static pano_darshan_summary parse_fixture(const char *name)
 {
     char *path = fixture_dir(name);
     size_t len;
     char *text = read_file(path, &len);
     ck_assert_msg(text != NULL, "%s", path);
-    darshan_summary s;
+    pano_darshan_summary s;
     char err[256];
-    ck_assert_msg(darshan_text_parse(text, len, &s, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(pano_darshan_text_parse(text, len, &s, err, sizeof err) == 0, "%s", err);
     free(text);
     free(path);
     return s;
@@ -147,52 +148,53 @@ static darshan_summary parse_fixture(const char *name)
 
 START_TEST(current_layout_with_units)
 {
-    darshan_summary s = parse_fixture("darshan/mpi-io-test-x86_64-3.5.0.total-perf.txt");
-    const darshan_module_summary *posix = darshan_summary_find_module(&s, "POSIX");
+    pano_darshan_summary s = parse_fixture("darshan/mpi-io-test-x86_64-3.5.0.total-perf.txt");
+    const pano_darshan_module_summary *posix = pano_darshan_summary_find_module(&s, "POSIX");
     ck_assert(posix && posix->has_perf && posix->perf.has_agg_time);
     ck_assert(posix->perf.has_rw_only_time);
     /* "# agg_perf_by_slowest: 3122.286459 # MiB/s" */
     ck_assert(posix->perf.agg_perf_by_slowest > 3122.28 && posix->perf.agg_perf_by_slowest < 3122.29);
     ck_assert_uint_eq(posix->n_totals, 86);
-    ck_assert(darshan_summary_find_module(&s, "HEATMAP")); /* from the region list */
-    darshan_summary_free(&s);
+    ck_assert(pano_darshan_summary_find_module(&s, "HEATMAP")); /* from the region list */
+    pano_darshan_summary_free(&s);
 }
 END_TEST
 
 START_TEST(incomplete_modules)
 {
     /* with --show-incomplete: data, flagged */
-    darshan_summary s = parse_fixture("darshan/partial_data_stdio.total-perf.show-incomplete.txt");
-    const darshan_module_summary *stdio = darshan_summary_find_module(&s, "STDIO");
+    pano_darshan_summary s =
+        parse_fixture("darshan/partial_data_stdio.total-perf.show-incomplete.txt");
+    const pano_darshan_module_summary *stdio = pano_darshan_summary_find_module(&s, "STDIO");
     ck_assert(stdio && stdio->partial && stdio->n_totals == 29);
-    ck_assert(!darshan_summary_find_module(&s, "POSIX")->partial);
-    darshan_summary_free(&s);
+    ck_assert(!pano_darshan_summary_find_module(&s, "POSIX")->partial);
+    pano_darshan_summary_free(&s);
     /* without it, darshan-parser stops after the banner: a module without data */
     s = parse_fixture("darshan/partial_data_stdio.total-perf.txt");
-    stdio = darshan_summary_find_module(&s, "STDIO");
+    stdio = pano_darshan_summary_find_module(&s, "STDIO");
     ck_assert(stdio && stdio->n_totals == 0 && !stdio->has_perf);
-    darshan_summary_free(&s);
+    pano_darshan_summary_free(&s);
 }
 END_TEST
 
 START_TEST(not_darshan_parser_output)
 {
-    darshan_summary s;
+    pano_darshan_summary s;
     char err[256];
     const char *hello = "hello\nworld\n";
-    ck_assert_int_eq(darshan_text_parse(hello, strlen(hello), &s, err, sizeof err), -1);
+    ck_assert_int_eq(pano_darshan_text_parse(hello, strlen(hello), &s, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "not darshan-parser output"), "%s", err);
 
     const char *bad = "# darshan log version: 3.41\n# POSIX module data\n# total_bytes: lots\n";
-    ck_assert_int_eq(darshan_text_parse(bad, strlen(bad), &s, err, sizeof err), -1);
+    ck_assert_int_eq(pano_darshan_text_parse(bad, strlen(bad), &s, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "line 3") && strstr(err, "lots"), "%s", err);
 
     const char *orphan = "# darshan log version: 3.41\ntotal_POSIX_OPENS: 1\n";
-    ck_assert_int_eq(darshan_text_parse(orphan, strlen(orphan), &s, err, sizeof err), -1);
+    ck_assert_int_eq(pano_darshan_text_parse(orphan, strlen(orphan), &s, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "line 2"), "%s", err);
 
     const char nul[] = "# darshan log version: 3.41\n# exe: a\0b\n";
-    ck_assert_int_eq(darshan_text_parse(nul, sizeof nul - 1, &s, err, sizeof err), -1);
+    ck_assert_int_eq(pano_darshan_text_parse(nul, sizeof nul - 1, &s, err, sizeof err), -1);
 }
 END_TEST
 
@@ -208,15 +210,15 @@ START_TEST(modules_named_inside_a_section)
     }
     strcat(text, "# *WARNING*: The OTHER module contains incomplete data!\n"
                  "# total: 1 2 3\ntotal_POSIX_OPENS: 4\n# total_bytes: 5\n");
-    darshan_summary s;
+    pano_darshan_summary s;
     char err[256];
-    ck_assert_msg(darshan_text_parse(text, strlen(text), &s, err, sizeof err) == 0, "%s", err);
-    const darshan_module_summary *posix = darshan_summary_find_module(&s, "POSIX");
-    ck_assert(posix->has_files && posix->files[DARSHAN_FILES_TOTAL].max_offset == 3);
+    ck_assert_msg(pano_darshan_text_parse(text, strlen(text), &s, err, sizeof err) == 0, "%s", err);
+    const pano_darshan_module_summary *posix = pano_darshan_summary_find_module(&s, "POSIX");
+    ck_assert(posix->has_files && posix->files[PANO_DARSHAN_FILES_TOTAL].max_offset == 3);
     ck_assert(posix->n_totals == 1 && posix->perf.total_bytes == 5);
-    ck_assert(darshan_summary_find_module(&s, "OTHER")->partial);
+    ck_assert(pano_darshan_summary_find_module(&s, "OTHER")->partial);
     ck_assert_uint_eq(s.n_modules, 42);
-    darshan_summary_free(&s);
+    pano_darshan_summary_free(&s);
 }
 END_TEST
 
