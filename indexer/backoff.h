@@ -1,6 +1,7 @@
 /*
  * backoff.h - when pano-indexer tries again: the waits between attempts
- * and the deadline of a drain, as pure functions of what happened.
+ * and the deadline of a drain (pure functions of what happened, but for
+ * the jitter, which is random).
  *
  * A wait is backoff x a jitter factor in [0.5, 1.5) (so indexers do not
  * retry in step); the backoff starts at BACKOFF_FIRST and doubles up to

@@ -8,7 +8,6 @@
 #include "buf.h"
 #include "event.h"
 #include "json.h"
-#include "kafka.h"
 #include "log.h"
 #include "mem.h"
 

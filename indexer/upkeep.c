@@ -7,7 +7,6 @@
 
 #include "buf.h"
 #include "json.h"
-#include "kafka.h"
 #include "log.h"
 #include "mem.h"
 #include "retention.h"

@@ -261,6 +261,8 @@ long pano_es_send(pano_es *es, const char *method, const char *path, const char 
     pano_es_response resp;
     if (answer)
         *answer = NULL;
+    if (errlen)
+        err[0] = '\0';
     if (pano_es_request(es, method, path, body, body ? strlen(body) : 0, &resp, err, errlen) < 0)
         return 0;
     if (answer)
