@@ -193,18 +193,17 @@ int pano_bulk_read_response(const char *body, size_t len, size_t n, pano_bulk_re
     }
     pano_json *items = pano_json_get(r, "items");
     int rc = 0;
-    if (!items || items->type != PANO_JSON_ARRAY || items->u.items.len != n) {
-        snprintf(err, errlen, "bulk response has %zu items for %zu documents",
-                 items && items->type == PANO_JSON_ARRAY ? items->u.items.len : 0, n);
+    size_t got = items && items->type == PANO_JSON_ARRAY ? pano_json_len(items) : 0;
+    if (!items || items->type != PANO_JSON_ARRAY || got != n) {
+        snprintf(err, errlen, "bulk response has %zu items for %zu documents", got, n);
         rc = -1;
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
-        pano_json *item = items->u.items.values[i];
+        pano_json *item = pano_json_at(items, i);
         /* {"create": {"status": 201, "error": {"type": ..., "reason": ...}}} */
-        pano_json *op = item->type == PANO_JSON_OBJECT && item->u.items.len == 1
-                            ? item->u.items.values[0]
-                            : NULL;
+        pano_json *op =
+            item->type == PANO_JSON_OBJECT && pano_json_len(item) == 1 ? pano_json_at(item, 0) : NULL;
         int64_t status = 0;
         if (!op || !pano_json_get_int(op, "status", &status))
             status = 0;

@@ -1,24 +1,32 @@
 /*
  * pano-indexer - Kafka to Elasticsearch, keyed by workflow (indexer.h says
- * how). This file: signals, status and statistics, the loop and main.
+ * how). This file: signals, status and statistics, main, and the loop with
+ * its policies, over intake.c (Kafka) and outlet.c (Elasticsearch).
  */
 #include "indexer.h"
 
 #include "buf.h"
 #include "cli.h"
-#include "json.h"
-#include "kafka.h"
 #include "log.h"
-#include "mem.h"
-#include "retention.h"
+#include "upkeep.h"
 
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/random.h>
 #include <unistd.h>
 
-volatile sig_atomic_t indexer_stopping;
+/* Set by SIGTERM/SIGINT: finish the batch in hand, then stop. */
+static volatile sig_atomic_t indexer_stopping;
+
+/* The partitions of now and of the next hour are made every PREPARE_EVERY
+ * seconds. */
+#define PREPARE_EVERY 600
+
+/* A signal asked to stop, or the consumer failed for good. */
+static bool stopping(const indexer *ix)
+{
+    return indexer_stopping || ix->fatal;
+}
 
 static const char *const stage_names[N_STAGES] = {"to_kafka", "to_bulk", "bulk"};
 
@@ -69,15 +77,6 @@ static void usage(FILE *out)
             "\n" PANO_CLI_COMMON_HELP);
 }
 
-/* Random factor in [0.5, 1.5) so that indexers do not retry in step. */
-double indexer_jitter(void)
-{
-    unsigned short r = 0;
-    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
-        r = (unsigned short)getpid();
-    return 0.5 + r / 65536.0;
-}
-
 /* ---- status ---------------------------------------------------------------- */
 
 void indexer_publish_status(indexer *ix)
@@ -124,7 +123,7 @@ void indexer_publish_status(indexer *ix)
           ix->es_up ? 1 : 0);
     GAUGE("paused", "1 while the partitions are paused (Elasticsearch unavailable).", "%d",
           ix->paused ? 1 : 0);
-    GAUGE("uptime_seconds", "Seconds since start.", "%.0f", pano_now() - ix->started);
+    GAUGE("uptime_seconds", "Seconds since start.", "%.0f", pano_monotonic() - ix->started);
 #undef COUNTER
 #undef GAUGE
     pano_histogram_format(&t, "pano_indexer_stage_seconds",
@@ -139,7 +138,7 @@ void indexer_publish_status(indexer *ix)
         pano_status_write_file(ix->status_file, t.data, t.len, err, sizeof err) < 0)
         pano_warn("%s", err);
     pano_buf_free(&t);
-    ix->last_publish = pano_now();
+    ix->last_publish = pano_monotonic();
 }
 
 static void log_stats(const indexer *ix)
@@ -160,19 +159,177 @@ static void sleep_unless_stopping(double s)
         usleep(50000);
 }
 
+/* ---- the loop ------------------------------------------------------------- */
+
+/* Gather up to max_docs messages, or max_bytes, or what came within linger
+ * seconds of the first one. */
+static void collect_batch(indexer *ix)
+{
+    if (ix->cur->count == 0 && ix->next->count > 0) {
+        /* What was gathered (and maybe sent ahead) while the last batch
+         * was in flight. */
+        batch *t = ix->cur;
+        ix->cur = ix->next;
+        ix->next = t;
+    }
+    batch *b = ix->cur;
+    if (b->sealed)
+        return;
+    intake_take_pending(ix, b);
+    while (!batch_full(b, &ix->limits) && !stopping(ix)) {
+        double left = batch_left(b, &ix->limits, pano_monotonic(), 0.5);
+        if (b->count && left <= 0)
+            break;
+        rd_kafka_message_t *msg = intake_poll(ix, (int)(left * 1000) + 1);
+        if (!msg) {
+            if (b->count == 0)
+                return; /* nothing yet: let the caller check for signals */
+            continue;
+        }
+        intake_add(ix, b, msg);
+    }
+}
+
+/* Gather the next batch while the HTTP thread works, until it is done.
+ * Older messages (polled during a backoff) first. Once the next batch is
+ * complete (full, or linger passed since its first message) it is sent
+ * ahead, and what comes after waits in pending (up to a batch of it; then
+ * nothing more is polled until the answers come). */
+static void prefetch(indexer *ix, atomic_bool *done)
+{
+    batch *b = ix->next;
+    if (!b->sealed)
+        intake_take_pending(ix, b);
+    while (!atomic_load(done) && !stopping(ix)) {
+        bool full = batch_full(b, &ix->limits);
+        double left = batch_left(b, &ix->limits, pano_monotonic(), 1);
+        if (!b->sealed && (full || left <= 0) && ix->indices_ready && ix->es_up && !ix->paused) {
+            b->sealed = outlet_start(ix, b, true);
+            ix->n.sent_ahead += b->sealed;
+        }
+        if (b->sealed ? ix->npending >= ix->limits.max_docs : full) {
+            /* nowhere to put more: wait for the answers */
+            usleep(1000);
+            continue;
+        }
+        int timeout = 5; /* ms: the answers are checked for this often */
+        if (!b->sealed && left > 0 && left * 1000 < timeout)
+            timeout = (int)(left * 1000) + 1;
+        rd_kafka_message_t *m = intake_poll(ix, timeout);
+        if (!m)
+            continue;
+        if (b->sealed)
+            intake_keep_pending(ix, m);
+        else
+            intake_add(ix, b, m);
+    }
+}
+
+/* Wait between attempts while polling (the partitions are paused, so only
+ * already fetched messages arrive; they wait in pending): the consumer
+ * stays in its group. At most until deadline, when not 0. */
+static void wait_polling(indexer *ix, double seconds, double deadline)
+{
+    double until = pano_monotonic() + seconds;
+    if (deadline && until > deadline)
+        until = deadline;
+    for (double now = pano_monotonic(); now < until; now = pano_monotonic()) {
+        rd_kafka_message_t *m = intake_poll(ix, (int)((until - now) * 1000) + 1);
+        if (m)
+            intake_keep_pending(ix, m);
+    }
+}
+
+/* Send the current batch's unsettled items and apply the answers; on the
+ * first attempt the next batch is gathered (and sent ahead) meanwhile.
+ * When the batch was sent ahead, its first attempt is already running. */
+static bool send_pending(indexer *ix, bool first)
+{
+    batch *b = ix->cur;
+    if (!b->in_flight && !outlet_start(ix, b, first))
+        return true;
+    if (b->attempt.threaded && first)
+        prefetch(ix, &b->attempt.done);
+    return outlet_finish(ix, b);
+}
+
+/* Send until every item is settled, backing off between attempts (polling
+ * the consumer with the partitions paused while Elasticsearch does not
+ * answer). After a shutdown request, give up when pano.indexer.drain_timeout
+ * has passed. */
+static void settle_batch(indexer *ix)
+{
+    batch *b = ix->cur;
+    double backoff = BACKOFF_FIRST;
+    double deadline = backoff_deadline(0, stopping(ix), pano_monotonic(), ix->drain_timeout);
+    for (bool first = true;; first = false) {
+        bool answered = b->count == 0 ||
+                        ((b->in_flight || ix->indices_ready || outlet_setup_indices(ix) == 0) &&
+                         send_pending(ix, first && !stopping(ix)));
+        size_t left = batch_unsettled(b);
+        if (left == 0)
+            break;
+        deadline = backoff_deadline(deadline, stopping(ix), pano_monotonic(), ix->drain_timeout);
+        if (backoff_expired(deadline, pano_monotonic())) {
+            pano_warn("giving up on %zu unsettled messages at shutdown (they will be replayed)",
+                      left);
+            break;
+        }
+        double wait = backoff * backoff_jitter();
+        if (!answered) {
+            intake_set_paused(ix, true);
+            pano_info("Elasticsearch unavailable; retrying in %.1f s", wait);
+        } else
+            pano_debug("some documents must be retried; retrying in %.1f s", wait);
+        if (pano_monotonic() - ix->last_publish >= 1)
+            indexer_publish_status(ix);
+        wait_polling(ix, wait, deadline);
+        backoff = backoff_next(backoff, ix->max_backoff);
+    }
+    intake_set_paused(ix, false);
+}
+
+/* Record where the time of the current batch's indexed events went (a
+ * replayed or late event's to_kafka is its age: the histogram shows it as
+ * such). */
+static void observe_stages(indexer *ix)
+{
+    const batch *b = ix->cur;
+    for (size_t i = 0; i < b->count; i++) {
+        const batch_item *it = &b->items[i];
+        int64_t produced_ms = rd_kafka_message_timestamp(it->msg, NULL);
+        if (!it->settled || it->rejected || produced_ms <= 0 || it->doc.ts <= 0)
+            continue;
+        double produced = (double)produced_ms / 1000;
+        pano_histogram_observe(&ix->stages[STAGE_TO_KAFKA], produced - it->doc.ts);
+        pano_histogram_observe(&ix->stages[STAGE_TO_BULK], b->sent_date - produced);
+        pano_histogram_observe(&ix->stages[STAGE_BULK], b->answered - b->sent);
+    }
+}
+
+/* Settle the current batch, record its times, store the offsets it allows,
+ * and empty it. */
+static void deliver_batch(indexer *ix)
+{
+    settle_batch(ix);
+    observe_stages(ix);
+    rd_kafka_topic_partition_list_t *offsets = batch_offsets(ix->cur);
+    intake_store_offsets(ix, offsets);
+    rd_kafka_topic_partition_list_destroy(offsets);
+    batch_release(ix->cur);
+}
+
 static int run(indexer *ix)
 {
-    double next_stats = pano_now() + ix->stats_interval;
+    double next_stats = pano_monotonic() + ix->stats_interval;
     indexer_publish_status(ix);
-    store_prepare_partitions(ix, pano_now());
-    while (!indexer_stopping) {
-        intake_collect_batch(ix);
-        if (ix->cur->count) {
-            outlet_settle_batch(ix);
-            outlet_observe_stages(ix);
-            outlet_finish_batch(ix);
-        }
-        double now = pano_now();
+    upkeep_prepare_partitions(ix);
+    ix->last_retention = pano_monotonic() - ix->retention_interval; /* due at once */
+    while (!stopping(ix)) {
+        collect_batch(ix);
+        if (ix->cur->count)
+            deliver_batch(ix);
+        double now = pano_monotonic();
         if (now >= next_stats) {
             log_stats(ix);
             next_stats = now + ix->stats_interval;
@@ -180,9 +337,9 @@ static int run(indexer *ix)
         if (now - ix->last_publish >= 1)
             indexer_publish_status(ix);
         if (now - ix->last_prepared >= PREPARE_EVERY)
-            store_prepare_partitions(ix, now);
-        if (store_any_retention(ix) && now - ix->last_retention >= ix->retention_interval) {
-            store_retention_pass(ix, false);
+            upkeep_prepare_partitions(ix);
+        if (upkeep_any_retention(ix) && now - ix->last_retention >= ix->retention_interval) {
+            upkeep_retention_pass(ix, false);
             ix->last_retention = now;
         }
     }
@@ -190,12 +347,13 @@ static int run(indexer *ix)
      * sent ahead, its requests out already, is settled too; messages
      * polled meanwhile are left for the next run. */
     if (ix->next->sealed) {
-        intake_collect_batch(ix); /* it becomes the batch in hand */
-        outlet_settle_batch(ix);
-        outlet_observe_stages(ix);
-        outlet_finish_batch(ix);
+        collect_batch(ix); /* it becomes the batch in hand */
+        deliver_batch(ix);
     }
-    intake_drop_partitions(ix, NULL); /* the next batch and pending: replayed */
+    /* the next batch and pending: replayed */
+    for (int k = 0; k < 2; k++)
+        outlet_land(ix, &ix->batches[k]);
+    intake_drop_partitions(ix, NULL);
     log_stats(ix);
     return 0;
 }
@@ -278,7 +436,7 @@ int main(int argc, char **argv)
     }
     pano_cli_apply_logging(cfg);
 
-    indexer ix = {.cfg = cfg, .started = pano_now()};
+    indexer ix = {.cfg = cfg, .started = pano_monotonic()};
     ix.prefix = pano_config_str(cfg, "pano.indexer.index_prefix");
     const char *fallback = pano_config_str(cfg, "pano.indexer.fallback_index");
     const char *dead = pano_config_str(cfg, "pano.indexer.dead_letter_index");
@@ -297,13 +455,13 @@ int main(int argc, char **argv)
                    pano_config_str(cfg, "pano.indexer.replicas"));
         goto usage_error;
     }
-    if (!store_index_name_ok(ix.prefix, true)) {
+    if (!upkeep_index_name_ok(ix.prefix, true)) {
         pano_error("pano.indexer.index_prefix '%s': use lowercase letters, digits, '.', '_' "
                    "and '-', not first '.', '_' or '-'",
                    ix.prefix);
         goto usage_error;
     }
-    if (!store_index_name_ok(ix.fallback_index, false) || !store_index_name_ok(ix.dead_letter_index, false)) {
+    if (!upkeep_index_name_ok(ix.fallback_index, false) || !upkeep_index_name_ok(ix.dead_letter_index, false)) {
         pano_error("pano.indexer.fallback_index / dead_letter_index: not valid index names");
         goto usage_error;
     }
@@ -318,9 +476,16 @@ int main(int argc, char **argv)
         pano_config_free(cfg);
         return rc;
     }
-    ix.max_docs = (size_t)pano_config_int(cfg, "pano.indexer.batch_docs");
-    ix.max_bytes = pano_config_size(cfg, "pano.indexer.batch_bytes");
-    ix.linger = pano_config_double(cfg, "pano.indexer.linger");
+    ix.limits = (batch_limits){
+        .max_docs = (size_t)pano_config_int(cfg, "pano.indexer.batch_docs"),
+        .max_bytes = pano_config_size(cfg, "pano.indexer.batch_bytes"),
+        .linger = pano_config_double(cfg, "pano.indexer.linger"),
+    };
+    ix.dead_letters = (batch_dead_letters){
+        .index = ix.dead_letter_index,
+        .period = ix.policies[PANO_STREAM_DEAD_LETTER].period,
+        .bridge_topic = ix.dead_letter_topic,
+    };
     ix.max_backoff = pano_config_double(cfg, "pano.indexer.max_backoff");
     ix.drain_timeout = pano_config_double(cfg, "pano.indexer.drain_timeout");
     ix.stats_interval = pano_config_double(cfg, "pano.indexer.stats_interval");
@@ -336,9 +501,7 @@ int main(int argc, char **argv)
         goto out;
     }
     for (int k = 0; k < 2; k++) {
-        ix.batches[k].items = pano_calloc(ix.max_docs, sizeof *ix.batches[k].items);
-        ix.batches[k].es = pano_es_new(cfg, err, sizeof err);
-        if (!ix.batches[k].es) {
+        if (batch_init(&ix.batches[k], ix.limits.max_docs, cfg, err, sizeof err) < 0) {
             pano_error("%s", err);
             rc = 2;
             goto out;
@@ -346,9 +509,9 @@ int main(int argc, char **argv)
     }
     if (want_retention || want_unalias) {
         long n = 0, m = 0;
-        if (want_retention && (n = store_retention_pass(&ix, dry_run)) >= 0 && !dry_run)
+        if (want_retention && (n = upkeep_retention_pass(&ix, dry_run)) >= 0 && !dry_run)
             pano_info("retention: %ld indices deleted", n);
-        if (want_unalias && (m = store_remove_aliases(&ix, dry_run)) >= 0 && !dry_run)
+        if (want_unalias && (m = upkeep_remove_aliases(&ix, dry_run)) >= 0 && !dry_run)
             pano_info("%ld workflow aliases removed", m);
         rc = n < 0 || m < 0 ? 1 : fflush(stdout) == 0 ? 0 : 1;
         goto out;
@@ -372,13 +535,13 @@ int main(int argc, char **argv)
      * before joining the group, so that no partition waits on an indexer
      * that cannot index (or must not, over the shard budget). */
     for (double backoff = 1; !indexer_stopping && outlet_setup_indices(&ix) < 0;
-         backoff = backoff * 2 > ix.max_backoff ? ix.max_backoff : backoff * 2)
-        sleep_unless_stopping(backoff * indexer_jitter());
+         backoff = backoff_next(backoff, ix.max_backoff))
+        sleep_unless_stopping(backoff * backoff_jitter());
     if (indexer_stopping) {
         rc = 0;
         goto out;
     }
-    if (store_check_shard_budget(&ix) < 0) {
+    if (upkeep_check_shard_budget(&ix) < 0) {
         rc = 2;
         goto out;
     }
@@ -402,14 +565,8 @@ int main(int argc, char **argv)
 out:
     pano_status_free(ix.status);
     pano_es_free(ix.es);
-    for (int k = 0; k < 2; k++) {
-        batch *b = &ix.batches[k];
-        pano_es_free(b->es);
-        for (size_t i = 0; i < b->nbodies; i++)
-            pano_buf_free(&b->bodies[i]);
-        free(b->bodies);
-        free(b->items);
-    }
+    for (int k = 0; k < 2; k++)
+        batch_free(&ix.batches[k]);
     free(ix.pending);
     pano_config_free(cfg);
     return rc;

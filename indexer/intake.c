@@ -1,11 +1,10 @@
 /*
  * intake.c - pano-indexer's Kafka side: the consumer and its rebalances,
- * polling, gathering batches, and the dead-letter documents of messages that
- * cannot be indexed (indexer.h).
+ * polling and pausing, messages into batches (with their bulk or dead-letter
+ * documents), storing offsets (indexer.h).
  */
 #include "indexer.h"
 
-#include "buf.h"
 #include "json.h"
 #include "kafka.h"
 #include "log.h"
@@ -17,95 +16,6 @@
 #include <unistd.h>
 
 /* ---- batches ------------------------------------------------------------ */
-
-/* Dead letters keep this much of the original bytes; the size says how
- * much there was. */
-#define DEAD_LETTER_EXCERPT (256 * 1024)
-
-/* A header of a Kafka message as a string ("" when absent). */
-static const char *header(const rd_kafka_message_t *m, const char *name, char *buf, size_t size)
-{
-    rd_kafka_headers_t *h;
-    const void *value;
-    size_t len;
-    buf[0] = '\0';
-    if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR &&
-        rd_kafka_header_get_last(h, name, &value, &len) == RD_KAFKA_RESP_ERR_NO_ERROR && value)
-        snprintf(buf, size, "%.*s", (int)(len < size ? len : size - 1), (const char *)value);
-    return buf;
-}
-
-static bool from_bridge(const indexer *ix, const rd_kafka_message_t *m)
-{
-    return strcmp(rd_kafka_topic_name(m->rkt), ix->dead_letter_topic) == 0;
-}
-
-/* Turn an item into its dead-letter document: the reason, where it came
- * from, the original bytes (an excerpt of large ones) and their size, in
- * the dead-letter partition of now. Its _id makes a replay harmless: the
- * topic, partition and offset of a message the indexer refused; for one the
- * bridge refused (and may dead-letter again after a crash), a hash of the
- * routing key and the bytes. */
-void intake_make_dead_letter(indexer *ix, batch_item *it)
-{
-    rd_kafka_message_t *m = it->msg;
-    const char *payload = m->payload ? m->payload : "";
-    bool bridge = from_bridge(ix, m);
-    static unsigned logged;
-    if (!bridge && logged++ < 100)
-        pano_info("dead letter from %s [%d] at %lld: %s%s", rd_kafka_topic_name(m->rkt),
-                  (int)m->partition, (long long)m->offset, it->reason,
-                  logged == 100 ? " (no more of these messages)" : "");
-    double now = pano_now();
-    pano_json *d = pano_json_object();
-    char stamp[64], hash[33], key[256], value[64];
-    pano_bulk_timestamp(now, stamp, sizeof stamp);
-    pano_json_set_str(d, "@timestamp", stamp);
-    pano_json_set_str(d, "source", bridge ? "pano-bridge" : "pano-indexer");
-    pano_json_set_str(d, "reason", it->reason);
-    if (!bridge)
-        pano_json_set_int(d, "status", it->status);
-    pano_json_set_str(d, "topic", rd_kafka_topic_name(m->rkt));
-    pano_json_set_int(d, "partition", m->partition);
-    pano_json_set_int(d, "offset", m->offset);
-    if (it->doc.wf_uuid[0])
-        pano_json_set_str(d, "wf_uuid", it->doc.wf_uuid);
-    if (it->doc.id[0])
-        pano_json_set_str(d, "event_id", it->doc.id);
-    long long size = (long long)m->len;
-    bool truncated = m->len > DEAD_LETTER_EXCERPT;
-    if (bridge) {
-        pano_json_set_str(d, "routing_key", header(m, "routing_key", key, sizeof key));
-        pano_json_set_str(d, "exchange", header(m, "exchange", value, sizeof value));
-        size = atoll(header(m, "original_size", value, sizeof value));
-        truncated |= strcmp(header(m, "truncated", value, sizeof value), "true") == 0;
-    }
-    pano_json_set_int(d, "original_size", size > 0 ? size : (long long)m->len);
-    pano_json_set_bool(d, "truncated", truncated);
-    size_t kept = m->len > DEAD_LETTER_EXCERPT ? DEAD_LETTER_EXCERPT : m->len;
-    pano_json_set(d, "original", pano_json_string_len(payload, kept));
-    pano_bulk_doc_free(&it->doc);
-    pano_bulk_doc *dd = &it->doc;
-    pano_bulk_partition(ix->dead_letter_index, ix->policies[PANO_STREAM_DEAD_LETTER].period, now,
-                        dd->index, sizeof dd->index);
-    if (bridge) {
-        pano_buf both = {0};
-        pano_buf_append_str(&both, key);
-        pano_buf_append(&both, "\n", 1);
-        pano_buf_append(&both, payload, m->len);
-        pano_event_id_of(both.data, both.len, hash);
-        pano_buf_free(&both);
-        snprintf(dd->id, sizeof dd->id, "bridge-%s", hash);
-    } else {
-        pano_event_id_of(payload, m->len, hash);
-        snprintf(dd->id, sizeof dd->id, "%.120s-%d-%lld-%.16s", rd_kafka_topic_name(m->rkt),
-                 (int)m->partition, (long long)m->offset, hash);
-    }
-    dd->routing[0] = '\0';
-    dd->doc = pano_json_serialize(d, &dd->doc_len);
-    pano_json_free(d);
-    it->rejected = true;
-}
 
 /* The workflow and event id of a message the bridge refused, when it still
  * says them: they make its dead letter findable with the workflow. */
@@ -124,22 +34,18 @@ static void bridge_record_ids(const rd_kafka_message_t *m, pano_bulk_doc *doc)
     pano_json_free(ev);
 }
 
-static void add_message(indexer *ix, batch *b, rd_kafka_message_t *msg)
+void intake_add(indexer *ix, batch *b, rd_kafka_message_t *msg)
 {
-    if (b->count == 0)
-        b->first = pano_now();
-    b->bytes += msg->len;
-    batch_item *it = &b->items[b->count++];
-    memset(it, 0, sizeof *it);
-    it->msg = msg;
+    batch_item *it = batch_add(b, msg, pano_monotonic());
     ix->n.consumed++;
-    if (from_bridge(ix, msg)) {
+    if (strcmp(rd_kafka_topic_name(msg->rkt), ix->dead_letter_topic) == 0) {
         char reason[sizeof it->reason];
         snprintf(it->reason, sizeof it->reason, "%s",
-                 *header(msg, "reason", reason, sizeof reason) ? reason : "refused by pano-bridge");
+                 *batch_header(msg, "reason", reason, sizeof reason) ? reason
+                                                                     : "refused by pano-bridge");
         bridge_record_ids(msg, &it->doc);
         ix->n.bridge_dead++;
-        intake_make_dead_letter(ix, it);
+        batch_make_dead_letter(it, &ix->dead_letters, pano_now());
         return;
     }
     pano_bulk_doc_status st = pano_bulk_doc_prepare(msg->payload ? msg->payload : "", msg->len,
@@ -148,7 +54,7 @@ static void add_message(indexer *ix, batch *b, rd_kafka_message_t *msg)
     if (st == PANO_BULK_DOC_EXPIRED)
         ix->n.expired++;
     if (st != PANO_BULK_DOC_OK)
-        intake_make_dead_letter(ix, it);
+        batch_make_dead_letter(it, &ix->dead_letters, pano_now());
 }
 
 static void drop_message_list(rd_kafka_message_t **msgs, size_t *n,
@@ -167,55 +73,17 @@ static void drop_message_list(rd_kafka_message_t **msgs, size_t *n,
     *n = keep;
 }
 
-/* Forget the messages of revoked partitions (all when parts is NULL): they
- * are not settled, their offsets are not stored, the new owner replays
- * them. */
-void intake_drop_items(indexer *ix, batch *b, const rd_kafka_topic_partition_list_t *parts)
-{
-    size_t keep = 0;
-    b->bytes = 0;
-    for (size_t i = 0; i < b->count; i++) {
-        batch_item *it = &b->items[i];
-        if (!parts || rd_kafka_topic_partition_list_find(parts, rd_kafka_topic_name(it->msg->rkt),
-                                                         it->msg->partition)) {
-            pano_bulk_doc_free(&it->doc);
-            rd_kafka_message_destroy(it->msg);
-            ix->n.dropped_revoked++;
-        } else {
-            b->bytes += it->msg->len;
-            b->items[keep++] = *it;
-        }
-    }
-    b->count = keep;
-    if (keep == 0)
-        intake_reset_batch(b);
-}
-
-void intake_reset_batch(batch *b)
-{
-    b->count = b->bytes = 0;
-    b->first = b->sent = b->answered = 0;
-    b->sealed = false;
-}
-
 /* While a batch's bulk requests are in flight it is left alone, and its
  * messages of revoked partitions are dropped once the answers are in
- * (before any offset is stored). All (parts NULL) means the end: the
- * answers are waited for first. */
+ * (before any offset is stored). */
 void intake_drop_partitions(indexer *ix, const rd_kafka_topic_partition_list_t *parts)
 {
     for (int k = 0; k < 2; k++) {
         batch *b = &ix->batches[k];
-        if (b->in_flight && !parts)
-            outlet_land(ix, b);
-        if (b->in_flight) {
-            if (!b->deferred)
-                b->deferred = rd_kafka_topic_partition_list_new(parts->cnt);
-            for (int i = 0; i < parts->cnt; i++)
-                rd_kafka_topic_partition_list_add(b->deferred, parts->elems[i].topic,
-                                                  parts->elems[i].partition);
-        } else
-            intake_drop_items(ix, b, parts);
+        if (b->in_flight)
+            batch_defer(b, parts);
+        else
+            ix->n.dropped_revoked += batch_drop(b, parts);
     }
     drop_message_list(ix->pending, &ix->npending, parts, &ix->n.dropped_revoked);
 }
@@ -283,9 +151,7 @@ void intake_set_paused(indexer *ix, bool pause)
         pano_info("partitions resumed");
 }
 
-/* Poll the consumer: serves rebalances and keeps this member in the group.
- * Returns a message or NULL. */
-static rd_kafka_message_t *poll_one(indexer *ix, int timeout_ms)
+rd_kafka_message_t *intake_poll(indexer *ix, int timeout_ms)
 {
     rd_kafka_message_t *msg = rd_kafka_consumer_poll(ix->consumer, timeout_ms);
     if (msg && msg->err == RD_KAFKA_RESP_ERR__FATAL) {
@@ -299,7 +165,6 @@ static rd_kafka_message_t *poll_one(indexer *ix, int timeout_ms)
                          "pano.indexer.instance_id: give each its own)"
                        : "");
         ix->fatal = true;
-        indexer_stopping = 1;
     }
     if (msg && msg->err) {
         if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF && msg->err != RD_KAFKA_RESP_ERR__FATAL)
@@ -310,8 +175,7 @@ static rd_kafka_message_t *poll_one(indexer *ix, int timeout_ms)
     return msg;
 }
 
-/* Keep a polled message for a later batch. */
-static void keep_pending(indexer *ix, rd_kafka_message_t *m)
+void intake_keep_pending(indexer *ix, rd_kafka_message_t *m)
 {
     if (ix->npending == ix->cap_pending) {
         ix->cap_pending = ix->cap_pending ? ix->cap_pending * 2 : 64;
@@ -320,92 +184,33 @@ static void keep_pending(indexer *ix, rd_kafka_message_t *m)
     ix->pending[ix->npending++] = m;
 }
 
-/* Move what waits in pending into b, oldest first, as far as it takes it. */
-static void take_pending(indexer *ix, batch *b)
+void intake_take_pending(indexer *ix, batch *b)
 {
     size_t taken = 0;
-    while (taken < ix->npending && b->count < ix->max_docs && b->bytes < ix->max_bytes)
-        add_message(ix, b, ix->pending[taken++]);
+    while (taken < ix->npending && !batch_full(b, &ix->limits))
+        intake_add(ix, b, ix->pending[taken++]);
     if (taken) {
         memmove(ix->pending, ix->pending + taken, (ix->npending - taken) * sizeof *ix->pending);
         ix->npending -= taken;
     }
 }
 
-/* Wait between attempts while polling (the partitions are paused, so only
- * already fetched messages arrive; they wait in pending). */
-void intake_wait_polling(indexer *ix, double seconds, double deadline)
+void intake_store_offsets(indexer *ix, rd_kafka_topic_partition_list_t *store)
 {
-    double until = pano_now() + seconds;
-    if (deadline && until > deadline)
-        until = deadline;
-    for (double now = pano_now(); now < until; now = pano_now()) {
-        rd_kafka_message_t *m = poll_one(ix, (int)((until - now) * 1000) + 1);
-        if (m)
-            keep_pending(ix, m);
-    }
-}
-
-/* Gather up to max_docs messages, or max_bytes, or what came within linger
- * seconds of the first one. */
-void intake_collect_batch(indexer *ix)
-{
-    if (ix->cur->count == 0 && ix->next->count > 0) {
-        /* What was gathered (and maybe sent ahead) while the last batch
-         * was in flight. */
-        batch *t = ix->cur;
-        ix->cur = ix->next;
-        ix->next = t;
-    }
-    batch *b = ix->cur;
-    if (b->sealed)
+    if (store->cnt == 0)
         return;
-    take_pending(ix, b);
-    while (b->count < ix->max_docs && b->bytes < ix->max_bytes && !indexer_stopping) {
-        double left = b->count ? b->first + ix->linger - pano_now() : 0.5;
-        if (b->count && left <= 0)
-            break;
-        rd_kafka_message_t *msg = poll_one(ix, (int)(left * 1000) + 1);
-        if (!msg) {
-            if (b->count == 0)
-                return; /* nothing yet: let the caller check for signals */
-            continue;
-        }
-        add_message(ix, b, msg);
-    }
-}
-
-/* Gather the next batch while the HTTP thread works, until it is done.
- * Older messages (polled during a backoff) first. Once the next batch is
- * complete (full, or linger passed since its first message) it is sent
- * ahead, and what comes after waits in pending (up to a batch of it; then
- * nothing more is polled until the answers come). */
-void intake_prefetch(indexer *ix, atomic_bool *done)
-{
-    batch *b = ix->next;
-    if (!b->sealed)
-        take_pending(ix, b);
-    while (!atomic_load(done) && !indexer_stopping) {
-        bool full = b->count >= ix->max_docs || b->bytes >= ix->max_bytes;
-        double left = b->count ? b->first + ix->linger - pano_now() : 1;
-        if (!b->sealed && (full || left <= 0) && ix->indices_ready && ix->es_up && !ix->paused)
-            outlet_send_ahead(ix);
-        if (b->sealed ? ix->npending >= ix->max_docs : full) {
-            /* nowhere to put more: wait for the answers */
-            usleep(1000);
-            continue;
-        }
-        int timeout = 5; /* ms: the answers are checked for this often */
-        if (!b->sealed && left > 0 && left * 1000 < timeout)
-            timeout = (int)(left * 1000) + 1;
-        rd_kafka_message_t *m = poll_one(ix, timeout);
-        if (!m)
-            continue;
-        if (b->sealed)
-            keep_pending(ix, m);
+    rd_kafka_resp_err_t e = rd_kafka_offsets_store(ix->consumer, store);
+    for (int i = 0; i < store->cnt; i++) {
+        rd_kafka_resp_err_t pe = store->elems[i].err;
+        if (pe)
+            pano_warn("cannot store offset %lld of %s [%d]: %s (it will be replayed)",
+                      (long long)store->elems[i].offset, store->elems[i].topic,
+                      (int)store->elems[i].partition, rd_kafka_err2str(pe));
         else
-            add_message(ix, b, m);
+            ix->n.offsets_stored++;
     }
+    if (e && e != RD_KAFKA_RESP_ERR__INVALID_ARG)
+        pano_warn("cannot store offsets: %s", rd_kafka_err2str(e));
 }
 
 /* ---- setup ---------------------------------------------------------------- */
@@ -503,8 +308,8 @@ void intake_close_consumer(indexer *ix)
      * milliseconds until the group's leader sends it): wait for it. What is
      * polled meanwhile is not indexed, so its offset is not stored and the
      * partition's next owner reads it again. */
-    double deadline = pano_now() + FIRST_ASSIGNMENT_GRACE;
-    while (close_would_abort(ix) && pano_now() < deadline) {
+    double deadline = pano_monotonic() + FIRST_ASSIGNMENT_GRACE;
+    while (close_would_abort(ix) && pano_monotonic() < deadline) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(ix->consumer, 100);
         if (m)
             rd_kafka_message_destroy(m);

@@ -1,14 +1,13 @@
 /*
  * outlet.c - pano-indexer's Elasticsearch side: the templates, bulk
- * requests in flight, per-item retries, settling a batch and the offsets it
- * allows (indexer.h).
+ * requests in flight, and what their answers do to a batch's items
+ * (indexer.h).
  */
 #include "indexer.h"
 
 #include "buf.h"
 #include "event.h"
 #include "json.h"
-#include "kafka.h"
 #include "log.h"
 #include "mem.h"
 
@@ -17,47 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- Elasticsearch requests ------------------------------------------------ */
-
-/* A request whose answer is only checked for its status. Returns the HTTP
- * status, or 0 when none came; the body is in *answer when wanted. */
-long outlet_es_call(indexer *ix, const char *method, const char *path, const char *body,
-                    char **answer)
-{
-    pano_es_response resp;
-    char err[512];
-    if (answer)
-        *answer = NULL;
-    if (pano_es_request(ix->es, method, path, body, body ? strlen(body) : 0, &resp, err,
-                        sizeof err) < 0) {
-        if (ix->es_up)
-            pano_warn("%s", err);
-        ix->es_up = false;
-        return 0;
-    }
-    ix->es_up = true;
-    long status = resp.status;
-    if (answer)
-        *answer = resp.body;
-    else
-        pano_es_response_free(&resp);
-    return status;
-}
-
-/* GET path and parse the answer: NULL unless it came with status 200 and is
- * JSON (*status: the HTTP status, 0 when none came). */
-pano_json *outlet_es_get_json(indexer *ix, const char *path, long *status)
-{
-    char *answer, why[200];
-    *status = outlet_es_call(ix, "GET", path, NULL, &answer);
-    pano_json *j = *status == 200 && answer ? pano_json_parse(answer, strlen(answer),
-                                                              PANO_JSON_DEFAULT_DEPTH, why,
-                                                              sizeof why)
-                                            : NULL;
-    free(answer);
-    return j;
-}
 
 /* The index templates for this configuration, from the embedded schemas. */
 int outlet_build_templates(const indexer *ix, pano_template **t, size_t *nt, char **warnings,
@@ -94,7 +52,8 @@ int outlet_setup_indices(indexer *ix)
     for (size_t i = 0; i < nt && rc == 0; i++) {
         char path[300], *answer;
         snprintf(path, sizeof path, "/_index_template/%s", t[i].name);
-        long st = outlet_es_call(ix, "PUT", path, t[i].body, &answer);
+        long st = indexer_es_answered(
+            ix, pano_es_send(ix->es, "PUT", path, t[i].body, &answer, err, sizeof err), err);
         if (st != 200) {
             if (st)
                 pano_warn("index template %s refused (%ld): %.300s", t[i].name, st, answer);
@@ -117,16 +76,14 @@ static void *http_run(void *arg)
     batch *b = arg;
     bulk_attempt *a = &b->attempt;
     pano_es_request_many(b->es, a->calls, a->k);
-    a->answered = pano_now();
+    a->answered = pano_monotonic();
     atomic_store(&a->done, true);
     return NULL;
 }
 
-/* Start an attempt at the unsettled items of b: up to
- * pano.indexer.concurrency bulk requests at once (consecutive slices, so
- * Elasticsearch works on them in parallel), in an HTTP thread when
- * threaded, else before returning. False when nothing is left to send. */
-static bool attempt_start(indexer *ix, batch *b, bool threaded)
+/* An attempt is up to pano.indexer.concurrency bulk requests at once
+ * (consecutive slices, so Elasticsearch works on them in parallel). */
+bool outlet_start(indexer *ix, batch *b, bool threaded)
 {
     bulk_attempt *a = &b->attempt;
     size_t n = 0;
@@ -160,9 +117,11 @@ static bool attempt_start(indexer *ix, batch *b, bool threaded)
         a->calls[j] = (pano_es_call){.method = "POST", .path = BULK_PATH, .body = body->data,
                                      .len = body->len};
     }
-    a->started = pano_now();
-    if (!b->sent)
+    a->started = pano_monotonic();
+    if (!b->sent) {
         b->sent = a->started;
+        b->sent_date = pano_now();
+    }
     atomic_init(&a->done, false);
     a->threaded = false;
     if (threaded) {
@@ -185,40 +144,39 @@ static void apply_results(indexer *ix, batch *b, const size_t *order, size_t n,
     for (size_t k = 0; k < n; k++) {
         batch_item *it = &b->items[order[k]];
         it->status = results[k].status;
-        switch (results[k].outcome) {
-        case PANO_BULK_DONE:
+        batch_verdict v = batch_verdict_of(it, &results[k]);
+        switch (v) {
+        case BATCH_INDEXED:
+        case BATCH_UNASSIGNED: /* indexed in the fallback index */
+            ix->n.indexed++;
+            ix->n.unassigned += v == BATCH_UNASSIGNED;
             it->settled = true;
-            if (it->rejected)
-                ix->n.dead++;
-            else if (results[k].status == 409)
-                ix->n.duplicates++;
-            else {
-                ix->n.indexed++;
-                if (!it->doc.wf_uuid[0])
-                    ix->n.unassigned++;
-            }
             break;
-        case PANO_BULK_RETRY:
+        case BATCH_DUPLICATE:
+            ix->n.duplicates++;
+            it->settled = true;
+            break;
+        case BATCH_DEAD:
+            ix->n.dead++;
+            it->settled = true;
+            break;
+        case BATCH_RETRY:
             ix->n.retries++;
             break;
-        case PANO_BULK_REJECTED:
-            if (it->rejected) {
-                /* The dead-letter index refused it too: a deployment
-                 * problem; keep retrying loudly rather than lose it. */
-                pano_error("the dead-letter index refused a document: %s", results[k].reason);
-                break;
-            }
+        case BATCH_REFUSED:
+            /* The dead-letter index refused it too: a deployment problem;
+             * keep retrying loudly rather than lose it. */
+            pano_error("the dead-letter index refused a document: %s", results[k].reason);
+            break;
+        case BATCH_DEAD_LETTER:
             snprintf(it->reason, sizeof it->reason, "%s", results[k].reason);
-            intake_make_dead_letter(ix, it);
+            batch_make_dead_letter(it, &ix->dead_letters, pano_now());
             break;
         }
     }
 }
 
-/* Wait for the attempt's answers (if in a thread) and apply them. Returns
- * false if some request got no usable answer (Elasticsearch down or
- * overloaded as a whole). */
-static bool attempt_finish(indexer *ix, batch *b)
+bool outlet_finish(indexer *ix, batch *b)
 {
     bulk_attempt *a = &b->attempt;
     if (a->threaded)
@@ -235,15 +193,10 @@ static bool attempt_finish(indexer *ix, batch *b)
         pano_es_call *c = &a->calls[j];
         size_t m = a->first[j + 1] - a->first[j];
         bool ok = false;
-        if (c->rc < 0) {
-            if (ix->es_up)
-                pano_warn("%s", c->err);
-            ix->es_up = false;
-        } else if (c->resp.status != 200) {
-            ix->es_up = true;
-            pano_warn("bulk request answered %ld: %.300s", c->resp.status, c->resp.body);
-        } else {
-            ix->es_up = true;
+        long status = indexer_es_answered(ix, c->rc < 0 ? 0 : c->resp.status, c->err);
+        if (status && status != 200)
+            pano_warn("bulk request answered %ld: %.300s", status, c->resp.body);
+        else if (status == 200) {
             pano_bulk_result *results = pano_calloc(m, sizeof *results);
             if (pano_bulk_all_created(c->resp.body, c->resp.len)) {
                 /* The common case, without reading every item. */
@@ -270,13 +223,9 @@ static bool attempt_finish(indexer *ix, batch *b)
         if (c->rc == 0)
             pano_es_response_free(&c->resp);
     }
-    if (b->deferred) {
-        /* Partitions revoked while the requests ran: their messages leave
-         * the batch now, settled or not, before any offset is stored. */
-        intake_drop_items(ix, b, b->deferred);
-        rd_kafka_topic_partition_list_destroy(b->deferred);
-        b->deferred = NULL;
-    }
+    /* Partitions revoked while the requests ran: their messages leave the
+     * batch now, settled or not, before any offset is stored. */
+    ix->n.dropped_revoked += batch_drop_deferred(b);
     free(a->first);
     free(a->calls);
     free(a->order);
@@ -286,143 +235,8 @@ static bool attempt_finish(indexer *ix, batch *b)
     return answered;
 }
 
-void outlet_send_ahead(indexer *ix)
-{
-    batch *b = ix->next;
-    b->sealed = attempt_start(ix, b, true);
-    ix->n.sent_ahead += b->sealed;
-}
-
 void outlet_land(indexer *ix, batch *b)
 {
     if (b->in_flight)
-        attempt_finish(ix, b);
-}
-
-/* Send the current batch's unsettled items and apply the answers; on the
- * first attempt the next batch is gathered (and sent ahead) meanwhile.
- * When the batch was sent ahead, its first attempt is already running. */
-static bool send_pending(indexer *ix, bool first)
-{
-    batch *b = ix->cur;
-    if (!b->in_flight && !attempt_start(ix, b, first))
-        return true;
-    if (b->attempt.threaded && first)
-        intake_prefetch(ix, &b->attempt.done);
-    return attempt_finish(ix, b);
-}
-
-static bool all_settled(const batch *b)
-{
-    for (size_t i = 0; i < b->count; i++)
-        if (!b->items[i].settled)
-            return false;
-    return true;
-}
-
-/* Send until every item is settled, backing off between attempts (polling
- * the consumer with the partitions paused). After a shutdown request, give
- * up when pano.indexer.drain_timeout has passed. */
-void outlet_settle_batch(indexer *ix)
-{
-    batch *b = ix->cur;
-    double backoff = 0.1, deadline = indexer_stopping ? pano_now() + ix->drain_timeout : 0;
-    for (bool first = true;; first = false) {
-        bool answered = b->count == 0 ||
-                        ((b->in_flight || ix->indices_ready || outlet_setup_indices(ix) == 0) &&
-                         send_pending(ix, first && !indexer_stopping));
-        if (all_settled(b))
-            break;
-        if (indexer_stopping && !deadline)
-            deadline = pano_now() + ix->drain_timeout;
-        if (deadline && pano_now() >= deadline) {
-            size_t left = 0;
-            for (size_t i = 0; i < b->count; i++)
-                left += !b->items[i].settled;
-            pano_warn("giving up on %zu unsettled messages at shutdown (they will be replayed)",
-                      left);
-            break;
-        }
-        double wait = backoff * indexer_jitter();
-        if (!answered) {
-            intake_set_paused(ix, true);
-            pano_info("Elasticsearch unavailable; retrying in %.1f s", wait);
-        } else
-            pano_debug("some documents must be retried; retrying in %.1f s", wait);
-        if (pano_now() - ix->last_publish >= 1)
-            indexer_publish_status(ix);
-        intake_wait_polling(ix, wait, deadline);
-        backoff = backoff * 2 > ix->max_backoff ? ix->max_backoff : backoff * 2;
-    }
-    intake_set_paused(ix, false);
-}
-
-/* Store the offsets the batch allows: per partition, up to the last item
- * with every earlier item of that partition settled. Then empty the batch. */
-void outlet_finish_batch(indexer *ix)
-{
-    batch *b = ix->cur;
-    rd_kafka_topic_partition_list_t *seen = rd_kafka_topic_partition_list_new(16);
-    for (size_t i = 0; i < b->count; i++) {
-        batch_item *it = &b->items[i];
-        const char *topic = rd_kafka_topic_name(it->msg->rkt);
-        rd_kafka_topic_partition_t *p =
-            rd_kafka_topic_partition_list_find(seen, topic, it->msg->partition);
-        if (!p) {
-            p = rd_kafka_topic_partition_list_add(seen, topic, it->msg->partition);
-            p->offset = RD_KAFKA_OFFSET_INVALID;
-        }
-        if (p->opaque)
-            continue; /* blocked by an earlier unsettled item */
-        if (it->settled)
-            p->offset = it->msg->offset + 1;
-        else
-            p->opaque = p; /* blocked */
-    }
-    rd_kafka_topic_partition_list_t *store = rd_kafka_topic_partition_list_new(seen->cnt);
-    for (int i = 0; i < seen->cnt; i++)
-        if (seen->elems[i].offset >= 0)
-            rd_kafka_topic_partition_list_add(store, seen->elems[i].topic,
-                                              seen->elems[i].partition)
-                ->offset = seen->elems[i].offset;
-    if (store->cnt > 0) {
-        rd_kafka_resp_err_t e = rd_kafka_offsets_store(ix->consumer, store);
-        for (int i = 0; i < store->cnt; i++) {
-            rd_kafka_resp_err_t pe = store->elems[i].err;
-            if (pe)
-                pano_warn("cannot store offset %lld of %s [%d]: %s (it will be replayed)",
-                          (long long)store->elems[i].offset, store->elems[i].topic,
-                          (int)store->elems[i].partition, rd_kafka_err2str(pe));
-            else
-                ix->n.offsets_stored++;
-        }
-        if (e && e != RD_KAFKA_RESP_ERR__INVALID_ARG)
-            pano_warn("cannot store offsets: %s", rd_kafka_err2str(e));
-    }
-    rd_kafka_topic_partition_list_destroy(store);
-    rd_kafka_topic_partition_list_destroy(seen);
-    for (size_t i = 0; i < b->count; i++) {
-        pano_bulk_doc_free(&b->items[i].doc);
-        rd_kafka_message_destroy(b->items[i].msg);
-    }
-    intake_reset_batch(b);
-}
-
-
-/* Record where the time of the batch's indexed events went (a replayed or
- * late event's to_kafka is its age: the histogram shows it as such). */
-void outlet_observe_stages(indexer *ix)
-{
-    const batch *b = ix->cur;
-    double sent = b->sent, settled = b->answered;
-    for (size_t i = 0; i < b->count; i++) {
-        const batch_item *it = &b->items[i];
-        int64_t produced_ms = rd_kafka_message_timestamp(it->msg, NULL);
-        if (!it->settled || it->rejected || produced_ms <= 0 || it->doc.ts <= 0)
-            continue;
-        double produced = (double)produced_ms / 1000;
-        pano_histogram_observe(&ix->stages[STAGE_TO_KAFKA], produced - it->doc.ts);
-        pano_histogram_observe(&ix->stages[STAGE_TO_BULK], sent - produced);
-        pano_histogram_observe(&ix->stages[STAGE_BULK], settled - sent);
-    }
+        outlet_finish(ix, b);
 }

@@ -21,8 +21,8 @@ static const char *first_type(const pano_json *schema)
     if (t->type == PANO_JSON_STRING)
         return t->u.string.text;
     if (t->type == PANO_JSON_ARRAY)
-        for (size_t i = 0; i < t->u.items.len; i++) {
-            pano_json *v = t->u.items.values[i];
+        for (size_t i = 0; i < pano_json_len(t); i++) {
+            pano_json *v = pano_json_at(t, i);
             if (v->type == PANO_JSON_STRING && strcmp(v->u.string.text, "null") != 0)
                 return v->u.string.text;
         }
@@ -59,8 +59,8 @@ static pano_json *schema_to_mapping(const pano_json *schema)
     pano_json *props = pano_json_get(schema, "properties");
     if (!type) {
         pano_json *e = pano_json_get(schema, "enum");
-        if (e && e->type == PANO_JSON_ARRAY && e->u.items.len > 0) {
-            pano_json *v = e->u.items.values[0];
+        if (e && e->type == PANO_JSON_ARRAY && pano_json_len(e) > 0) {
+            pano_json *v = pano_json_at(e, 0);
             type = v->type == PANO_JSON_STRING ? "string"
                    : v->type == PANO_JSON_INT  ? "integer"
                    : v->type == PANO_JSON_DOUBLE ? "number"
@@ -85,7 +85,7 @@ static pano_json *schema_to_mapping(const pano_json *schema)
         return schema_to_mapping(pano_json_get(schema, "items"));
     if (strcmp(type, "object") == 0) {
         pano_json *m = pano_json_object();
-        if (props && props->type == PANO_JSON_OBJECT && props->u.items.len > 0)
+        if (props && props->type == PANO_JSON_OBJECT && pano_json_len(props) > 0)
             add_properties(pano_json_set_object(m, "properties"), props);
         else
             pano_json_set_str(m, "type", "object");
@@ -96,31 +96,33 @@ static pano_json *schema_to_mapping(const pano_json *schema)
 
 static void merge_props(pano_json *dst, const pano_json *src, const char *path, pano_buf *warn);
 
-/* One mapping for a field that two schemas describe, into *a. */
-static void merge_mapping(pano_json **a, const pano_json *b, const char *path, pano_buf *warn)
+/* One mapping for a field that two schemas describe: a is amended in place
+ * (NULL returned), or the mapping that replaces it is returned. */
+static pano_json *merge_mapping(pano_json *a, const pano_json *b, const char *path,
+                                pano_buf *warn)
 {
-    bool oa = is_object_mapping(*a), ob = is_object_mapping(b);
+    bool oa = is_object_mapping(a), ob = is_object_mapping(b);
     if (oa && ob) {
         pano_json *pb = pano_json_get(b, "properties");
         if (!pb)
-            return;
-        pano_json *pa = pano_json_get(*a, "properties");
+            return NULL;
+        pano_json *pa = pano_json_get(a, "properties");
         if (!pa) {
-            pano_json_remove(*a, "type");
-            pa = pano_json_set_object(*a, "properties");
+            pano_json_remove(a, "type");
+            pa = pano_json_set_object(a, "properties");
         }
         merge_props(pa, pb, path, warn);
-        return;
+        return NULL;
     }
     if (oa != ob) {
         if (warn)
             pano_buf_appendf(warn, "field %s is an object in one schema and a value in another\n",
                              path);
-        return;
+        return NULL;
     }
-    const char *ta = pano_json_get_str(*a, "type"), *tb = pano_json_get_str(b, "type");
+    const char *ta = pano_json_get_str(a, "type"), *tb = pano_json_get_str(b, "type");
     if (!ta || !tb || strcmp(ta, tb) == 0)
-        return;
+        return NULL;
     pano_json *m;
     if ((strcmp(ta, "long") == 0 || strcmp(ta, "double") == 0) &&
         (strcmp(tb, "long") == 0 || strcmp(tb, "double") == 0))
@@ -132,36 +134,31 @@ static void merge_mapping(pano_json **a, const pano_json *b, const char *path, p
         pano_json_set_int(kw, "ignore_above", DYNAMIC_IGNORE_ABOVE);
     } else
         m = leaf("keyword");
-    pano_json_free(*a);
-    *a = m;
+    return m;
 }
 
 static void merge_props(pano_json *dst, const pano_json *src, const char *path, pano_buf *warn)
 {
-    for (size_t i = 0; i < src->u.items.len; i++) {
-        const char *key = src->u.items.keys[i];
+    for (size_t i = 0; i < pano_json_len(src); i++) {
+        const char *key = pano_json_key_at(src, i);
         char *sub = pano_asprintf("%s%s%s", path, *path ? "." : "", key);
-        bool found = false;
-        for (size_t j = 0; j < dst->u.items.len; j++)
-            if (strcmp(dst->u.items.keys[j], key) == 0) {
-                merge_mapping(&dst->u.items.values[j], src->u.items.values[i], sub, warn);
-                found = true;
-                break;
-            }
-        if (!found)
-            pano_json_set(dst, key, pano_json_clone(src->u.items.values[i]));
+        pano_json *had = pano_json_get(dst, key);
+        pano_json *m = had ? merge_mapping(had, pano_json_at(src, i), sub, warn)
+                           : pano_json_clone(pano_json_at(src, i));
+        if (m)
+            pano_json_set(dst, key, m);
         free(sub);
     }
 }
 
 static void add_properties(pano_json *props, const pano_json *schema_props)
 {
-    for (size_t i = 0; i < schema_props->u.items.len; i++) {
-        pano_json *m = schema_to_mapping(schema_props->u.items.values[i]);
+    for (size_t i = 0; i < pano_json_len(schema_props); i++) {
+        pano_json *m = schema_to_mapping(pano_json_at(schema_props, i));
         if (!m)
             continue;
         pano_json *one = pano_json_object();
-        pano_json_set(one, schema_props->u.items.keys[i], m);
+        pano_json_set(one, pano_json_key_at(schema_props, i), m);
         merge_props(props, one, "", NULL);
         pano_json_free(one);
     }
@@ -170,20 +167,18 @@ static void add_properties(pano_json *props, const pano_json *schema_props)
 /* Give every leaf of props the type the union has at the same path. */
 static void apply_union(pano_json *props, const pano_json *uprops)
 {
-    for (size_t i = 0; i < props->u.items.len; i++) {
-        pano_json *u = pano_json_get(uprops, props->u.items.keys[i]);
-        pano_json **m = &props->u.items.values[i];
+    for (size_t i = 0; i < pano_json_len(props); i++) {
+        const char *key = pano_json_key_at(props, i);
+        pano_json *u = pano_json_get(uprops, key), *m = pano_json_at(props, i);
         if (!u)
             continue;
-        bool om = is_object_mapping(*m), ou = is_object_mapping(u);
+        bool om = is_object_mapping(m), ou = is_object_mapping(u);
         if (om && ou) {
-            pano_json *p = pano_json_get(*m, "properties"), *up = pano_json_get(u, "properties");
+            pano_json *p = pano_json_get(m, "properties"), *up = pano_json_get(u, "properties");
             if (p && up)
                 apply_union(p, up);
-        } else if (!om && !ou) {
-            pano_json_free(*m);
-            *m = pano_json_clone(u);
-        }
+        } else if (!om && !ou)
+            pano_json_set(props, key, pano_json_clone(u));
     }
 }
 
@@ -216,8 +211,8 @@ static void schema_properties(pano_json *props, const pano_json *schema,
     if (p && p->type == PANO_JSON_OBJECT)
         add_properties(props, p);
     pano_json *all = pano_json_get(schema, "allOf");
-    for (size_t i = 0; all && all->type == PANO_JSON_ARRAY && i < all->u.items.len; i++) {
-        const pano_json *part = all->u.items.values[i];
+    for (size_t i = 0; all && all->type == PANO_JSON_ARRAY && i < pano_json_len(all); i++) {
+        const pano_json *part = pano_json_at(all, i);
         const char *ref = pano_json_get_str(part, "$ref");
         if (!ref) {
             schema_properties(props, part, schemas, path, depth);

@@ -1,7 +1,5 @@
 #include "es.h"
 
-#include "secret.h"
-
 #include "mem.h"
 #include "secret.h"
 #include "url.h"
@@ -255,4 +253,34 @@ void pano_es_response_free(pano_es_response *resp)
     free(resp->body);
     resp->body = NULL;
     resp->len = 0;
+}
+
+long pano_es_send(pano_es *es, const char *method, const char *path, const char *body,
+                  char **answer, char *err, size_t errlen)
+{
+    pano_es_response resp;
+    if (answer)
+        *answer = NULL;
+    if (errlen)
+        err[0] = '\0';
+    if (pano_es_request(es, method, path, body, body ? strlen(body) : 0, &resp, err, errlen) < 0)
+        return 0;
+    if (answer)
+        *answer = resp.body;
+    else
+        pano_es_response_free(&resp);
+    return resp.status;
+}
+
+pano_json *pano_es_get_json(pano_es *es, const char *path, long *status, char *err,
+                            size_t errlen)
+{
+    char *answer;
+    *status = pano_es_send(es, "GET", path, NULL, &answer, err, errlen);
+    pano_json *j = *status == 200 && answer ? pano_json_parse(answer, strlen(answer),
+                                                              PANO_JSON_DEFAULT_DEPTH, err,
+                                                              errlen)
+                                            : NULL;
+    free(answer);
+    return j;
 }

@@ -10,6 +10,7 @@
 #define PANO_ES_H
 
 #include "config.h"
+#include "json.h"
 
 #include <stddef.h>
 
@@ -33,6 +34,19 @@ int pano_es_request(pano_es *es, const char *method, const char *path, const cha
                     size_t len, pano_es_response *resp, char *err, size_t errlen);
 
 void pano_es_response_free(pano_es_response *resp);
+
+/* pano_es_request() with an optional NUL-terminated body, for requests
+ * whose answer is mostly checked for its status. Returns the HTTP status,
+ * or 0 when no response arrived (the reason in err); the response body goes
+ * to *answer when answer is not NULL (free with free(); NULL when none
+ * arrived). */
+long pano_es_send(pano_es *es, const char *method, const char *path, const char *body,
+                  char **answer, char *err, size_t errlen);
+
+/* GET path and parse the answer: NULL unless it came with status 200 and is
+ * JSON. *status and err as pano_es_send(). */
+pano_json *pano_es_get_json(pano_es *es, const char *path, long *status, char *err,
+                            size_t errlen);
 
 /* One request of a group sent with pano_es_request_many(). */
 typedef struct {

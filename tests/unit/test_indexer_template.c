@@ -104,8 +104,8 @@ START_TEST(one_template_per_stream_for_its_partitions)
         pano_json *t = pano_json_get(templates, name);
         ck_assert_msg(t, "no template for %s", name);
         pano_json *pat = pano_json_get(t, "index_patterns");
-        ck_assert_int_eq(pat->u.items.len, 1);
-        ck_assert_str_eq(pat->u.items.values[0]->u.string.text, pattern);
+        ck_assert_int_eq(pano_json_len(pat), 1);
+        ck_assert_str_eq(pano_json_at(pat, 0)->u.string.text, pattern);
     }
     /* the samples have kickstart's fields */
     char *samples = pano_json_serialize(field("p-samples", "event"), NULL);
@@ -117,7 +117,7 @@ START_TEST(one_template_per_stream_for_its_partitions)
     for (int i = 0; i < 2; i++)
         props[i] = pano_json_get(pano_json_get(pano_json_get(pano_json_get(templates,
                    i ? "p-samples" : "p-kickstart"), "template"), "mappings"), "properties");
-    ck_assert_int_eq(props[0]->u.items.len, props[1]->u.items.len);
+    ck_assert_int_eq(pano_json_len(props[0]), pano_json_len(props[1]));
     pano_json *settings =
         pano_json_get(pano_json_get(pano_json_get(templates, "p-kickstart"), "template"), "settings");
     int64_t v;
@@ -177,8 +177,8 @@ START_TEST(dynamic_rules_are_safe)
     pano_json *m =
         pano_json_get(pano_json_get(pano_json_get(templates, "p-custom"), "template"), "mappings");
     pano_json *dt = pano_json_get(m, "dynamic_templates");
-    ck_assert_int_eq(dt->u.items.len, 3);
-    pano_json *strings = pano_json_get(dt->u.items.values[0], "pano_strings");
+    ck_assert_int_eq(pano_json_len(dt), 3);
+    pano_json *strings = pano_json_get(pano_json_at(dt, 0), "pano_strings");
     ck_assert_str_eq(pano_json_get_str(pano_json_get(strings, "mapping"), "type"), "keyword");
     pano_json *d = pano_json_get(m, "date_detection");
     ck_assert(d && d->type == PANO_JSON_BOOL && !d->u.boolean);
@@ -187,7 +187,7 @@ START_TEST(dynamic_rules_are_safe)
         pano_json_get(pano_json_get(pano_json_get(templates, "p-unassigned"), "template"),
                       "mappings"),
         "dynamic_templates");
-    pano_json *longs = pano_json_get(fb->u.items.values[1], "pano_longs");
+    pano_json *longs = pano_json_get(pano_json_at(fb, 1), "pano_longs");
     ck_assert_str_eq(pano_json_get_str(pano_json_get(longs, "mapping"), "type"), "keyword");
     pano_json *dl = pano_json_get(
         pano_json_get(pano_json_get(templates, "p-dead-letter"), "template"), "mappings");

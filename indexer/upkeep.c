@@ -1,13 +1,12 @@
 /*
- * store.c - the upkeep of pano's store: partitions made ahead of their
+ * upkeep.c - the upkeep of pano's indices: partitions made ahead of their
  * events, retention, the aliases of earlier versions, the shard budget
- * (indexer.h, docs/indexer.md).
+ * (upkeep.h, docs/indexer.md).
  */
-#include "indexer.h"
+#include "upkeep.h"
 
 #include "buf.h"
 #include "json.h"
-#include "kafka.h"
 #include "log.h"
 #include "mem.h"
 #include "retention.h"
@@ -18,7 +17,7 @@
 
 /* Elasticsearch index names: lowercase letters, digits and . _ -, not
  * starting with . _ or -. */
-bool store_index_name_ok(const char *name, bool prefix_only)
+bool upkeep_index_name_ok(const char *name, bool prefix_only)
 {
     size_t len = strlen(name);
     if (len == 0 || len > (prefix_only ? 100 : 200) || strchr("._-+", name[0]))
@@ -28,6 +27,25 @@ bool store_index_name_ok(const char *name, bool prefix_only)
             return false;
     return true;
 }
+
+/* ---- Elasticsearch ---------------------------------------------------------- */
+
+static long es_send(indexer *ix, const char *method, const char *path, const char *body,
+                    char **answer)
+{
+    char err[512];
+    return indexer_es_answered(
+        ix, pano_es_send(ix->es, method, path, body, answer, err, sizeof err), err);
+}
+
+static pano_json *es_get_json(indexer *ix, const char *path, long *status)
+{
+    char err[512];
+    pano_json *j = pano_es_get_json(ix->es, path, status, err, sizeof err);
+    indexer_es_answered(ix, *status, err);
+    return j;
+}
+
 /* ---- retention ---------------------------------------------------------------- */
 
 static void stream_bases(const indexer *ix, char names[PANO_N_STREAMS][256],
@@ -46,7 +64,7 @@ static void stream_bases(const indexer *ix, char names[PANO_N_STREAMS][256],
 
 /* Delete the partitions past their stream's retention (a dry run lists
  * them on stdout). How many, or -1 when Elasticsearch did not answer. */
-long store_retention_pass(indexer *ix, bool dry_run)
+long upkeep_retention_pass(indexer *ix, bool dry_run)
 {
     char names[PANO_N_STREAMS][256], path[1024], *answer;
     const char *bases[PANO_N_STREAMS];
@@ -55,7 +73,7 @@ long store_retention_pass(indexer *ix, bool dry_run)
              "/_cat/indices/%s*,%s-*,%s-*?h=index&format=json&expand_wildcards=open,closed",
              ix->prefix, ix->fallback_index, ix->dead_letter_index);
     long st;
-    pano_json *list = outlet_es_get_json(ix, path, &st);
+    pano_json *list = es_get_json(ix, path, &st);
     if (!list || list->type != PANO_JSON_ARRAY) {
         pano_warn("retention: cannot list the indices (HTTP %ld)", st);
         pano_json_free(list);
@@ -63,8 +81,8 @@ long store_retention_pass(indexer *ix, bool dry_run)
     }
     long n = 0;
     double now = pano_now();
-    for (size_t i = 0; i < list->u.items.len; i++) {
-        const char *index = pano_json_get_str(list->u.items.values[i], "index");
+    for (size_t i = 0; i < pano_json_len(list); i++) {
+        const char *index = pano_json_get_str(pano_json_at(list, i), "index");
         if (!index || !pano_retention_expired(index, bases, ix->policies, now))
             continue;
         n++;
@@ -73,7 +91,7 @@ long store_retention_pass(indexer *ix, bool dry_run)
             continue;
         }
         snprintf(path, sizeof path, "/%s", index); /* a name of pano's own form */
-        st = outlet_es_call(ix, "DELETE", path, NULL, &answer);
+        st = es_send(ix, "DELETE", path, NULL, &answer);
         if (st == 200 || st == 404) {
             pano_info("retention: deleted index %s", index);
             ix->n.indices_deleted += st == 200;
@@ -91,12 +109,12 @@ long store_retention_pass(indexer *ix, bool dry_run)
 /* Remove the per-workflow aliases (<prefix>wf-<uuid>) earlier versions
  * made; indices are never touched. A dry run lists them. How many, or -1
  * when Elasticsearch did not answer. */
-long store_remove_aliases(indexer *ix, bool dry_run)
+long upkeep_remove_aliases(indexer *ix, bool dry_run)
 {
     char path[512], *answer;
     snprintf(path, sizeof path, "/_cat/aliases/%swf-*?h=alias,index&format=json", ix->prefix);
     long st;
-    pano_json *list = outlet_es_get_json(ix, path, &st);
+    pano_json *list = es_get_json(ix, path, &st);
     if (!list || list->type != PANO_JSON_ARRAY) {
         pano_warn("cannot list the aliases (HTTP %ld)", st);
         pano_json_free(list);
@@ -105,8 +123,9 @@ long store_remove_aliases(indexer *ix, bool dry_run)
     long n = 0, failed = 0;
     pano_buf actions = {0};
     size_t prefix_len = strlen(ix->prefix);
-    for (size_t i = 0; i <= list->u.items.len; i++) {
-        const pano_json *a = i < list->u.items.len ? list->u.items.values[i] : NULL;
+    size_t len = pano_json_len(list);
+    for (size_t i = 0; i <= len; i++) {
+        const pano_json *a = i < len ? pano_json_at(list, i) : NULL;
         const char *alias = a ? pano_json_get_str(a, "alias") : NULL;
         const char *index = a ? pano_json_get_str(a, "index") : NULL;
         char uuid[PANO_WF_UUID_LEN + 1];
@@ -114,7 +133,7 @@ long store_remove_aliases(indexer *ix, bool dry_run)
         if (alias && index && strncmp(alias, ix->prefix, prefix_len) == 0 &&
             strncmp(alias + prefix_len, "wf-", 3) == 0 &&
             pano_wf_uuid_normalize(alias + prefix_len + 3, uuid) &&
-            strcmp(alias + prefix_len + 3, uuid) == 0 && store_index_name_ok(index, false)) {
+            strcmp(alias + prefix_len + 3, uuid) == 0 && upkeep_index_name_ok(index, false)) {
             n++;
             if (dry_run)
                 printf("%s %s\n", alias, index);
@@ -123,9 +142,9 @@ long store_remove_aliases(indexer *ix, bool dry_run)
                                  actions.len ? "," : "{\"actions\":[", index, alias);
         }
         /* one request per 500 aliases, and the rest at the end */
-        if (actions.len && (n % 500 == 0 || i == list->u.items.len)) {
+        if (actions.len && (n % 500 == 0 || i == len)) {
             pano_buf_append_str(&actions, "]}");
-            st = outlet_es_call(ix, "POST", "/_aliases", actions.data, &answer);
+            st = es_send(ix, "POST", "/_aliases", actions.data, &answer);
             if (st != 200) {
                 pano_warn("cannot remove aliases (HTTP %ld): %.200s", st, answer ? answer : "");
                 failed = 1;
@@ -139,7 +158,7 @@ long store_remove_aliases(indexer *ix, bool dry_run)
     return failed ? -1 : n;
 }
 
-bool store_any_retention(const indexer *ix)
+bool upkeep_any_retention(const indexer *ix)
 {
     for (int i = 0; i < PANO_N_STREAMS; i++)
         if (ix->policies[i].retention > 0)
@@ -153,7 +172,7 @@ static long cluster_shard_limit(indexer *ix, long *data_nodes)
 {
     long per_node = 0, nodes = 0, st;
     pano_json *j =
-        outlet_es_get_json(ix, "/_cluster/settings?include_defaults=true&flat_settings=true", &st);
+        es_get_json(ix, "/_cluster/settings?include_defaults=true&flat_settings=true", &st);
     /* transient overrides persistent, which overrides the default */
     static const char *const levels[] = {"transient", "persistent", "defaults"};
     for (size_t i = 0; i < 3 && j && !per_node; i++) {
@@ -162,7 +181,7 @@ static long cluster_shard_limit(indexer *ix, long *data_nodes)
         per_node = v ? atol(v) : 0;
     }
     pano_json_free(j);
-    j = outlet_es_get_json(ix, "/_cluster/health?filter_path=number_of_data_nodes", &st);
+    j = es_get_json(ix, "/_cluster/health?filter_path=number_of_data_nodes", &st);
     int64_t v = 0;
     if (j && pano_json_get_int(j, "number_of_data_nodes", &v))
         nodes = (long)v;
@@ -174,7 +193,7 @@ static long cluster_shard_limit(indexer *ix, long *data_nodes)
 /* Refuse a configuration whose partitions, within their retention, would
  * need more shards than the cluster allows (it would stop creating indices,
  * and so indexing, when it reached the limit). -1 to refuse. */
-int store_check_shard_budget(indexer *ix)
+int upkeep_check_shard_budget(indexer *ix)
 {
     int shards = (int)pano_config_int(ix->cfg, "pano.indexer.shards");
     long nodes = 0, limit = cluster_shard_limit(ix, &nodes);
@@ -204,11 +223,12 @@ int store_check_shard_budget(indexer *ix)
  * batch of a new period would wait that long, with every event in it. An
  * index that exists already is left as it is. */
 #define PREPARE_AHEAD 3600
-void store_prepare_partitions(indexer *ix, double now)
+void upkeep_prepare_partitions(indexer *ix)
 {
     char names[PANO_N_STREAMS][256], index[256], last[256] = "", path[300];
     const char *bases[PANO_N_STREAMS];
-    ix->last_prepared = now;
+    double now = pano_now();
+    ix->last_prepared = pano_monotonic();
     if (!ix->indices_ready)
         return; /* without the templates, an index would get no mappings */
     stream_bases(ix, names, bases);
@@ -220,7 +240,7 @@ void store_prepare_partitions(indexer *ix, double now)
             snprintf(last, sizeof last, "%s", index);
             snprintf(path, sizeof path, "/%s", index);
             char *answer;
-            long st = outlet_es_call(ix, "PUT", path, NULL, &answer);
+            long st = es_send(ix, "PUT", path, NULL, &answer);
             if (st == 0)
                 return; /* not answering: the next time, or the bulk requests */
             if (st != 200 && !(st == 400 && answer &&

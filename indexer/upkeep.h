@@ -1,0 +1,34 @@
+/*
+ * upkeep.h - pano-indexer's upkeep of its indices in Elasticsearch: the
+ * partitions of now and of the next hour made ahead of their events, the
+ * deletion of partitions past their stream's retention (retention.h
+ * decides which), the removal of the per-workflow aliases of earlier
+ * versions, and the refusal of a configuration over the cluster's shard
+ * budget. Requests go through the indexer's client (ix->es) and note
+ * whether Elasticsearch answered (ix->es_up). docs/indexer.md says when
+ * each runs.
+ */
+#ifndef PANO_INDEXER_UPKEEP_H
+#define PANO_INDEXER_UPKEEP_H
+
+#include "indexer.h"
+
+#include <stdbool.h>
+
+/* A valid index name (prefix_only: a prefix of one). */
+bool upkeep_index_name_ok(const char *name, bool prefix_only);
+/* Create the partitions of now and of the next hour ahead of their events,
+ * and note when (ix->last_prepared). */
+void upkeep_prepare_partitions(indexer *ix);
+/* Whether any stream has a retention (else nothing is ever deleted). */
+bool upkeep_any_retention(const indexer *ix);
+/* Delete the partitions past their stream's retention (a dry run lists
+ * them); how many, or -1 when Elasticsearch did not answer. */
+long upkeep_retention_pass(indexer *ix, bool dry_run);
+/* Remove the per-workflow aliases of earlier versions (a dry run lists
+ * them); how many, or -1. */
+long upkeep_remove_aliases(indexer *ix, bool dry_run);
+/* Refuse (-1) a configuration needing more shards than the cluster allows. */
+int upkeep_check_shard_budget(indexer *ix);
+
+#endif
