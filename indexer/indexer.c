@@ -67,9 +67,7 @@ static void usage(FILE *out)
             "      --retention        delete the indices past their stream's retention\n"
             "                         (pano.indexer.retention) once and exit; the\n"
             "                         daemon does it every pano.indexer.retention_interval\n"
-            "      --remove-aliases   remove the per-workflow aliases <prefix>wf-<uuid> of\n"
-            "                         earlier versions (indices stay) and exit\n"
-            "      --dry-run          with --retention or --remove-aliases: list what\n"
+            "      --dry-run          with --retention: list what\n"
             "                         would go, change nothing\n"
             "\n"
             "SIGTERM or SIGINT: finish the batch in hand (at most\n"
@@ -383,14 +381,13 @@ int main(int argc, char **argv)
     pano_config *cfg = pano_cli_init("pano-indexer", argc, argv, false);
     if (!cfg)
         return 2;
-    enum { OPT_PRINT_TEMPLATES = 0x2000, OPT_RETENTION, OPT_REMOVE_ALIASES, OPT_DRY_RUN };
+    enum { OPT_PRINT_TEMPLATES = 0x2000, OPT_RETENTION, OPT_DRY_RUN };
     static const struct option options[] = {
         {"brokers", required_argument, NULL, 'b'},
         {"es-url", required_argument, NULL, 'e'},
         {"group", required_argument, NULL, 'g'},
         {"print-templates", no_argument, NULL, OPT_PRINT_TEMPLATES},
         {"retention", no_argument, NULL, OPT_RETENTION},
-        {"remove-aliases", no_argument, NULL, OPT_REMOVE_ALIASES},
         {"dry-run", no_argument, NULL, OPT_DRY_RUN},
         {"help", no_argument, NULL, 'h'},
         PANO_CLI_LONG_OPTIONS,
@@ -398,7 +395,7 @@ int main(int argc, char **argv)
     };
     static const char *const keys[128] = {
         ['b'] = "pano.kafka.brokers", ['e'] = "pano.es.url", ['g'] = "pano.indexer.group"};
-    bool want_templates = false, want_retention = false, want_unalias = false, dry_run = false;
+    bool want_templates = false, want_retention = false, dry_run = false;
     int opt;
     while ((opt = getopt_long(argc, argv, "b:e:g:h", options, NULL)) != -1) {
         int handled = pano_cli_option(cfg, opt, optarg);
@@ -413,8 +410,6 @@ int main(int argc, char **argv)
             want_templates = true;
         else if (opt == OPT_RETENTION)
             want_retention = true;
-        else if (opt == OPT_REMOVE_ALIASES)
-            want_unalias = true;
         else if (opt == OPT_DRY_RUN)
             dry_run = true;
         else if (opt == 'h') {
@@ -430,8 +425,8 @@ int main(int argc, char **argv)
         pano_error("unexpected argument '%s'", argv[optind]);
         goto usage_error;
     }
-    if (dry_run && !want_retention && !want_unalias) {
-        pano_error("--dry-run goes with --retention or --remove-aliases");
+    if (dry_run && !want_retention) {
+        pano_error("--dry-run goes with --retention");
         goto usage_error;
     }
     pano_cli_apply_logging(cfg);
@@ -507,13 +502,11 @@ int main(int argc, char **argv)
             goto out;
         }
     }
-    if (want_retention || want_unalias) {
-        long n = 0, m = 0;
-        if (want_retention && (n = upkeep_retention_pass(&ix, dry_run)) >= 0 && !dry_run)
+    if (want_retention) {
+        long n = upkeep_retention_pass(&ix, dry_run);
+        if (n >= 0 && !dry_run)
             pano_info("retention: %ld indices deleted", n);
-        if (want_unalias && (m = upkeep_remove_aliases(&ix, dry_run)) >= 0 && !dry_run)
-            pano_info("%ld workflow aliases removed", m);
-        rc = n < 0 || m < 0 ? 1 : fflush(stdout) == 0 ? 0 : 1;
+        rc = n < 0 ? 1 : fflush(stdout) == 0 ? 0 : 1;
         goto out;
     }
     ix.status_file = pano_config_str(cfg, "pano.indexer.status_file");

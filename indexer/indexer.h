@@ -37,7 +37,7 @@
  *   outlet.c   Elasticsearch: templates, bulk requests in flight and what
  *              their answers do to the items;
  *   upkeep.c   the store's upkeep (upkeep.h): partitions made ahead,
- *              retention, aliases of earlier versions, the shard budget;
+ *              retention, the shard budget;
  *   batch.c    a batch's items and lifetime, dead-letter documents, the
  *              decisions over one batch (batch.h);
  *   backoff.c  the waits between attempts and the drain deadline.

@@ -1,6 +1,6 @@
 /*
  * upkeep.c - the upkeep of pano's indices: partitions made ahead of their
- * events, retention, the aliases of earlier versions, the shard budget
+ * events, retention, the shard budget
  * (upkeep.h, docs/indexer.md).
  */
 #include "upkeep.h"
@@ -104,58 +104,6 @@ long upkeep_retention_pass(indexer *ix, bool dry_run)
     }
     pano_json_free(list);
     return n;
-}
-
-/* Remove the per-workflow aliases (<prefix>wf-<uuid>) earlier versions
- * made; indices are never touched. A dry run lists them. How many, or -1
- * when Elasticsearch did not answer. */
-long upkeep_remove_aliases(indexer *ix, bool dry_run)
-{
-    char path[512], *answer;
-    snprintf(path, sizeof path, "/_cat/aliases/%swf-*?h=alias,index&format=json", ix->prefix);
-    long st;
-    pano_json *list = es_get_json(ix, path, &st);
-    if (!list || list->type != PANO_JSON_ARRAY) {
-        pano_warn("cannot list the aliases (HTTP %ld)", st);
-        pano_json_free(list);
-        return -1;
-    }
-    long n = 0, failed = 0;
-    pano_buf actions = {0};
-    size_t prefix_len = strlen(ix->prefix);
-    size_t len = pano_json_len(list);
-    for (size_t i = 0; i <= len; i++) {
-        const pano_json *a = i < len ? pano_json_at(list, i) : NULL;
-        const char *alias = a ? pano_json_get_str(a, "alias") : NULL;
-        const char *index = a ? pano_json_get_str(a, "index") : NULL;
-        char uuid[PANO_WF_UUID_LEN + 1];
-        /* only <prefix>wf-<uuid>, the form pano made */
-        if (alias && index && strncmp(alias, ix->prefix, prefix_len) == 0 &&
-            strncmp(alias + prefix_len, "wf-", 3) == 0 &&
-            pano_wf_uuid_normalize(alias + prefix_len + 3, uuid) &&
-            strcmp(alias + prefix_len + 3, uuid) == 0 && upkeep_index_name_ok(index, false)) {
-            n++;
-            if (dry_run)
-                printf("%s %s\n", alias, index);
-            else
-                pano_buf_appendf(&actions, "%s{\"remove\":{\"index\":\"%s\",\"alias\":\"%s\"}}",
-                                 actions.len ? "," : "{\"actions\":[", index, alias);
-        }
-        /* one request per 500 aliases, and the rest at the end */
-        if (actions.len && (n % 500 == 0 || i == len)) {
-            pano_buf_append_str(&actions, "]}");
-            st = es_send(ix, "POST", "/_aliases", actions.data, &answer);
-            if (st != 200) {
-                pano_warn("cannot remove aliases (HTTP %ld): %.200s", st, answer ? answer : "");
-                failed = 1;
-            }
-            free(answer);
-            pano_buf_clear(&actions);
-        }
-    }
-    pano_buf_free(&actions);
-    pano_json_free(list);
-    return failed ? -1 : n;
 }
 
 bool upkeep_any_retention(const indexer *ix)

@@ -2,8 +2,7 @@
  * upkeep.h - pano-indexer's upkeep of its indices in Elasticsearch: the
  * partitions of now and of the next hour made ahead of their events, the
  * deletion of partitions past their stream's retention (retention.h
- * decides which), the removal of the per-workflow aliases of earlier
- * versions, and the refusal of a configuration over the cluster's shard
+ * decides which), and the refusal of a configuration over the cluster's shard
  * budget. Requests go through the indexer's client (ix->es) and note
  * whether Elasticsearch answered (ix->es_up). docs/indexer.md says when
  * each runs.
@@ -25,9 +24,6 @@ bool upkeep_any_retention(const indexer *ix);
 /* Delete the partitions past their stream's retention (a dry run lists
  * them); how many, or -1 when Elasticsearch did not answer. */
 long upkeep_retention_pass(indexer *ix, bool dry_run);
-/* Remove the per-workflow aliases of earlier versions (a dry run lists
- * them); how many, or -1. */
-long upkeep_remove_aliases(indexer *ix, bool dry_run);
 /* Refuse (-1) a configuration needing more shards than the cluster allows. */
 int upkeep_check_shard_budget(indexer *ix);
 

@@ -16,9 +16,8 @@
 # - a message pano-bridge dead-lettered (the dead-letter topic, with its
 #   headers) is in the dead-letter index once, with its reason and routing
 #   key, even when the bridge sent it twice;
-# - a store of the earlier layout (an unpartitioned index, a workflow's
-#   alias) is read by pano-query, and --remove-aliases removes the alias and
-#   nothing else;
+# - a store of the unpartitioned layout (<prefix><stream>) is read by
+#   pano-query;
 # - a configuration whose retention needs more shards than the cluster
 #   allows is refused at start.
 source "$(dirname "$0")/indexer_lib.sh"
@@ -136,25 +135,17 @@ all=$(es -X POST "$ES/${P}kickstart-*/_search?routing=$A" -d '{"size":0}' | jq .
 log "pano-query touched $shards shards for the workflow's two months ($all for every partition of the stream)"
 stop_all
 
-# A store of the earlier layout: the unpartitioned index, a workflow's alias.
-# pano-query still reads it; --remove-aliases removes the alias, not the data.
+# A store of the unpartitioned layout (<prefix><stream>): pano-query reads it.
 OLD=$(cat /proc/sys/kernel/random/uuid)
 es -X PUT "$ES/${P}stampede" -d '{"settings":{"number_of_replicas":0},"mappings":{"properties":{
     "wf_uuid":{"type":"keyword"},"event":{"type":"keyword"},"ts":{"type":"double"},
     "event_id":{"type":"keyword"},"@timestamp":{"type":"date"}}}}' >/dev/null || fail "cannot make an old index"
 es -X PUT "$ES/${P}stampede/_doc/old-1?routing=$OLD&refresh=true" -d '{"event":"stampede.xwf.start","ts":1600000000,
     "event_id":"old-1","wf_uuid":"'"$OLD"'","@timestamp":"2020-09-13T12:26:40Z"}' >/dev/null || fail "cannot index an old document"
-es -X POST "$ES/_aliases" -d '{"actions":[{"add":{"index":"'"${P}stampede"'","alias":"'"${P}wf-$OLD"'",
-    "routing":"'"$OLD"'","filter":{"term":{"wf_uuid":"'"$OLD"'"}}}}]}' >/dev/null || fail "cannot make the old alias"
 "$PANO_BUILD/query/pano-query" status "$OLD" --json >"$TEST_DIR/old.json" 2>"$TEST_DIR/old.err" ||
     fail "pano-query cannot read the earlier layout: $(cat "$TEST_DIR/old.err")"
 jq -e '.first_event == 1600000000' "$TEST_DIR/old.json" >/dev/null || fail "old workflow: $(cat "$TEST_DIR/old.json")"
-[[ $("$INDEXER" --remove-aliases --dry-run 2>/dev/null) == "${P}wf-$OLD ${P}stampede" ]] || fail "--remove-aliases --dry-run"
-[[ $(curl -fsS "$ES/_cat/aliases/${P}wf-*?h=alias") == "${P}wf-$OLD" ]] || fail "--dry-run removed the alias"
-"$INDEXER" --remove-aliases >"$TEST_DIR/unalias.log" 2>&1 || fail "--remove-aliases: $(cat "$TEST_DIR/unalias.log")"
-[[ -z $(curl -fsS "$ES/_cat/aliases/${P}wf-*?h=alias") ]] || fail "the alias is still there"
-[[ $(count_in "${P}stampede") == 1 ]] || fail "--remove-aliases touched the index"
-log "an earlier store: read by pano-query, its alias removed, its data kept"
+log "an unpartitioned store: read by pano-query"
 
 # More shards than the cluster allows within the retention: refused.
 rc=0
