@@ -217,7 +217,8 @@ static void sample(monitor *m, const char *kind, pano_tree_totals *out)
     if (m->level < 1)
         return;
     bool always = strcmp(kind, "periodic") != 0;
-    if (m->on_change && !always && m->have_sent && !pano_monitor_changed(&t, &m->sent, m->threshold))
+    if (m->on_change && !always && m->have_sent &&
+        !pano_monitor_changed(&t, &m->sent, m->threshold))
         return;
     pano_monitor_sample f = {
         .pid = m->task,
