@@ -8,9 +8,8 @@
  *   properties, additionalProperties (false or a schema), items (one schema
  *   for every element), minItems, maxItems, enum, const, minimum, maximum,
  *   exclusiveMinimum, exclusiveMaximum, minLength, maxLength (in characters),
- *   pattern (an ECMA-262 regex translated to POSIX ERE: \d \w \s and their
- *   negations are rewritten, lookarounds and backreferences are refused when
- *   the schema is loaded), allOf, anyOf, oneOf, not, and $ref to another
+ *   pattern (an ECMA-262 regex translated to POSIX ERE by regex_ecma.h;
+ *   what it cannot translate is refused when the schema is loaded), allOf, anyOf, oneOf, not, and $ref to another
  *   schema file (relative to the referencing file: "../envelope.schema.json")
  *   or to a part of one ("#/$defs/name", "other.schema.json#/$defs/x").
  * Annotations (title, description, $id, x-*) and unknown keywords are

@@ -1,0 +1,159 @@
+#include "monitor_events.h"
+
+#include <math.h>
+#include <string.h>
+#include <sys/wait.h>
+
+void pano_monitor_start_fields(pano_json *ev, const pano_monitor_start *s)
+{
+    pano_json *args = pano_json_set_array(ev, "argv");
+    for (char *const *a = s->argv; *a; a++)
+        pano_json_append(args, pano_json_string(*a));
+    pano_json_set_str(ev, "executable", s->argv[0]);
+    if (s->exe[0])
+        pano_json_set_str(ev, "exe", s->exe);
+    if (s->cwd)
+        pano_json_set_str(ev, "cwd", s->cwd);
+    pano_json_set_int(ev, "pid", s->pid);
+    pano_json_set_int(ev, "monitor_pid", s->monitor_pid);
+    if (s->user)
+        pano_json_set_str(ev, "user", s->user);
+    if (s->cpu_count > 0)
+        pano_json_set_int(ev, "cpu_count", s->cpu_count);
+    if (s->cpu_model)
+        pano_json_set_str(ev, "cpu_model", s->cpu_model);
+    if (s->mem_total >= 0)
+        pano_json_set_int(ev, "mem_total", s->mem_total);
+    pano_json_set_double(ev, "interval", s->interval, 3);
+    pano_json_set_str(ev, "monitor_version", PANO_VERSION);
+}
+
+static void put_monitor_cpu(pano_json *ev, const pano_monitor_cpu *self)
+{
+    if (!self->known)
+        return;
+    pano_json_set_double(ev, "monitor_utime", self->utime, 6);
+    pano_json_set_double(ev, "monitor_stime", self->stime, 6);
+}
+
+/* The fields of a sample, in Panorama's order and units. */
+static void put_totals(pano_json *o, const pano_tree_totals *t)
+{
+    pano_json_set_double(o, "utime", t->utime, 3);
+    pano_json_set_double(o, "stime", t->stime, 3);
+    pano_json_set_double(o, "iowait", t->iowait, 3);
+    pano_json_set_int(o, "vm", (int64_t)t->vm);
+    pano_json_set_int(o, "rss", (int64_t)t->rss);
+    pano_json_set_int(o, "procs", (int64_t)t->procs);
+    pano_json_set_int(o, "threads", (int64_t)t->threads);
+    pano_json_set_int(o, "bread", (int64_t)t->bread);
+    pano_json_set_int(o, "bwrite", (int64_t)t->bwrite);
+    pano_json_set_int(o, "rchar", (int64_t)t->rchar);
+    pano_json_set_int(o, "wchar", (int64_t)t->wchar);
+    pano_json_set_int(o, "syscr", (int64_t)t->syscr);
+    pano_json_set_int(o, "syscw", (int64_t)t->syscw);
+    pano_json_set_int(o, "vm_peak", (int64_t)t->vm_peak);
+    pano_json_set_int(o, "rss_peak", (int64_t)t->rss_peak);
+}
+
+/* The values a sample is compared on (--on-change) and carries the change
+ * of (delta), in this order; the first three are CPU seconds. */
+static const char *const moving_fields[] = {"utime", "stime", "iowait", "vm",     "rss",
+                                            "procs", "threads", "bread", "bwrite", "rchar",
+                                            "wchar", "syscr", "syscw"};
+enum { N_MOVING = sizeof moving_fields / sizeof moving_fields[0], N_SECONDS = 3 };
+
+static void moving_values(const pano_tree_totals *t, double v[N_MOVING])
+{
+    const double all[N_MOVING] = {t->utime, t->stime, t->iowait, (double)t->vm,
+                                  (double)t->rss, (double)t->procs, (double)t->threads,
+                                  (double)t->bread, (double)t->bwrite, (double)t->rchar,
+                                  (double)t->wchar, (double)t->syscr, (double)t->syscw};
+    memcpy(v, all, sizeof all);
+}
+
+bool pano_monitor_changed(const pano_tree_totals *now_t, const pano_tree_totals *sent,
+                          double threshold)
+{
+    double now[N_MOVING], then[N_MOVING];
+    moving_values(now_t, now);
+    moving_values(sent, then);
+    for (size_t i = 0; i < N_MOVING; i++) {
+        double diff = fabs(now[i] - then[i]);
+        if (then[i] == 0 ? diff > 0 : diff > threshold * fabs(then[i]))
+            return true;
+    }
+    return false;
+}
+
+/* "delta": how much each value moved since the last sample sent (since zero
+ * for the first). Summed over a workflow's samples per time bucket they give
+ * exact rates (counters) and, accumulated, the sum of the jobs' last values
+ * (gauges), with no per-job work at query time; summed over a job's samples
+ * they give its final totals. CPU seconds are differences of the values as
+ * printed (milliseconds), so that no rounding error adds up. */
+static void put_delta(pano_json *ev, const pano_tree_totals *t, const pano_tree_totals *sent)
+{
+    double now[N_MOVING], then[N_MOVING];
+    moving_values(t, now);
+    moving_values(sent, then);
+    pano_json *d = pano_json_set_object(ev, "delta");
+    for (size_t i = 0; i < N_MOVING; i++) {
+        if (i < N_SECONDS)
+            pano_json_set_double(d, moving_fields[i],
+                                 (double)(llround(now[i] * 1000) - llround(then[i] * 1000)) /
+                                     1000,
+                                 3);
+        else
+            pano_json_set_int(d, moving_fields[i], (int64_t)now[i] - (int64_t)then[i]);
+    }
+}
+
+void pano_monitor_sample_fields(pano_json *ev, const pano_monitor_sample *s)
+{
+    pano_json_set_int(ev, "pid", s->pid);
+    if (s->exe[0])
+        pano_json_set_str(ev, "exe", s->exe);
+    put_totals(ev, &s->totals);
+    put_delta(ev, &s->totals, &s->sent);
+    if (s->cpu_util >= 0)
+        pano_json_set_double(ev, "cpu_util", s->cpu_util, 4);
+    pano_json_set_double(ev, "elapsed", s->elapsed, 6);
+    pano_json_set_double(ev, "interval", s->interval, 3);
+    pano_json_set_str(ev, "sample", s->kind);
+    pano_json_set_int(ev, "monitor_pid", s->monitor_pid);
+    put_monitor_cpu(ev, &s->self);
+}
+
+void pano_monitor_end_fields(pano_json *ev, const pano_monitor_end *e)
+{
+    int code = 0, sig = 0;
+    if (WIFEXITED(e->wait_status))
+        code = WEXITSTATUS(e->wait_status);
+    else if (WIFSIGNALED(e->wait_status)) {
+        sig = WTERMSIG(e->wait_status);
+        code = 128 + sig;
+    }
+    pano_json_set_int(ev, "pid", e->pid);
+    if (e->exe[0])
+        pano_json_set_str(ev, "exe", e->exe);
+    pano_json_set_int(ev, "exitcode", code);
+    pano_json_set_int(ev, "signal", sig);
+    if (sig)
+        pano_json_set_bool(ev, "core_dumped", WCOREDUMP(e->wait_status));
+    pano_json_set_int(ev, "status", code == 0 ? 0 : 1);
+    pano_json_set_double(ev, "duration", e->duration, 6);
+    pano_json_set_double(ev, "utime", e->utime, 3);
+    pano_json_set_double(ev, "stime", e->stime, 3);
+    pano_json_set_double(ev, "remote_cpu_time", e->utime + e->stime, 3);
+    if (e->duration > 0)
+        pano_json_set_double(ev, "avg_cpu", (e->utime + e->stime) / e->duration, 4);
+    pano_json_set_int(ev, "maxrss", e->maxrss);
+    put_totals(pano_json_set_object(ev, "final"), &e->final);
+    pano_json_set_int(ev, "samples", (int64_t)e->samples);
+    put_monitor_cpu(ev, &e->self);
+    pano_json_set_int(ev, "payload_events", (int64_t)e->payload_events);
+    pano_json_set_int(ev, "payload_errors", (int64_t)e->payload_errors);
+    if (e->error)
+        pano_json_set_str(ev, "error", e->error);
+}
