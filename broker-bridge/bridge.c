@@ -84,7 +84,7 @@ static void publish_metrics(bridge *b, double now)
 static uint64_t produced_total(const pano_bridge_metrics *m)
 {
     uint64_t n = 0;
-    for (int i = 0; i < N_FAMILIES; i++)
+    for (int i = 0; i < PANO_N_FAMILIES; i++)
         n += m->produced[i];
     return n;
 }
@@ -369,7 +369,7 @@ int main(int argc, char **argv)
         pano_info("skipping copies of the last %" PRId64 " events Kafka confirmed (%.1f MB)",
                   window, (double)b.m.dedup_bytes / (1024 * 1024));
     }
-    for (int i = 0; i < N_FAMILIES; i++)
+    for (int i = 0; i < PANO_N_FAMILIES; i++)
         pano_kafka_topic(cfg, pano_event_families[i], b.topic_names[i], sizeof b.topic_names[i]);
     snprintf(b.topic_names[DEAD_TOPIC], sizeof b.topic_names[DEAD_TOPIC], "%s",
              pano_config_str(cfg, "pano.kafka.dead_letter_topic"));

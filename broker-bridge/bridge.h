@@ -75,8 +75,7 @@
 #include <stdint.h>
 
 #define CHANNEL 1
-#define N_FAMILIES PANO_STATUS_FAMILIES
-#define DEAD_TOPIC N_FAMILIES /* index of the dead-letter topic */
+#define DEAD_TOPIC PANO_N_FAMILIES /* index of the dead-letter topic */
 #define STALL_AFTER 10.0      /* seconds without a confirmation: Kafka is stalled */
 #define SINGLE_ACK_AFTER 1.0  /* a head stuck this long: ack the others one by one */
 #define ACK_INTERVAL 0.02     /* at most this long between cumulative acks */
@@ -88,6 +87,7 @@
 #define TAG_BITS 48
 #define TOPIC_BITS 3
 #define GEN_MASK 0x1FFFu
+_Static_assert(DEAD_TOPIC < 1 << TOPIC_BITS, "the families and the dead-letter topic fit in TOPIC_BITS");
 
 typedef struct retry_item {
     struct retry_item *next;
@@ -131,8 +131,8 @@ typedef struct {
     unsigned connect_failures;
 
     rd_kafka_t *producer;
-    rd_kafka_topic_t *topics[N_FAMILIES + 1];
-    char topic_names[N_FAMILIES + 1][256];
+    rd_kafka_topic_t *topics[PANO_N_FAMILIES + 1];
+    char topic_names[PANO_N_FAMILIES + 1][256];
     int kafka_pipe[2];
     bool fatal;
     double last_progress;   /* last time Kafka confirmed something */

@@ -81,10 +81,10 @@ void intake_dead_letter(bridge *b, const char *routing_key, const char *exchange
 
 static int family_index(const char *family)
 {
-    for (int i = 0; i < N_FAMILIES; i++)
+    for (int i = 0; i < PANO_N_FAMILIES; i++)
         if (pano_event_families[i] == family || strcmp(pano_event_families[i], family) == 0)
             return i;
-    return N_FAMILIES - 1;
+    return PANO_N_FAMILIES - 1;
 }
 
 static void handle_delivery(bridge *b, const amqp_envelope_t *env, double now)

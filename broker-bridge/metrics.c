@@ -26,7 +26,7 @@ void pano_bridge_metrics_render(const pano_bridge_metrics *m, const char *const 
            "Messages RabbitMQ marked as redelivered.", m->redelivered);
     pano_buf_appendf(out, "# HELP pano_bridge_events_produced_total Events Kafka persisted, "
                           "by family.\n# TYPE pano_bridge_events_produced_total counter\n");
-    for (size_t i = 0; i < PANO_STATUS_FAMILIES && families[i]; i++)
+    for (size_t i = 0; i < PANO_N_FAMILIES && families[i]; i++)
         pano_buf_appendf(out, "pano_bridge_events_produced_total{family=\"%s\"} %" PRIu64 "\n",
                          families[i], m->produced[i]);
     metric(out, "counter", "pano_bridge_messages_dead_lettered_total",

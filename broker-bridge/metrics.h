@@ -7,17 +7,16 @@
 #define PANO_BRIDGE_METRICS_H
 
 #include "buf.h"
+#include "event.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define PANO_STATUS_FAMILIES 6 /* pano_event_families, "other" last */
-
 typedef struct {
     /* counters */
     uint64_t received, received_bytes, redelivered;
-    uint64_t produced[PANO_STATUS_FAMILIES];
+    uint64_t produced[PANO_N_FAMILIES]; /* by pano_event_families */
     uint64_t dead_lettered;     /* confirmed in the dead-letter topic */
     uint64_t rejected_to_dlx;   /* nacked to the queue's dead-letter exchange */
     uint64_t acked;

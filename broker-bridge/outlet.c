@@ -338,7 +338,7 @@ rd_kafka_t *outlet_create_producer(bridge *b, char *err, size_t errlen)
      * brokers auto-create the topics with the brokers' defaults. */
     if (pano_kafka_ensure_topics(rk, b->cfg, why, sizeof why) < 0)
         pano_warn("%s (going on: Kafka may create topics itself)", why);
-    for (int i = 0; i <= N_FAMILIES; i++) {
+    for (int i = 0; i <= PANO_N_FAMILIES; i++) {
         b->topics[i] = rd_kafka_topic_new(rk, b->topic_names[i], NULL);
         if (!b->topics[i]) {
             snprintf(err, errlen, "Kafka topic %s: %s", b->topic_names[i],
@@ -367,7 +367,7 @@ void outlet_destroy_producer(bridge *b)
      * delivers it again, so it is dropped here. */
     rd_kafka_purge(b->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     rd_kafka_poll(b->producer, 0);
-    for (int i = 0; i <= N_FAMILIES; i++)
+    for (int i = 0; i <= PANO_N_FAMILIES; i++)
         if (b->topics[i])
             rd_kafka_topic_destroy(b->topics[i]);
     memset(b->topics, 0, sizeof b->topics);
