@@ -75,13 +75,13 @@ static void publish_metrics(bridge *b, double now)
         return;
     update_gauges(b);
     pano_buf text = {0};
-    pano_bridge_metrics_render(&b->m, pano_event_families, &text);
+    pano_bridge_counters_render(&b->m, pano_event_families, &text);
     pano_status_publish(b->status, text.data, text.len);
     pano_buf_free(&text);
     b->status_published = now;
 }
 
-static uint64_t produced_total(const pano_bridge_metrics *m)
+static uint64_t produced_total(const pano_bridge_counters *m)
 {
     uint64_t n = 0;
     for (int i = 0; i < PANO_N_FAMILIES; i++)
@@ -95,7 +95,7 @@ static void stats(bridge *b, double now)
     if (dt <= 0)
         dt = 1;
     update_gauges(b);
-    pano_bridge_metrics *m = &b->m, *l = &b->m_last;
+    pano_bridge_counters *m = &b->m, *l = &b->m_last;
     pano_info("stats: received %" PRIu64 " (%.0f/s), produced %" PRIu64 " (%.0f/s), "
               "dead-lettered %" PRIu64 ", acked %" PRIu64 " (%.0f/s), in flight %" PRIu64
               ", kafka queue %" PRIu64 ", retries %" PRIu64 ", delivery errors %" PRIu64
@@ -114,7 +114,7 @@ static void stats(bridge *b, double now)
     b->last_stats = now;
     if (b->status_file) {
         pano_buf text = {0};
-        pano_bridge_metrics_render(&b->m, pano_event_families, &text);
+        pano_bridge_counters_render(&b->m, pano_event_families, &text);
         char err[512];
         if (pano_status_write_file(b->status_file, text.data, text.len, err, sizeof err) < 0)
             pano_warn("%s", err);

@@ -64,7 +64,7 @@
 #include "clock.h"
 #include "config.h"
 #include "dedup.h"
-#include "metrics.h"
+#include "counters.h"
 #include "normalize.h"
 #include "schema.h"
 #include "status.h"
@@ -157,7 +157,7 @@ typedef struct {
     pano_dedup *dedup;   /* NULL: pano.bridge.dedup_window = 0 */
     tagged_id *tag_ids; /* tags.size entries */
 
-    pano_bridge_metrics m, m_last;
+    pano_bridge_counters m, m_last;
     double last_stats;
     unsigned dead_logged, errors_logged; /* rate limits per stats interval */
     uint64_t test_fatal_after;           /* test hook, see main() */

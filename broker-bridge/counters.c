@@ -1,4 +1,4 @@
-#include "metrics.h"
+#include "counters.h"
 
 #include "event.h"
 #include "mem.h"
@@ -15,7 +15,7 @@ static void metric(pano_buf *out, const char *type, const char *name, const char
                      name, value);
 }
 
-void pano_bridge_metrics_render(const pano_bridge_metrics *m, const char *const *families,
+void pano_bridge_counters_render(const pano_bridge_counters *m, const char *const *families,
                         pano_buf *out)
 {
     metric(out, "counter", "pano_bridge_messages_received_total",
