@@ -30,7 +30,12 @@
 
 static volatile sig_atomic_t stopping;
 
-static uint64_t test_fatal_after; /* test hook, see main() */
+#ifdef PANO_TEST_HOOKS
+/* pano-bridge-test only: raise a fatal producer error after this many
+ * deliveries (PANO_BRIDGE_TEST_FATAL_AFTER; tests/integration/bridge_faults.sh,
+ * bridge_valgrind.sh). */
+static uint64_t test_fatal_after;
+#endif
 
 static void on_signal(int sig)
 {
@@ -168,12 +173,14 @@ static void handle_delivery(bridge *b, const amqp_envelope_t *env, double now)
                        NULL, tag, 1.0);
     pano_normalized_free(&n);
 
+#ifdef PANO_TEST_HOOKS
     if (test_fatal_after && b->m.received >= test_fatal_after) {
         test_fatal_after = 0;
         pano_warn("test hook: raising a fatal producer error");
         rd_kafka_test_fatal_error(b->producer, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
                                   "raised by PANO_BRIDGE_TEST_FATAL_AFTER");
     }
+#endif
 }
 
 /* Handle what RabbitMQ sent: up to READ_BATCH deliveries and frames.
@@ -548,9 +555,11 @@ int main(int argc, char **argv)
         pano_kafka_topic(cfg, pano_event_families[i], b.topic_names[i], sizeof b.topic_names[i]);
     snprintf(b.topic_names[DEAD_TOPIC], sizeof b.topic_names[DEAD_TOPIC], "%s",
              pano_config_str(cfg, "pano.kafka.dead_letter_topic"));
-    const char *test_fatal = getenv("PANO_BRIDGE_TEST_FATAL_AFTER"); /* tests only */
+#ifdef PANO_TEST_HOOKS
+    const char *test_fatal = getenv("PANO_BRIDGE_TEST_FATAL_AFTER");
     if (test_fatal)
         test_fatal_after = strtoull(test_fatal, NULL, 10);
+#endif
 
     int port = (int)pano_config_int(cfg, "pano.bridge.status_port");
     if (port > 0) {
