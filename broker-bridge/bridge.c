@@ -1,9 +1,13 @@
 /*
  * pano-bridge - AMQP (RabbitMQ) to Kafka, losing nothing (bridge.h says
  * how). This file: the poll() loop over RabbitMQ, Kafka's delivery reports
- * and the status endpoint; statistics; draining at shutdown; main.
+ * and the status endpoint, and its policies, acting on both sides: what
+ * becomes of each delivery, dead-letter records Kafka refused, stalls,
+ * fatal producer errors; statistics; draining at shutdown; main.
  */
 #include "bridge.h"
+#include "intake.h"
+#include "outlet.h"
 
 #include "cli.h"
 #include "event.h"
@@ -25,6 +29,13 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t stopping;
+
+#ifdef PANO_TEST_HOOKS
+/* pano-bridge-test only: raise a fatal producer error after this many
+ * deliveries (PANO_BRIDGE_TEST_FATAL_AFTER; tests/integration/bridge_faults.sh,
+ * bridge_valgrind.sh). */
+static uint64_t test_fatal_after;
+#endif
 
 static void on_signal(int sig)
 {
@@ -49,15 +60,12 @@ static void usage(FILE *out)
             "\n" PANO_CLI_COMMON_HELP);
 }
 
-/* Log at most a few lines of a kind per stats interval. */
-bool bridge_may_log(unsigned *counter) { return (*counter)++ < 20; }
-
 /* ---- statistics -------------------------------------------------------- */
 
 static void update_gauges(bridge *b)
 {
     b->m.in_flight = pano_tags_outstanding(&b->tags);
-    b->m.kafka_queue = b->producer ? (uint64_t)rd_kafka_outq_len(b->producer) : 0;
+    b->m.kafka_queue = outlet_queue_len(b);
     b->m.retry_queue = b->n_retry;
     b->m.dedup_ids = b->dedup ? pano_dedup_count(b->dedup) : 0;
     b->m.amqp_connected = b->amqp != NULL;
@@ -75,16 +83,16 @@ static void publish_metrics(bridge *b, double now)
         return;
     update_gauges(b);
     pano_buf text = {0};
-    pano_bridge_metrics_render(&b->m, pano_event_families, &text);
+    pano_bridge_counters_render(&b->m, pano_event_families, &text);
     pano_status_publish(b->status, text.data, text.len);
     pano_buf_free(&text);
     b->status_published = now;
 }
 
-static uint64_t produced_total(const pano_bridge_metrics *m)
+static uint64_t produced_total(const pano_bridge_counters *m)
 {
     uint64_t n = 0;
-    for (int i = 0; i < N_FAMILIES; i++)
+    for (int i = 0; i < PANO_N_FAMILIES; i++)
         n += m->produced[i];
     return n;
 }
@@ -95,7 +103,7 @@ static void stats(bridge *b, double now)
     if (dt <= 0)
         dt = 1;
     update_gauges(b);
-    pano_bridge_metrics *m = &b->m, *l = &b->m_last;
+    pano_bridge_counters *m = &b->m, *l = &b->m_last;
     pano_info("stats: received %" PRIu64 " (%.0f/s), produced %" PRIu64 " (%.0f/s), "
               "dead-lettered %" PRIu64 ", acked %" PRIu64 " (%.0f/s), in flight %" PRIu64
               ", kafka queue %" PRIu64 ", retries %" PRIu64 ", delivery errors %" PRIu64
@@ -105,21 +113,197 @@ static void stats(bridge *b, double now)
               (double)(m->acked - l->acked) / dt, m->in_flight, m->kafka_queue,
               m->produce_retries, m->delivery_errors, m->amqp_disconnects,
               m->duplicates_skipped, b->stalled ? ", Kafka stalled" : "");
-    if (b->dead_logged > 20)
-        pano_info("(%u more dead-lettered messages were not logged)", b->dead_logged - 20);
-    if (b->errors_logged > 20)
-        pano_info("(%u more Kafka errors were not logged)", b->errors_logged - 20);
+    if (b->dead_logged > LOG_LIMIT)
+        pano_info("(%u more dead-lettered messages were not logged)", b->dead_logged - LOG_LIMIT);
+    if (b->errors_logged > LOG_LIMIT)
+        pano_info("(%u more Kafka errors were not logged)", b->errors_logged - LOG_LIMIT);
     b->dead_logged = b->errors_logged = 0;
     b->m_last = b->m;
     b->last_stats = now;
     if (b->status_file) {
         pano_buf text = {0};
-        pano_bridge_metrics_render(&b->m, pano_event_families, &text);
+        pano_bridge_counters_render(&b->m, pano_event_families, &text);
         char err[512];
         if (pano_status_write_file(b->status_file, text.data, text.len, err, sizeof err) < 0)
             pano_warn("%s", err);
         pano_buf_free(&text);
     }
+}
+
+/* ---- deliveries --------------------------------------------------------- */
+
+/* A message from RabbitMQ: to the Kafka topic of its family, to the
+ * dead-letter topic, or (a copy of an event Kafka confirmed) acked with the
+ * others unproduced. */
+static void handle_delivery(bridge *b, const amqp_envelope_t *env, double now)
+{
+    uint64_t tag = env->delivery_tag;
+    if (!pano_tags_receive(&b->tags, tag, now)) {
+        pano_warn("delivery tag %" PRIu64 " after %" PRIu64 " with %" PRIu64
+                  " unfinished: reconnecting (RabbitMQ delivers the unacked ones again)",
+                  tag, b->tags.received, pano_tags_outstanding(&b->tags));
+        b->reconnect_needed = true;
+        return;
+    }
+    b->m.received++;
+    b->m.received_bytes += env->message.body.len;
+    if (env->redelivered)
+        b->m.redelivered++;
+
+    char key[256], exchange[256];
+    size_t klen = env->routing_key.len < sizeof key ? env->routing_key.len : sizeof key - 1;
+    memcpy(key, env->routing_key.bytes, klen);
+    key[klen] = '\0';
+    size_t elen = env->exchange.len < sizeof exchange ? env->exchange.len : sizeof exchange - 1;
+    memcpy(exchange, env->exchange.bytes, elen);
+    exchange[elen] = '\0';
+    const char *body = env->message.body.bytes;
+    size_t len = env->message.body.len;
+
+    pano_normalized n;
+    if (!pano_normalize(b->normalizer, key, body, len, &n)) {
+        outlet_track_id(b, tag, NULL);
+        outlet_dead_letter(b, key, exchange, body, len, n.reason, tag);
+    } else if (outlet_is_duplicate(b, tag, &n) && pano_tags_done(&b->tags, tag)) {
+        /* Acked with the others, never produced. */
+        b->m.duplicates_skipped++;
+        b->confirmed_since_ack++;
+    } else
+        outlet_produce(b, pano_policy_topic(n.family), n.wf_uuid, n.wf_uuid_len, n.body, n.len,
+                       NULL, tag, 1.0);
+    pano_normalized_free(&n);
+
+#ifdef PANO_TEST_HOOKS
+    if (test_fatal_after && b->m.received >= test_fatal_after) {
+        test_fatal_after = 0;
+        pano_warn("test hook: raising a fatal producer error");
+        rd_kafka_test_fatal_error(b->producer, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                                  "raised by PANO_BRIDGE_TEST_FATAL_AFTER");
+    }
+#endif
+}
+
+/* Handle what RabbitMQ sent: up to READ_BATCH deliveries and frames.
+ * Returns -1 when the connection has to be reopened. */
+static int read_intake(bridge *b, double now)
+{
+    for (int i = 0; i < READ_BATCH && !b->reconnect_needed; i++) {
+        amqp_envelope_t env;
+        switch (intake_next(b, &env)) {
+        case INTAKE_DELIVERY:
+            handle_delivery(b, &env, now);
+            amqp_destroy_envelope(&env);
+            break;
+        case INTAKE_FRAME:
+            break;
+        case INTAKE_IDLE:
+            return 0;
+        case INTAKE_LOST:
+            return -1;
+        }
+    }
+    return b->reconnect_needed ? -1 : 0;
+}
+
+/* Dead-letter records Kafka refused for good: their messages are rejected
+ * to the queue's dead-letter exchange when the bridge declared it, and
+ * otherwise kept and tried again. */
+static void settle_refused(bridge *b)
+{
+    retry_item *r;
+    while ((r = outlet_take_refused(b))) {
+        if (!(b->dlx_known && b->amqp && intake_reject(b, r->tag))) {
+            outlet_keep_refused(b, r);
+            continue;
+        }
+        pano_tags_settled(&b->tags, r->tag);
+        b->m.rejected_to_dlx++;
+        pano_error("Kafka refused a dead-letter record (%s): rejected the message to the "
+                   "queue's dead-letter exchange %s",
+                   r->why, pano_config_str(b->cfg, "pano.bridge.dead_letter_exchange"));
+        outlet_free_refused(r);
+    }
+}
+
+/* Close the connection (RabbitMQ requeues what is unacked) and forget the
+ * copies waiting for a retry: they belong to its channel. */
+static void disconnect(bridge *b, bool clean)
+{
+    intake_disconnect(b, clean);
+    outlet_drop_retries(b);
+}
+
+/* ---- stalls and fatal producer errors ----------------------------------- */
+
+/* Kafka confirmed nothing for a while: after hold_timeout, hand the
+ * messages back to RabbitMQ and wait until Kafka answers again. Messages
+ * stuck while the others flow (their partition or topic is unavailable)
+ * go back alone before RabbitMQ's consumer timeout closes the channel; a
+ * copy waiting for a retry is dropped. */
+static void check_stall(bridge *b, double now)
+{
+    double quiet = now - b->last_progress;
+    pano_stall_decision d =
+        pano_policy_stall(b->stalled, pano_tags_pending(&b->tags), quiet, b->hold_timeout,
+                          b->amqp != NULL, b->amqp && !b->reconnect_needed);
+    if (d.idle)
+        b->last_progress = now;
+    if (d.change == PANO_STALL_BEGINS)
+        pano_warn("Kafka has confirmed nothing for %.0f s while %" PRIu64
+                  " message(s) wait; the bridge takes no more than its prefetch window (%d) "
+                  "meanwhile and hands them back to RabbitMQ after %.0f s",
+                  quiet, pano_tags_pending(&b->tags), b->prefetch, b->hold_timeout);
+    else if (d.change == PANO_STALL_ENDS)
+        pano_info("Kafka is confirming again");
+    b->stalled = d.stalled;
+    if (d.hand_back == PANO_HAND_BACK_ALL) {
+        pano_warn("handing %" PRIu64 " unconfirmed message(s) back to RabbitMQ: Kafka "
+                  "confirmed nothing for %.0f s; consuming again when Kafka answers",
+                  pano_tags_outstanding(&b->tags), quiet);
+        b->m.hold_timeouts++;
+        intake_send_acks(b, now, true); /* what Kafka did confirm is not sent again */
+        disconnect(b, true);
+        b->waiting_for_kafka = true;
+        b->next_probe = now + 5;
+        return;
+    }
+    if (d.hand_back != PANO_HAND_BACK_EXPIRED)
+        return;
+    uint64_t expired[256];
+    size_t n = pano_tags_take_expired(&b->tags, now - b->hold_timeout, expired, 256);
+    if (n == 0)
+        return;
+    pano_warn("%zu message(s) unconfirmed by Kafka for %.0f s while others were: handing "
+              "them back to RabbitMQ",
+              n, b->hold_timeout);
+    b->m.hold_timeouts++;
+    if (!intake_hand_back(b, expired, n))
+        return;
+    outlet_forget_retries(b, expired, n);
+    intake_send_acks(b, now, true); /* moves the head on */
+}
+
+/* A new producer after a fatal error (and a new AMQP connection: RabbitMQ
+ * redelivers what was not acked), or when none could be created. */
+static void restart_producer(bridge *b, double now)
+{
+    if (b->producer) {
+        pano_error("replacing the Kafka producer after a fatal error; RabbitMQ delivers the "
+                   "%" PRIu64 " unacknowledged message(s) again",
+                   pano_tags_outstanding(&b->tags));
+        intake_send_acks(b, now, true); /* what Kafka did confirm is not sent again */
+        disconnect(b, true);
+        outlet_destroy_producer(b);
+        b->m.producer_restarts++;
+    }
+    char err[512];
+    b->producer = outlet_create_producer(b, err, sizeof err);
+    if (!b->producer) {
+        pano_error("%s (trying again in 5 s)", err);
+        b->producer_retry_at = now + 5;
+        return;
+    }
+    b->fatal = false;
 }
 
 /* ---- main loop --------------------------------------------------------- */
@@ -140,7 +324,7 @@ static void step(bridge *b, double max_wait)
     struct pollfd fds[2];
     size_t n = 0;
     if (b->amqp)
-        fds[n++] = (struct pollfd){.fd = amqp_get_sockfd(intake_connection(b)), .events = POLLIN};
+        fds[n++] = (struct pollfd){.fd = intake_fd(b), .events = POLLIN};
     fds[n++] = (struct pollfd){.fd = b->kafka_pipe[0], .events = POLLIN};
 
     double now = pano_monotonic(), wait = max_wait;
@@ -157,14 +341,14 @@ static void step(bridge *b, double max_wait)
     drain_pipe(b);
     now = b->now = pano_monotonic();
 
-    if (b->amqp && !b->reconnect_needed && intake_service(b, now) < 0)
+    if (b->amqp && !b->reconnect_needed && read_intake(b, now) < 0)
         b->reconnect_needed = true;
-    if (b->producer)
-        rd_kafka_poll(b->producer, 0);
+    outlet_poll(b);
     outlet_process_retries(b, now);
+    settle_refused(b);
     intake_send_acks(b, now, false);
     if (b->reconnect_needed)
-        intake_disconnect(b, false);
+        disconnect(b, false);
     publish_metrics(b, now);
 }
 
@@ -174,10 +358,8 @@ static void drain(bridge *b)
     if (b->amqp && b->consuming) {
         /* Deliveries that arrive before cancel-ok are queued by rabbitmq-c
          * and produced like the others below. */
-        amqp_basic_cancel(intake_connection(b), CHANNEL, amqp_cstring_bytes(b->consumer_tag));
-        if (intake_rpc_failed(b, amqp_get_rpc_reply(intake_connection(b)), "cancelling the consumer") < 0)
+        if (intake_cancel(b) < 0)
             b->reconnect_needed = true;
-        b->consuming = false;
     }
     if (b->amqp && !b->reconnect_needed)
         pano_info("stopping: waiting for Kafka to confirm %" PRIu64 " message(s)",
@@ -192,7 +374,7 @@ static void drain(bridge *b)
             pano_warn("%" PRIu64 " message(s) not confirmed by Kafka within %.0f s: RabbitMQ "
                       "delivers them again",
                       left, b->drain_timeout);
-        intake_disconnect(b, !b->reconnect_needed);
+        disconnect(b, !b->reconnect_needed);
     }
 }
 
@@ -202,13 +384,13 @@ static int run(bridge *b)
     while (!stopping) {
         double now = pano_monotonic();
         if ((b->fatal || !b->producer) && now >= b->producer_retry_at)
-            outlet_restart_producer(b, now);
+            restart_producer(b, now);
         if (!b->amqp && b->producer && !b->fatal && now >= b->reconnect_at &&
             outlet_kafka_answers(b, now))
             intake_connect(b, true);
         step(b, b->amqp ? 0.2 : 0.1);
         now = pano_monotonic();
-        outlet_check_stall(b, now);
+        check_stall(b, now);
         if (now - b->last_stats >= b->stats_interval)
             stats(b, now);
     }
@@ -369,13 +551,15 @@ int main(int argc, char **argv)
         pano_info("skipping copies of the last %" PRId64 " events Kafka confirmed (%.1f MB)",
                   window, (double)b.m.dedup_bytes / (1024 * 1024));
     }
-    for (int i = 0; i < N_FAMILIES; i++)
+    for (int i = 0; i < PANO_N_FAMILIES; i++)
         pano_kafka_topic(cfg, pano_event_families[i], b.topic_names[i], sizeof b.topic_names[i]);
     snprintf(b.topic_names[DEAD_TOPIC], sizeof b.topic_names[DEAD_TOPIC], "%s",
              pano_config_str(cfg, "pano.kafka.dead_letter_topic"));
-    const char *test_fatal = getenv("PANO_BRIDGE_TEST_FATAL_AFTER"); /* tests only */
+#ifdef PANO_TEST_HOOKS
+    const char *test_fatal = getenv("PANO_BRIDGE_TEST_FATAL_AFTER");
     if (test_fatal)
-        b.test_fatal_after = strtoull(test_fatal, NULL, 10);
+        test_fatal_after = strtoull(test_fatal, NULL, 10);
+#endif
 
     int port = (int)pano_config_int(cfg, "pano.bridge.status_port");
     if (port > 0) {
@@ -407,9 +591,7 @@ int main(int argc, char **argv)
     rc = run(&b);
 
 out_all:
-    if (b.amqp)
-        intake_disconnect(&b, true);
-    outlet_drop_retries(&b);
+    disconnect(&b, true);
     outlet_destroy_producer(&b);
     pano_status_free(b.status);
     for (int i = 0; i < 2; i++)

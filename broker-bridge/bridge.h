@@ -50,12 +50,19 @@
  * One thread: a poll() loop over the AMQP socket, a pipe librdkafka signals
  * when delivery reports are ready, and the status endpoint.
  *
- * The program in three rooms sharing the bridge's state:
- *   intake.c   RabbitMQ: connection, topology, deliveries in, acks out;
- *   outlet.c   Kafka: producing, retries, delivery reports, the duplicate
- *              window, stalls and fatal producer errors;
- *   bridge.c   the poll() loop, statistics, draining at shutdown and main.
- * This header is internal to pano-bridge.
+ * The program, its dependencies running one way (docs/bridge.md, "Code"):
+ *   bridge.c   the poll() loop and its policies: what becomes of each
+ *              delivery, acks, dead-letter records Kafka refused, stalls,
+ *              fatal producer errors; statistics, draining, main;
+ *   intake.c   RabbitMQ (intake.h): connection, topology, deliveries in,
+ *              acks and nacks out;
+ *   outlet.c   Kafka (outlet.h): producing, dead letters, retries,
+ *              delivery reports, the duplicate window;
+ *   policy.c   the decisions, pure functions (policy.h).
+ * bridge.c calls intake.c and outlet.c; those two never call each other
+ * nor bridge.c: they share this state, and outlet.c leaves what only
+ * RabbitMQ can settle as data (b->refused, b->fatal). This header holds the
+ * state and is internal to pano-bridge.
  */
 #ifndef PANO_BRIDGE_H
 #define PANO_BRIDGE_H
@@ -63,9 +70,10 @@
 #include "amqp_client.h"
 #include "clock.h"
 #include "config.h"
+#include "counters.h"
 #include "dedup.h"
-#include "metrics.h"
 #include "normalize.h"
+#include "policy.h"
 #include "schema.h"
 #include "status.h"
 #include "tags.h"
@@ -75,20 +83,18 @@
 #include <stdint.h>
 
 #define CHANNEL 1
-#define N_FAMILIES PANO_STATUS_FAMILIES
-#define DEAD_TOPIC N_FAMILIES /* index of the dead-letter topic */
-#define STALL_AFTER 10.0      /* seconds without a confirmation: Kafka is stalled */
-#define SINGLE_ACK_AFTER 1.0  /* a head stuck this long: ack the others one by one */
-#define ACK_INTERVAL 0.02     /* at most this long between cumulative acks */
-/* ... or an ack per tenth of the prefetch window confirmed, as RabbitMQ's
- * guidance has it: every ack costs the broker work. */
-#define READ_BATCH 256        /* deliveries handled between two Kafka polls */
+#define DEAD_TOPIC PANO_N_FAMILIES /* index of the dead-letter topic */
+#define READ_BATCH 256             /* deliveries handled between two Kafka polls */
 
 /* The opaque of a Kafka message: generation (13 bits), topic (3), tag (48). */
 #define TAG_BITS 48
 #define TOPIC_BITS 3
 #define GEN_MASK 0x1FFFu
+_Static_assert(DEAD_TOPIC < 1 << TOPIC_BITS,
+               "the families and the dead-letter topic fit in TOPIC_BITS");
 
+/* A copy of a message waiting to be produced again, or (in b->refused) a
+ * dead-letter record Kafka refused for good. */
 typedef struct retry_item {
     struct retry_item *next;
     uint64_t tag;
@@ -100,6 +106,7 @@ typedef struct retry_item {
     rd_kafka_headers_t *headers;
     double due;
     double backoff;
+    const char *why; /* refused: Kafka's reason (a static string) */
 } retry_item;
 
 /* The event_id of the message with a delivery tag, remembered in the
@@ -131,8 +138,8 @@ typedef struct {
     unsigned connect_failures;
 
     rd_kafka_t *producer;
-    rd_kafka_topic_t *topics[N_FAMILIES + 1];
-    char topic_names[N_FAMILIES + 1][256];
+    rd_kafka_topic_t *topics[PANO_N_FAMILIES + 1];
+    char topic_names[PANO_N_FAMILIES + 1][256];
     int kafka_pipe[2];
     bool fatal;
     double last_progress;   /* last time Kafka confirmed something */
@@ -144,6 +151,7 @@ typedef struct {
 
     retry_item *retry_head, *retry_tail;
     size_t n_retry;
+    retry_item *refused; /* dead-letter records Kafka refused for good, oldest first */
 
     pano_schema_set *schemas;
     pano_normalize_options nopts;
@@ -157,69 +165,9 @@ typedef struct {
     pano_dedup *dedup;   /* NULL: pano.bridge.dedup_window = 0 */
     tagged_id *tag_ids; /* tags.size entries */
 
-    pano_bridge_metrics m, m_last;
+    pano_bridge_counters m, m_last;
     double last_stats;
     unsigned dead_logged, errors_logged; /* rate limits per stats interval */
-    uint64_t test_fatal_after;           /* test hook, see main() */
 } bridge;
-
-/* ---- bridge.c ------------------------------------------------------------ */
-
-/* Log at most a few lines of a kind per stats interval. */
-bool bridge_may_log(unsigned *counter);
-
-/* ---- intake.c: RabbitMQ -------------------------------------------------- */
-
-amqp_connection_state_t intake_connection(bridge *b);
-/* Connect (and with consume, set up the topology and start consuming);
- * false when it failed and a reconnect is scheduled. */
-bool intake_connect(bridge *b, bool consume);
-/* Close the connection: RabbitMQ requeues every unacked message. A clean
- * close when the connection still works, else just drop it. */
-void intake_disconnect(bridge *b, bool clean);
-/* Read what the broker sent, without waiting: deliveries (up to a batch) and
- * the frames that explain why there are none. Also sends heartbeats when
- * due. Returns -1 when the connection has to be reopened. */
-int intake_service(bridge *b, double now);
-/* Whether frames are already read and waiting in rabbitmq-c's buffer. */
-bool intake_buffered(bridge *b);
-/* Ack what Kafka confirmed: cumulatively when due (force: now), one by one
- * behind a head stuck for SINGLE_ACK_AFTER. */
-void intake_send_acks(bridge *b, double now, bool force);
-/* Send a rejected message to the dead-letter topic: its original bytes (cut
- * at the size limit) and, in headers, the reason and the routing key. */
-void intake_dead_letter(bridge *b, const char *routing_key, const char *exchange,
-                        const char *body, size_t len, const char *reason, uint64_t tag);
-/* Log a failed AMQP call as "what: why"; -1 when it failed, else 0. */
-int intake_rpc_failed(bridge *b, amqp_rpc_reply_t r, const char *what);
-
-/* ---- outlet.c: Kafka ----------------------------------------------------- */
-
-/* A producer with the bridge's settings, its topics created (replication
- * as kafka.h says) before their handles are opened. NULL with a message. */
-rd_kafka_t *outlet_create_producer(bridge *b, char *err, size_t errlen);
-void outlet_destroy_producer(bridge *b);
-/* A fatal producer error: a new producer, a new AMQP connection (RabbitMQ
- * redelivers what was not acked). */
-void outlet_restart_producer(bridge *b, double now);
-/* Hand a message to librdkafka. Never blocks: when librdkafka cannot take
- * it now, it waits in the retry queue. Takes ownership of headers. */
-void outlet_produce(bridge *b, int topic, const void *key, size_t key_len, const void *value,
-                    size_t len, rd_kafka_headers_t *headers, uint64_t tag, double backoff);
-/* Produce again what waited long enough. */
-void outlet_process_retries(bridge *b, double now);
-/* Forget the retry queue (its messages are redelivered by RabbitMQ). */
-void outlet_drop_retries(bridge *b);
-/* Note the event_id of a message just received (NULL: none to remember). */
-void outlet_track_id(bridge *b, uint64_t tag, const pano_dedup_id *id);
-/* Is this event a copy of one Kafka confirmed? Otherwise its id is noted
- * for when Kafka confirms it. A copy that arrives while the original is
- * still unconfirmed is produced. */
-bool outlet_is_duplicate(bridge *b, uint64_t tag, const pano_normalized *n);
-/* Kafka confirmed nothing for a while: after hold_timeout, hand the
- * messages back to RabbitMQ and wait until Kafka answers again. */
-void outlet_check_stall(bridge *b, double now);
-/* After handing messages back: does Kafka answer again? */
-bool outlet_kafka_answers(bridge *b, double now);
 
 #endif

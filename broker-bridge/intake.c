@@ -1,37 +1,36 @@
 /*
- * intake.c - pano-bridge's RabbitMQ side: the connection and its topology
- * (exchange, queue of pano.bridge.queue_type, dead-letter exchange and
- * queue, bindings), deliveries turned into Kafka messages or dead letters,
- * and the acks of what Kafka confirmed (bridge.h).
+ * intake.c - pano-bridge's RabbitMQ side (intake.h): the connection and its
+ * topology (exchange, queue of pano.bridge.queue_type, dead-letter exchange
+ * and queue, bindings), deliveries read one at a time, the acks of what
+ * Kafka confirmed and the nacks of what goes back.
  */
-#include "bridge.h"
+#include "intake.h"
 
-#include "event.h"
 #include "log.h"
 #include "mem.h"
 
-#include <fcntl.h>
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- acknowledgements -------------------------------------------------- */
+static amqp_connection_state_t connection(bridge *b) { return pano_amqp_connection(b->amqp); }
 
-amqp_connection_state_t intake_connection(bridge *b) { return pano_amqp_connection(b->amqp); }
+int intake_fd(bridge *b) { return amqp_get_sockfd(connection(b)); }
+
+/* ---- acknowledgements -------------------------------------------------- */
 
 void intake_send_acks(bridge *b, double now, bool force)
 {
     if (!b->amqp || b->reconnect_needed)
         return;
-    if (!force && b->confirmed_since_ack < b->ack_batch && now - b->last_ack < ACK_INTERVAL)
+    if (!pano_policy_ack_due(force, b->confirmed_since_ack, b->ack_batch, now - b->last_ack))
         return;
     b->confirmed_since_ack = 0;
     b->last_ack = now;
     uint64_t count;
     uint64_t upto = pano_tags_take_ack(&b->tags, now, &count);
     if (upto) {
-        int rc = amqp_basic_ack(intake_connection(b), CHANNEL, upto, 1);
+        int rc = amqp_basic_ack(connection(b), CHANNEL, upto, 1);
         if (rc != AMQP_STATUS_OK) {
             pano_warn("ack failed: %s", amqp_error_string2(rc));
             b->reconnect_needed = true; /* RabbitMQ redelivers them */
@@ -40,12 +39,12 @@ void intake_send_acks(bridge *b, double now, bool force)
         b->m.acked += count;
     }
     /* A message stuck at the head: ack the finished ones behind it alone. */
-    if (b->tags.done > 0 && pano_tags_pending(&b->tags) > 0 &&
-        now - b->tags.head_since > SINGLE_ACK_AFTER) {
+    if (pano_policy_single_acks_due(b->tags.done, pano_tags_pending(&b->tags),
+                                    now - b->tags.head_since)) {
         uint64_t single[256];
         size_t n = pano_tags_take_single(&b->tags, single, 256);
         for (size_t i = 0; i < n; i++) {
-            int rc = amqp_basic_ack(intake_connection(b), CHANNEL, single[i], 0);
+            int rc = amqp_basic_ack(connection(b), CHANNEL, single[i], 0);
             if (rc != AMQP_STATUS_OK) {
                 pano_warn("ack failed: %s", amqp_error_string2(rc));
                 b->reconnect_needed = true;
@@ -56,81 +55,19 @@ void intake_send_acks(bridge *b, double now, bool force)
     }
 }
 
-/* ---- messages ---------------------------------------------------------- */
-
-/* Send a rejected message to the dead-letter topic: its original bytes (cut
- * at the size limit) and, in headers, the reason and the routing key. */
-void intake_dead_letter(bridge *b, const char *routing_key, const char *exchange,
-                        const char *body, size_t len, const char *reason, uint64_t tag)
+bool intake_reject(bridge *b, uint64_t tag)
 {
-    rd_kafka_headers_t *h = rd_kafka_headers_new(6);
-    rd_kafka_header_add(h, "reason", -1, reason, -1);
-    rd_kafka_header_add(h, "routing_key", -1, routing_key, -1);
-    rd_kafka_header_add(h, "exchange", -1, exchange, -1);
-    char size[32];
-    snprintf(size, sizeof size, "%zu", len);
-    rd_kafka_header_add(h, "original_size", -1, size, -1);
-    if (len > b->nopts.max_size) {
-        rd_kafka_header_add(h, "truncated", -1, "true", -1);
-        len = b->nopts.max_size;
-    }
-    if (bridge_may_log(&b->dead_logged))
-        pano_info("dead-lettering a message (routing key '%.100s'): %s", routing_key, reason);
-    outlet_produce(b, DEAD_TOPIC, routing_key, strlen(routing_key), body, len, h, tag, 1.0);
+    return amqp_basic_nack(connection(b), CHANNEL, tag, 0, 0) == AMQP_STATUS_OK;
 }
 
-static int family_index(const char *family)
+bool intake_hand_back(bridge *b, const uint64_t *tags, size_t n)
 {
-    for (int i = 0; i < N_FAMILIES; i++)
-        if (pano_event_families[i] == family || strcmp(pano_event_families[i], family) == 0)
-            return i;
-    return N_FAMILIES - 1;
-}
-
-static void handle_delivery(bridge *b, const amqp_envelope_t *env, double now)
-{
-    uint64_t tag = env->delivery_tag;
-    if (!pano_tags_receive(&b->tags, tag, now)) {
-        pano_warn("delivery tag %" PRIu64 " after %" PRIu64 " with %" PRIu64
-                  " unfinished: reconnecting (RabbitMQ delivers the unacked ones again)",
-                  tag, b->tags.received, pano_tags_outstanding(&b->tags));
-        b->reconnect_needed = true;
-        return;
-    }
-    b->m.received++;
-    b->m.received_bytes += env->message.body.len;
-    if (env->redelivered)
-        b->m.redelivered++;
-
-    char key[256], exchange[256];
-    size_t klen = env->routing_key.len < sizeof key ? env->routing_key.len : sizeof key - 1;
-    memcpy(key, env->routing_key.bytes, klen);
-    key[klen] = '\0';
-    size_t elen = env->exchange.len < sizeof exchange ? env->exchange.len : sizeof exchange - 1;
-    memcpy(exchange, env->exchange.bytes, elen);
-    exchange[elen] = '\0';
-    const char *body = env->message.body.bytes;
-    size_t len = env->message.body.len;
-
-    pano_normalized n;
-    if (!pano_normalize(b->normalizer, key, body, len, &n)) {
-        outlet_track_id(b, tag, NULL);
-        intake_dead_letter(b, key, exchange, body, len, n.reason, tag);
-    } else if (outlet_is_duplicate(b, tag, &n) && pano_tags_done(&b->tags, tag)) {
-        /* Acked with the others, never produced. */
-        b->m.duplicates_skipped++;
-        b->confirmed_since_ack++;
-    } else
-        outlet_produce(b, family_index(n.family), n.wf_uuid, n.wf_uuid_len, n.body, n.len, NULL, tag,
-                1.0);
-    pano_normalized_free(&n);
-
-    if (b->test_fatal_after && b->m.received >= b->test_fatal_after) {
-        b->test_fatal_after = 0;
-        pano_warn("test hook: raising a fatal producer error");
-        rd_kafka_test_fatal_error(b->producer, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
-                                  "raised by PANO_BRIDGE_TEST_FATAL_AFTER");
-    }
+    for (size_t i = 0; i < n; i++)
+        if (amqp_basic_nack(connection(b), CHANNEL, tags[i], 0, 1) != AMQP_STATUS_OK) {
+            b->reconnect_needed = true;
+            return false;
+        }
+    return true;
 }
 
 /* ---- AMQP -------------------------------------------------------------- */
@@ -146,13 +83,14 @@ static bool is_precondition_failed(amqp_rpc_reply_t r)
 static int reopen_channel(bridge *b)
 {
     amqp_channel_close_ok_t ok = {0};
-    if (amqp_send_method(intake_connection(b), CHANNEL, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK)
+    if (amqp_send_method(connection(b), CHANNEL, AMQP_CHANNEL_CLOSE_OK_METHOD, &ok) != AMQP_STATUS_OK)
         return -1;
-    amqp_channel_open(intake_connection(b), CHANNEL);
-    return amqp_get_rpc_reply(intake_connection(b)).reply_type == AMQP_RESPONSE_NORMAL ? 0 : -1;
+    amqp_channel_open(connection(b), CHANNEL);
+    return amqp_get_rpc_reply(connection(b)).reply_type == AMQP_RESPONSE_NORMAL ? 0 : -1;
 }
 
-int intake_rpc_failed(bridge *b, amqp_rpc_reply_t r, const char *what)
+/* Log a failed AMQP call as "what: why"; -1 when it failed, else 0. */
+static int rpc_failed(bridge *b, amqp_rpc_reply_t r, const char *what)
 {
     if (r.reply_type == AMQP_RESPONSE_NORMAL)
         return 0;
@@ -169,18 +107,18 @@ static int declare_or_accept(bridge *b, const char *what, void (*declare)(bridge
                              const void *arg)
 {
     declare(b, false, arg);
-    amqp_rpc_reply_t r = amqp_get_rpc_reply(intake_connection(b));
+    amqp_rpc_reply_t r = amqp_get_rpc_reply(connection(b));
     if (r.reply_type == AMQP_RESPONSE_NORMAL)
         return 1;
     if (!is_precondition_failed(r))
-        return intake_rpc_failed(b, r, what);
+        return rpc_failed(b, r, what);
     char why[256];
     pano_amqp_reply_text(r, why, sizeof why);
     pano_warn("%s: it exists with other settings (%s); using it as it is", what, why);
     if (reopen_channel(b) < 0)
-        return intake_rpc_failed(b, amqp_get_rpc_reply(intake_connection(b)), "reopening the channel");
+        return rpc_failed(b, amqp_get_rpc_reply(connection(b)), "reopening the channel");
     declare(b, true, arg);
-    return intake_rpc_failed(b, amqp_get_rpc_reply(intake_connection(b)), what) < 0 ? -1 : 0;
+    return rpc_failed(b, amqp_get_rpc_reply(connection(b)), what) < 0 ? -1 : 0;
 }
 
 typedef struct {
@@ -190,7 +128,7 @@ typedef struct {
 static void declare_exchange(bridge *b, bool passive, const void *arg)
 {
     const exchange_spec *e = arg;
-    amqp_exchange_declare(intake_connection(b), CHANNEL, amqp_cstring_bytes(e->name),
+    amqp_exchange_declare(connection(b), CHANNEL, amqp_cstring_bytes(e->name),
                           amqp_cstring_bytes(e->type), passive, 1, 0, 0, amqp_empty_table);
 }
 
@@ -208,7 +146,7 @@ static void declare_typed_queue(bridge *b, const char *name, bool passive, const
      * earlier version (or by hand, Panorama's way) is accepted as it is. */
     bool typed = strcmp(b->queue_type, "classic") != 0;
     amqp_table_t args = {(typed ? 1 : 0) + (*dlx ? 1 : 0), typed ? entries : entries + 1};
-    amqp_queue_declare(intake_connection(b), CHANNEL, amqp_cstring_bytes(name), passive, 1, 0, 0,
+    amqp_queue_declare(connection(b), CHANNEL, amqp_cstring_bytes(name), passive, 1, 0, 0,
                        passive || args.num_entries == 0 ? amqp_empty_table : args);
 }
 
@@ -228,7 +166,7 @@ static int setup_topology(bridge *b)
     if (!pano_config_bool(b->cfg, "pano.bridge.declare")) {
         declare_queue(b, true, dlx);
         snprintf(what, sizeof what, "checking that queue '%s' exists", b->queue);
-        return intake_rpc_failed(b, amqp_get_rpc_reply(intake_connection(b)), what);
+        return rpc_failed(b, amqp_get_rpc_reply(connection(b)), what);
     }
     exchange_spec events = {b->url.exchange, "topic"};
     snprintf(what, sizeof what, "declaring exchange '%s' (durable topic)", b->url.exchange);
@@ -245,12 +183,12 @@ static int setup_topology(bridge *b)
         snprintf(dead_queue, sizeof dead_queue, "%s.dead", b->queue);
         declare_typed_queue(b, dead_queue, false, "");
         snprintf(what, sizeof what, "declaring dead-letter queue '%s'", dead_queue);
-        if (intake_rpc_failed(b, amqp_get_rpc_reply(intake_connection(b)), what) < 0)
+        if (rpc_failed(b, amqp_get_rpc_reply(connection(b)), what) < 0)
             return -1;
-        amqp_queue_bind(intake_connection(b), CHANNEL, amqp_cstring_bytes(dead_queue),
+        amqp_queue_bind(connection(b), CHANNEL, amqp_cstring_bytes(dead_queue),
                         amqp_cstring_bytes(dlx), amqp_cstring_bytes(""), amqp_empty_table);
         snprintf(what, sizeof what, "binding '%s' to '%s'", dead_queue, dlx);
-        if (intake_rpc_failed(b, amqp_get_rpc_reply(intake_connection(b)), what) < 0)
+        if (rpc_failed(b, amqp_get_rpc_reply(connection(b)), what) < 0)
             return -1;
     }
     snprintf(what, sizeof what, "declaring queue '%s'", b->queue);
@@ -264,12 +202,12 @@ static int setup_topology(bridge *b)
                   b->queue);
     char *keys = pano_strdup(pano_config_str(b->cfg, "pano.bridge.bindings")), *save;
     for (char *k = strtok_r(keys, ", ", &save); k; k = strtok_r(NULL, ", ", &save)) {
-        amqp_queue_bind(intake_connection(b), CHANNEL, amqp_cstring_bytes(b->queue),
+        amqp_queue_bind(connection(b), CHANNEL, amqp_cstring_bytes(b->queue),
                         amqp_cstring_bytes(b->url.exchange), amqp_cstring_bytes(k),
                         amqp_empty_table);
         snprintf(what, sizeof what, "binding '%s' to '%s' with key '%s'", b->queue,
                  b->url.exchange, k);
-        if (intake_rpc_failed(b, amqp_get_rpc_reply(intake_connection(b)), what) < 0) {
+        if (rpc_failed(b, amqp_get_rpc_reply(connection(b)), what) < 0) {
             free(keys);
             return -1;
         }
@@ -280,14 +218,14 @@ static int setup_topology(bridge *b)
 
 static int start_consuming(bridge *b)
 {
-    amqp_basic_qos(intake_connection(b), CHANNEL, 0, (uint16_t)b->prefetch, 0);
-    if (intake_rpc_failed(b, amqp_get_rpc_reply(intake_connection(b)), "setting the prefetch count") < 0)
+    amqp_basic_qos(connection(b), CHANNEL, 0, (uint16_t)b->prefetch, 0);
+    if (rpc_failed(b, amqp_get_rpc_reply(connection(b)), "setting the prefetch count") < 0)
         return -1;
     amqp_basic_consume_ok_t *ok = amqp_basic_consume(
-        intake_connection(b), CHANNEL, amqp_cstring_bytes(b->queue), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
+        connection(b), CHANNEL, amqp_cstring_bytes(b->queue), amqp_empty_bytes, 0, 0, 0, amqp_empty_table);
     char what[300];
     snprintf(what, sizeof what, "consuming from '%s'", b->queue);
-    if (intake_rpc_failed(b, amqp_get_rpc_reply(intake_connection(b)), what) < 0 || !ok)
+    if (rpc_failed(b, amqp_get_rpc_reply(connection(b)), what) < 0 || !ok)
         return -1;
     snprintf(b->consumer_tag, sizeof b->consumer_tag, "%.*s", (int)ok->consumer_tag.len,
              (const char *)ok->consumer_tag.bytes);
@@ -309,7 +247,6 @@ void intake_disconnect(bridge *b, bool clean)
     b->reconnect_needed = false;
     b->generation++;
     pano_tags_reset(&b->tags, pano_monotonic());
-    outlet_drop_retries(b); /* they belong to the old channel */
     b->m.amqp_disconnects++;
     b->reconnect_at = pano_monotonic() + b->backoff;
 }
@@ -322,7 +259,7 @@ bool intake_connect(bridge *b, bool consume)
         if (b->connect_failures++ < 3 || b->connect_failures % 10 == 0)
             pano_warn("%s (retrying in %.0f s)", err, b->backoff);
         b->reconnect_at = pano_monotonic() + b->backoff;
-        b->backoff = b->backoff * 2 > 10 ? 10 : b->backoff * 2;
+        b->backoff = pano_policy_backoff(b->backoff, 10);
         return false;
     }
     if (setup_topology(b) < 0 || (consume && start_consuming(b) < 0)) {
@@ -330,7 +267,7 @@ bool intake_connect(bridge *b, bool consume)
         pano_amqp_close(b->amqp);
         b->amqp = NULL;
         b->reconnect_at = pano_monotonic() + b->backoff;
-        b->backoff = b->backoff * 2 > 10 ? 10 : b->backoff * 2;
+        b->backoff = pano_policy_backoff(b->backoff, 10);
         return false;
     }
     b->generation++;
@@ -353,7 +290,7 @@ static int handle_frame(bridge *b)
 {
     amqp_frame_t frame;
     struct timeval zero = {0, 0};
-    int rc = amqp_simple_wait_frame_noblock(intake_connection(b), &frame, &zero);
+    int rc = amqp_simple_wait_frame_noblock(connection(b), &frame, &zero);
     if (rc == AMQP_STATUS_TIMEOUT)
         return 0;
     if (rc != AMQP_STATUS_OK) {
@@ -388,40 +325,33 @@ static int handle_frame(bridge *b)
     }
 }
 
-/* Read what the broker sent, without waiting: deliveries (up to a batch) and
- * the frames that explain why there are none. Also sends heartbeats when
- * due. Returns -1 when the connection has to be reopened. */
-int intake_service(bridge *b, double now)
+intake_event intake_next(bridge *b, amqp_envelope_t *env)
 {
-    amqp_connection_state_t c = intake_connection(b);
-    for (int i = 0; i < READ_BATCH && !b->reconnect_needed; i++) {
-        amqp_envelope_t env;
-        struct timeval zero = {0, 0};
-        amqp_maybe_release_buffers(c);
-        amqp_rpc_reply_t r = amqp_consume_message(c, &env, &zero, 0);
-        if (r.reply_type == AMQP_RESPONSE_NORMAL) {
-            handle_delivery(b, &env, now);
-            amqp_destroy_envelope(&env);
-            continue;
-        }
-        if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
-            r.library_error == AMQP_STATUS_TIMEOUT)
-            return 0;
-        if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
-            r.library_error == AMQP_STATUS_UNEXPECTED_STATE) {
-            if (handle_frame(b) < 0)
-                return -1;
-            continue;
-        }
-        char why[256];
-        pano_amqp_reply_text(r, why, sizeof why);
-        pano_warn("AMQP connection lost: %s", why);
-        return -1;
-    }
-    return b->reconnect_needed ? -1 : 0;
+    amqp_connection_state_t c = connection(b);
+    struct timeval zero = {0, 0};
+    amqp_maybe_release_buffers(c);
+    amqp_rpc_reply_t r = amqp_consume_message(c, env, &zero, 0);
+    if (r.reply_type == AMQP_RESPONSE_NORMAL)
+        return INTAKE_DELIVERY;
+    if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION && r.library_error == AMQP_STATUS_TIMEOUT)
+        return INTAKE_IDLE;
+    if (r.reply_type == AMQP_RESPONSE_LIBRARY_EXCEPTION &&
+        r.library_error == AMQP_STATUS_UNEXPECTED_STATE)
+        return handle_frame(b) < 0 ? INTAKE_LOST : INTAKE_FRAME;
+    char why[256];
+    pano_amqp_reply_text(r, why, sizeof why);
+    pano_warn("AMQP connection lost: %s", why);
+    return INTAKE_LOST;
+}
+
+int intake_cancel(bridge *b)
+{
+    amqp_basic_cancel(connection(b), CHANNEL, amqp_cstring_bytes(b->consumer_tag));
+    b->consuming = false;
+    return rpc_failed(b, amqp_get_rpc_reply(connection(b)), "cancelling the consumer");
 }
 
 bool intake_buffered(bridge *b)
 {
-    return b->amqp && (amqp_data_in_buffer(intake_connection(b)) || amqp_frames_enqueued(intake_connection(b)));
+    return b->amqp && (amqp_data_in_buffer(connection(b)) || amqp_frames_enqueued(connection(b)));
 }

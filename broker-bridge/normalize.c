@@ -129,13 +129,25 @@ static bool unwrap_management_form(pano_json **doc, bool *unwrapped, char **inne
     return true;
 }
 
-/* monitord before 4.9 kept raw key names (xwf__id); it now writes "_" for
- * "__". Rename such keys unless the new name is taken. */
-static bool respell_stampede_keys(pano_json *doc)
+/* Is name a key of doc once its keys are renamed to names (NULL: kept)? */
+static bool key_taken(const pano_json *doc, char *const *names, const char *name)
 {
+    for (size_t i = 0; i < pano_json_len(doc); i++)
+        if (strcmp(names[i] ? names[i] : pano_json_key_at(doc, i), name) == 0)
+            return true;
+    return false;
+}
+
+/* monitord before 4.9 kept raw key names (xwf__id); it now writes "_" for
+ * "__". Rename such keys, in order, unless the new name is taken; the keys
+ * keep their places. */
+static bool respell_stampede_keys(pano_json **doc)
+{
+    size_t n = pano_json_len(*doc);
+    char **names = pano_calloc(n ? n : 1, sizeof *names);
     bool changed = false;
-    for (size_t i = 0; i < doc->u.items.len; i++) {
-        char *key = doc->u.items.keys[i];
+    for (size_t i = 0; i < n; i++) {
+        const char *key = pano_json_key_at(*doc, i);
         if (!strstr(key, "__"))
             continue;
         char *fresh = pano_malloc(strlen(key) + 1);
@@ -148,14 +160,24 @@ static bool respell_stampede_keys(pano_json *doc)
                 fresh[o++] = *p++;
         }
         fresh[o] = '\0';
-        if (pano_json_get(doc, fresh)) {
+        if (key_taken(*doc, names, fresh)) {
             free(fresh);
             continue;
         }
-        free(key);
-        doc->u.items.keys[i] = fresh;
+        names[i] = fresh;
         changed = true;
     }
+    if (changed) {
+        pano_json *respelled = pano_json_object();
+        for (size_t i = 0; i < n; i++)
+            pano_json_add(respelled, names[i] ? names[i] : pano_json_key_at(*doc, i),
+                          pano_json_clone(pano_json_at(*doc, i)));
+        pano_json_free(*doc);
+        *doc = respelled;
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
     return changed;
 }
 
@@ -204,9 +226,9 @@ static bool needs_no_change(const pano_json *doc, const pano_json **event_value,
 {
     bool event = false, wf_uuid = false, event_id = false, stampede = false, old_keys = false;
     bool wrapped = false, ts = false;
-    for (size_t i = 0; i < doc->u.items.len; i++) {
-        const char *k = doc->u.items.keys[i];
-        const pano_json *v = doc->u.items.values[i];
+    for (size_t i = 0; i < pano_json_len(doc); i++) {
+        const char *k = pano_json_key_at(doc, i);
+        const pano_json *v = pano_json_at(doc, i);
         switch (k[0]) {
         case 'e':
             if (strcmp(k, "event") == 0) {
@@ -347,7 +369,7 @@ static bool slow_path(pano_normalizer *nz, const char *routing_key, const char *
 
     /* Stampede (monitord) events. */
     if ((name && strncmp(name, "stampede.", 9) == 0) || pano_json_get(doc, "xwf__id"))
-        changed |= respell_stampede_keys(doc);
+        changed |= respell_stampede_keys(&doc);
     if (!pano_json_get(doc, "wf_uuid")) {
         const char *xwf = pano_json_get_str(doc, "xwf_id");
         if (!xwf)

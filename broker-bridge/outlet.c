@@ -1,16 +1,14 @@
 /*
- * outlet.c - pano-bridge's Kafka side: the idempotent producer, messages
- * waiting to be produced again, delivery reports (which make messages
- * ackable), the window of confirmed event_ids, stalls and fatal producer
- * errors (bridge.h).
+ * outlet.c - pano-bridge's Kafka side (outlet.h): the idempotent producer,
+ * dead-letter records, messages waiting to be produced again, delivery
+ * reports (which make messages ackable), the window of confirmed event_ids.
  */
-#include "bridge.h"
+#include "outlet.h"
 
 #include "kafka.h"
 #include "log.h"
 #include "mem.h"
 
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +33,7 @@ static void unpack_ref(void *ref, uint64_t *generation, int *topic, uint64_t *ta
 
 /* ---- Kafka ------------------------------------------------------------- */
 
-static void retry_free(retry_item *r)
+static void item_free(retry_item *r)
 {
     if (r->headers)
         rd_kafka_headers_destroy(r->headers);
@@ -44,21 +42,27 @@ static void retry_free(retry_item *r)
     free(r);
 }
 
-void outlet_drop_retries(bridge *b)
+static void free_list(retry_item *r)
 {
-    while (b->retry_head) {
-        retry_item *r = b->retry_head;
-        b->retry_head = r->next;
-        retry_free(r);
+    while (r) {
+        retry_item *next = r->next;
+        item_free(r);
+        r = next;
     }
-    b->retry_tail = NULL;
-    b->n_retry = 0;
 }
 
-/* Keep a copy of a message to produce it again after a backoff. Takes
- * ownership of headers. */
-static void defer(bridge *b, int topic, const void *key, size_t key_len, const void *value,
-                  size_t len, rd_kafka_headers_t *headers, uint64_t tag, double backoff)
+void outlet_drop_retries(bridge *b)
+{
+    free_list(b->retry_head);
+    b->retry_head = b->retry_tail = NULL;
+    b->n_retry = 0;
+    free_list(b->refused);
+    b->refused = NULL;
+}
+
+/* A copy of a message. Takes ownership of headers. */
+static retry_item *item_new(int topic, const void *key, size_t key_len, const void *value,
+                            size_t len, rd_kafka_headers_t *headers, uint64_t tag)
 {
     retry_item *r = pano_calloc(1, sizeof *r);
     r->tag = tag;
@@ -72,6 +76,13 @@ static void defer(bridge *b, int topic, const void *key, size_t key_len, const v
     memcpy(r->value, value, len);
     r->len = len;
     r->headers = headers;
+    return r;
+}
+
+/* Queue a copy to be produced again after a backoff. */
+static void enqueue(bridge *b, retry_item *r, double backoff)
+{
+    r->next = NULL;
     r->backoff = backoff;
     r->due = pano_monotonic() + backoff;
     if (b->retry_tail)
@@ -82,12 +93,17 @@ static void defer(bridge *b, int topic, const void *key, size_t key_len, const v
     b->n_retry++;
 }
 
-static void permanent_failure(bridge *b, int topic, const void *key, size_t key_len,
-                              const char *value, size_t len, rd_kafka_headers_t *headers,
-                              const char *why, uint64_t tag);
+/* Keep a copy of a message to produce it again after a backoff. Takes
+ * ownership of headers. */
+static void defer(bridge *b, int topic, const void *key, size_t key_len, const void *value,
+                  size_t len, rd_kafka_headers_t *headers, uint64_t tag, double backoff)
+{
+    enqueue(b, item_new(topic, key, key_len, value, len, headers, tag), backoff);
+}
 
-/* Hand a message to librdkafka. Never blocks: when librdkafka cannot take
- * it now, it waits in the retry queue. Takes ownership of headers. */
+static void refuse(bridge *b, int topic, const void *key, size_t key_len, const char *value,
+                   size_t len, rd_kafka_headers_t *headers, const char *why, uint64_t tag);
+
 void outlet_produce(bridge *b, int topic, const void *key, size_t key_len, const void *value,
                     size_t len, rd_kafka_headers_t *headers, uint64_t tag, double backoff)
 {
@@ -96,85 +112,95 @@ void outlet_produce(bridge *b, int topic, const void *key, size_t key_len, const
         RD_KAFKA_V_KEY(key, key_len), RD_KAFKA_V_VALUE((void *)value, len),
         RD_KAFKA_V_HEADERS(headers), RD_KAFKA_V_OPAQUE(pack_ref(b->generation, topic, tag)),
         RD_KAFKA_V_END);
-    if (err == RD_KAFKA_RESP_ERR_NO_ERROR)
+    switch (pano_policy_produce(err)) {
+    case PANO_PRODUCE_SENT:
         return; /* librdkafka owns the headers now */
-    switch (err) {
-    case RD_KAFKA_RESP_ERR__QUEUE_FULL:
+    case PANO_PRODUCE_WAIT:
         defer(b, topic, key, key_len, value, len, headers, tag, 0.05);
         return;
-    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
-        permanent_failure(b, topic, key, key_len, value, len, headers, rd_kafka_err2str(err), tag);
+    case PANO_PRODUCE_REFUSED:
+        refuse(b, topic, key, key_len, value, len, headers, rd_kafka_err2str(err), tag);
         return;
-    case RD_KAFKA_RESP_ERR__FATAL:
+    case PANO_PRODUCE_FATAL:
         if (headers)
             rd_kafka_headers_destroy(headers);
         b->fatal = true; /* the message stays unacked: redelivered after the restart */
         return;
-    default:
-        if (bridge_may_log(&b->errors_logged))
+    case PANO_PRODUCE_RETRY:
+        if (pano_policy_may_log(&b->errors_logged))
             pano_error("cannot produce to %s: %s (trying again in %.1f s)",
                        b->topic_names[topic], rd_kafka_err2str(err), backoff);
         defer(b, topic, key, key_len, value, len, headers, tag, backoff);
+        return;
     }
 }
 
-/* Kafka refused a message for good. Takes ownership of headers (those of a
- * dead-letter record are kept when it has to be tried again). */
-static void permanent_failure(bridge *b, int topic, const void *key, size_t key_len,
-                              const char *value, size_t len, rd_kafka_headers_t *headers,
-                              const char *why, uint64_t tag)
+void outlet_dead_letter(bridge *b, const char *routing_key, const char *exchange,
+                        const char *body, size_t len, const char *reason, uint64_t tag)
 {
-    if (topic != DEAD_TOPIC && headers) {
+    rd_kafka_headers_t *h = rd_kafka_headers_new(6);
+    rd_kafka_header_add(h, "reason", -1, reason, -1);
+    rd_kafka_header_add(h, "routing_key", -1, routing_key, -1);
+    rd_kafka_header_add(h, "exchange", -1, exchange, -1);
+    char size[32];
+    snprintf(size, sizeof size, "%zu", len);
+    rd_kafka_header_add(h, "original_size", -1, size, -1);
+    if (len > b->nopts.max_size) {
+        rd_kafka_header_add(h, "truncated", -1, "true", -1);
+        len = b->nopts.max_size;
+    }
+    if (pano_policy_may_log(&b->dead_logged))
+        pano_info("dead-lettering a message (routing key '%.100s'): %s", routing_key, reason);
+    outlet_produce(b, DEAD_TOPIC, routing_key, strlen(routing_key), body, len, h, tag, 1.0);
+}
+
+/* Kafka refused a message for good: an event goes to the dead-letter topic;
+ * a dead-letter record waits in b->refused for the loop's decision. Takes
+ * ownership of headers (those of a dead-letter record are kept). */
+static void refuse(bridge *b, int topic, const void *key, size_t key_len, const char *value,
+                   size_t len, rd_kafka_headers_t *headers, const char *why, uint64_t tag)
+{
+    if (topic == DEAD_TOPIC) {
+        retry_item *r = item_new(topic, key, key_len, value, len, headers, tag);
+        r->why = why;
+        retry_item **end = &b->refused;
+        while (*end)
+            end = &(*end)->next;
+        *end = r;
+        return;
+    }
+    if (headers)
         rd_kafka_headers_destroy(headers);
-        headers = NULL;
-    }
-    if (topic != DEAD_TOPIC) {
-        /* Its routing key is not kept; the event name stands in for it. */
-        char reason[300], name[256] = "";
-        snprintf(reason, sizeof reason, "Kafka refused it: %s", why);
-        char err[64];
-        pano_json *doc = pano_json_parse(value, len, PANO_NORMALIZE_MAX_DEPTH, err, sizeof err);
-        const char *event = doc ? pano_json_get_str(doc, "event") : NULL;
-        snprintf(name, sizeof name, "%s", event ? event : "");
-        pano_json_free(doc);
-        intake_dead_letter(b, name, b->url.exchange, value, len, reason, tag);
-        return;
-    }
-    /* Even its dead-letter record. */
-    if (b->dlx_known && b->amqp &&
-        amqp_basic_nack(intake_connection(b), CHANNEL, tag, 0, 0) == AMQP_STATUS_OK) {
-        if (headers)
-            rd_kafka_headers_destroy(headers);
-        pano_tags_settled(&b->tags, tag);
-        b->m.rejected_to_dlx++;
-        pano_error("Kafka refused a dead-letter record (%s): rejected the message to the "
-                   "queue's dead-letter exchange %s",
-                   why, pano_config_str(b->cfg, "pano.bridge.dead_letter_exchange"));
-        return;
-    }
-    if (bridge_may_log(&b->errors_logged))
+    /* Its routing key is not kept; the event name stands in for it. */
+    char reason[300], name[256] = "";
+    snprintf(reason, sizeof reason, "Kafka refused it: %s", why);
+    char err[64];
+    pano_json *doc = pano_json_parse(value, len, PANO_NORMALIZE_MAX_DEPTH, err, sizeof err);
+    const char *event = doc ? pano_json_get_str(doc, "event") : NULL;
+    snprintf(name, sizeof name, "%s", event ? event : "");
+    pano_json_free(doc);
+    outlet_dead_letter(b, name, b->url.exchange, value, len, reason, tag);
+}
+
+retry_item *outlet_take_refused(bridge *b)
+{
+    retry_item *r = b->refused;
+    if (r)
+        b->refused = r->next;
+    return r;
+}
+
+void outlet_keep_refused(bridge *b, retry_item *r)
+{
+    if (pano_policy_may_log(&b->errors_logged))
         pano_error("Kafka refused a dead-letter record (%s) and the queue has no dead-letter "
                    "exchange of the bridge's: the message stays unacknowledged and is tried "
                    "again in 30 s; check the topic %s",
-                   why, b->topic_names[DEAD_TOPIC]);
-    defer(b, DEAD_TOPIC, key, key_len, value, len, headers, tag, 30);
+                   r->why, b->topic_names[DEAD_TOPIC]);
+    enqueue(b, r, 30);
 }
 
-static bool is_permanent(rd_kafka_resp_err_t err)
-{
-    switch (err) {
-    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
-    case RD_KAFKA_RESP_ERR_INVALID_MSG:
-    case RD_KAFKA_RESP_ERR_INVALID_RECORD:
-    case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
-    case RD_KAFKA_RESP_ERR_POLICY_VIOLATION:
-    case RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP:
-    case RD_KAFKA_RESP_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT:
-        return true;
-    default:
-        return false;
-    }
-}
+void outlet_free_refused(retry_item *r) { item_free(r); }
 
 /* ---- duplicates --------------------------------------------------------- */
 
@@ -223,6 +249,30 @@ bool outlet_is_duplicate(bridge *b, uint64_t tag, const pano_normalized *n)
 
 /* ---- delivery reports ---------------------------------------------------- */
 
+/* Kafka persisted the message of (generation, topic, tag). */
+static void confirmed(bridge *b, uint64_t generation, int topic, uint64_t tag, bool current)
+{
+    b->last_progress = b->now;
+    b->waiting_for_kafka = false;
+    if (topic != DEAD_TOPIC)
+        remember_confirmed(b, generation, tag); /* even for a channel that is gone */
+    if (!current || !pano_tags_done(&b->tags, tag))
+        return; /* its channel is gone; RabbitMQ redelivers it */
+    if (topic == DEAD_TOPIC)
+        b->m.dead_lettered++;
+    else
+        b->m.produced[topic]++;
+    b->confirmed_since_ack++;
+}
+
+/* A copy of a report's headers (NULL: none). */
+static rd_kafka_headers_t *headers_of(const rd_kafka_message_t *m)
+{
+    rd_kafka_headers_t *h = NULL;
+    return rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR ? rd_kafka_headers_copy(h)
+                                                                          : NULL;
+}
+
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
     (void)rk;
@@ -231,47 +281,32 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     int topic;
     unpack_ref(m->_private, &generation, &topic, &tag);
     bool current = b->amqp && generation == (b->generation & GEN_MASK) && !b->reconnect_needed;
-    if (m->err == RD_KAFKA_RESP_ERR_NO_ERROR &&
-        rd_kafka_message_status(m) == RD_KAFKA_MSG_STATUS_PERSISTED) {
-        b->last_progress = b->now;
-        b->waiting_for_kafka = false;
-        if (topic != DEAD_TOPIC)
-            remember_confirmed(b, generation, tag); /* even for a channel that is gone */
-        if (!current || !pano_tags_done(&b->tags, tag))
-            return; /* its channel is gone; RabbitMQ redelivers it */
-        if (topic == DEAD_TOPIC)
-            b->m.dead_lettered++;
-        else
-            b->m.produced[topic]++;
-        b->confirmed_since_ack++;
+    pano_report_action action =
+        pano_policy_report(m->err, rd_kafka_message_status(m) == RD_KAFKA_MSG_STATUS_PERSISTED,
+                           current && pano_tags_is_pending(&b->tags, tag));
+    if (action != PANO_REPORT_PERSISTED && action != PANO_REPORT_PURGED)
+        b->m.delivery_errors++;
+    switch (action) {
+    case PANO_REPORT_PERSISTED:
+        confirmed(b, generation, topic, tag, current);
         return;
-    }
-    if (m->err == RD_KAFKA_RESP_ERR__PURGE_QUEUE || m->err == RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
-        return; /* dropped on purpose (see destroy_producer) */
-    b->m.delivery_errors++;
-    if (m->err == RD_KAFKA_RESP_ERR__FATAL) {
+    case PANO_REPORT_PURGED: /* dropped on purpose (see outlet_destroy_producer) */
+    case PANO_REPORT_STALE:
+        return;
+    case PANO_REPORT_FATAL:
         b->fatal = true;
         return;
-    }
-    if (!current || !pano_tags_is_pending(&b->tags, tag))
+    case PANO_REPORT_REFUSED:
+        refuse(b, topic, m->key, m->key_len, m->payload, m->len,
+               topic == DEAD_TOPIC ? headers_of(m) : NULL, rd_kafka_err2str(m->err), tag);
         return;
-    if (is_permanent(m->err)) {
-        rd_kafka_headers_t *h = NULL;
-        permanent_failure(b, topic, m->key, m->key_len, m->payload, m->len,
-                          topic == DEAD_TOPIC &&
-                                  rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR
-                              ? rd_kafka_headers_copy(h)
-                              : NULL,
-                          rd_kafka_err2str(m->err), tag);
+    case PANO_REPORT_RETRY:
+        if (pano_policy_may_log(&b->errors_logged))
+            pano_warn("Kafka did not persist a message to %s: %s (producing it again)",
+                      b->topic_names[topic], rd_kafka_err2str(m->err));
+        defer(b, topic, m->key, m->key_len, m->payload, m->len, headers_of(m), tag, 1.0);
         return;
     }
-    if (bridge_may_log(&b->errors_logged))
-        pano_warn("Kafka did not persist a message to %s: %s (producing it again)",
-                  b->topic_names[topic], rd_kafka_err2str(m->err));
-    rd_kafka_headers_t *h = NULL, *copy = NULL;
-    if (rd_kafka_message_headers(m, &h) == RD_KAFKA_RESP_ERR_NO_ERROR)
-        copy = rd_kafka_headers_copy(h);
-    defer(b, topic, m->key, m->key_len, m->payload, m->len, copy, tag, 1.0);
 }
 
 static void on_kafka_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
@@ -284,7 +319,7 @@ static void on_kafka_error(rd_kafka_t *rk, int err, const char *reason, void *op
         b->fatal = true;
         return;
     }
-    if (bridge_may_log(&b->errors_logged))
+    if (pano_policy_may_log(&b->errors_logged))
         pano_warn("Kafka: %s", reason);
 }
 
@@ -338,7 +373,7 @@ rd_kafka_t *outlet_create_producer(bridge *b, char *err, size_t errlen)
      * brokers auto-create the topics with the brokers' defaults. */
     if (pano_kafka_ensure_topics(rk, b->cfg, why, sizeof why) < 0)
         pano_warn("%s (going on: Kafka may create topics itself)", why);
-    for (int i = 0; i <= N_FAMILIES; i++) {
+    for (int i = 0; i <= PANO_N_FAMILIES; i++) {
         b->topics[i] = rd_kafka_topic_new(rk, b->topic_names[i], NULL);
         if (!b->topics[i]) {
             snprintf(err, errlen, "Kafka topic %s: %s", b->topic_names[i],
@@ -367,7 +402,7 @@ void outlet_destroy_producer(bridge *b)
      * delivers it again, so it is dropped here. */
     rd_kafka_purge(b->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
     rd_kafka_poll(b->producer, 0);
-    for (int i = 0; i <= N_FAMILIES; i++)
+    for (int i = 0; i <= PANO_N_FAMILIES; i++)
         if (b->topics[i])
             rd_kafka_topic_destroy(b->topics[i]);
     memset(b->topics, 0, sizeof b->topics);
@@ -375,7 +410,17 @@ void outlet_destroy_producer(bridge *b)
     b->producer = NULL;
 }
 
-/* Produce again what waited long enough. */
+void outlet_poll(bridge *b)
+{
+    if (b->producer)
+        rd_kafka_poll(b->producer, 0);
+}
+
+uint64_t outlet_queue_len(const bridge *b)
+{
+    return b->producer ? (uint64_t)rd_kafka_outq_len(b->producer) : 0;
+}
+
 void outlet_process_retries(bridge *b, double now)
 {
     size_t n = b->producer ? b->n_retry : 0;
@@ -388,70 +433,20 @@ void outlet_process_retries(bridge *b, double now)
         b->m.produce_retries++;
         rd_kafka_headers_t *h = r->headers;
         r->headers = NULL;
-        double backoff = r->backoff * 2 > 30 ? 30 : r->backoff * 2;
-        outlet_produce(b, r->topic, r->key, r->key_len, r->value, r->len, h, r->tag, backoff);
-        retry_free(r);
+        outlet_produce(b, r->topic, r->key, r->key_len, r->value, r->len, h, r->tag,
+                       pano_policy_backoff(r->backoff, 30));
+        item_free(r);
     }
 }
 
-/* ---- stalls ------------------------------------------------------------ */
-
-void outlet_check_stall(bridge *b, double now)
+void outlet_forget_retries(bridge *b, const uint64_t *tags, size_t n)
 {
-    if (pano_tags_pending(&b->tags) == 0) {
-        b->last_progress = now;
-        if (b->stalled)
-            pano_info("Kafka is confirming again");
-        b->stalled = false;
-        return;
-    }
-    double quiet = now - b->last_progress;
-    if (!b->stalled && quiet > STALL_AFTER) {
-        b->stalled = true;
-        pano_warn("Kafka has confirmed nothing for %.0f s while %" PRIu64
-                  " message(s) wait; the bridge takes no more than its prefetch window (%d) "
-                  "meanwhile and hands them back to RabbitMQ after %.0f s",
-                  quiet, pano_tags_pending(&b->tags), b->prefetch, b->hold_timeout);
-    } else if (b->stalled && quiet < STALL_AFTER) {
-        pano_info("Kafka is confirming again");
-        b->stalled = false;
-    }
-    if (b->stalled && quiet > b->hold_timeout && b->amqp) {
-        pano_warn("handing %" PRIu64 " unconfirmed message(s) back to RabbitMQ: Kafka "
-                  "confirmed nothing for %.0f s; consuming again when Kafka answers",
-                  pano_tags_outstanding(&b->tags), quiet);
-        b->m.hold_timeouts++;
-        intake_send_acks(b, now, true); /* what Kafka did confirm is not sent again */
-        intake_disconnect(b, true);
-        b->waiting_for_kafka = true;
-        b->stalled = false;
-        b->next_probe = now + 5;
-        return;
-    }
-    /* Messages stuck while the others flow (their partition or topic is
-     * unavailable): hand them alone back before RabbitMQ's consumer timeout
-     * closes the channel. A copy waiting for a retry is dropped. */
-    uint64_t expired[256];
-    size_t n = b->amqp && !b->reconnect_needed
-                   ? pano_tags_take_expired(&b->tags, now - b->hold_timeout, expired, 256)
-                   : 0;
-    if (n == 0)
-        return;
-    pano_warn("%zu message(s) unconfirmed by Kafka for %.0f s while others were: handing "
-              "them back to RabbitMQ",
-              n, b->hold_timeout);
-    b->m.hold_timeouts++;
-    for (size_t i = 0; i < n; i++)
-        if (amqp_basic_nack(intake_connection(b), CHANNEL, expired[i], 0, 1) != AMQP_STATUS_OK) {
-            b->reconnect_needed = true;
-            return;
-        }
     b->retry_tail = NULL;
     for (retry_item **p = &b->retry_head; *p;) {
         retry_item *r = *p;
         bool gone = false;
         for (size_t i = 0; i < n && !gone; i++)
-            gone = r->tag == expired[i];
+            gone = r->tag == tags[i];
         if (!gone) {
             b->retry_tail = r;
             p = &r->next;
@@ -459,9 +454,8 @@ void outlet_check_stall(bridge *b, double now)
         }
         *p = r->next;
         b->n_retry--;
-        retry_free(r);
+        item_free(r);
     }
-    intake_send_acks(b, now, true); /* moves the head on */
 }
 
 /* After handing messages back: does Kafka answer again? */
@@ -487,25 +481,3 @@ bool outlet_kafka_answers(bridge *b, double now)
     return ok;
 }
 
-/* ---- fatal producer errors --------------------------------------------- */
-
-void outlet_restart_producer(bridge *b, double now)
-{
-    if (b->producer) {
-        pano_error("replacing the Kafka producer after a fatal error; RabbitMQ delivers the "
-                   "%" PRIu64 " unacknowledged message(s) again",
-                   pano_tags_outstanding(&b->tags));
-        intake_send_acks(b, now, true); /* what Kafka did confirm is not sent again */
-        intake_disconnect(b, true);
-        outlet_destroy_producer(b);
-        b->m.producer_restarts++;
-    }
-    char err[512];
-    b->producer = outlet_create_producer(b, err, sizeof err);
-    if (!b->producer) {
-        pano_error("%s (trying again in 5 s)", err);
-        b->producer_retry_at = now + 5;
-        return;
-    }
-    b->fatal = false;
-}

@@ -136,6 +136,8 @@ pano_json *pano_event_new(pano_source *src, const char *name)
 
 const char *const pano_event_families[] = {"kickstart", "darshan",  "transfer", "stampede",
                                            "custom",    "other",    NULL};
+_Static_assert(sizeof pano_event_families / sizeof pano_event_families[0] == PANO_N_FAMILIES + 1,
+               "PANO_N_FAMILIES counts pano_event_families");
 
 const char *pano_event_family(const char *name)
 {

@@ -67,7 +67,8 @@ bool pano_event_name_valid(const char *name);
  * Kafka topic and the Elasticsearch index. */
 const char *pano_event_family(const char *name);
 
-/* Every family, "other" last, NULL-terminated. */
+/* Every family, "other" last, NULL-terminated: PANO_N_FAMILIES names. */
+#define PANO_N_FAMILIES 6
 extern const char *const pano_event_families[];
 
 /* A canonical workflow UUID: 36 characters and the NUL. */

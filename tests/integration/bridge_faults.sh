@@ -57,7 +57,7 @@ stop_all
 
 # 4 and 5. A fatal producer error (test hook), metrics over HTTP.
 port=$(free_ports 1) # below the ephemeral range, where outgoing connections take theirs
-PANO_BRIDGE_TEST_FATAL_AFTER=1500 start_bridge bridge3 --status-port "$port" \
+BRIDGE=$BRIDGE_TEST PANO_BRIDGE_TEST_FATAL_AFTER=1500 start_bridge bridge3 --status-port "$port" \
     --set pano.bridge.prefetch=300
 "$AMQP_LOAD" -n 5000 -p "$TEST_ID-d" -r 2000 >/dev/null || fail "publishing for the fatal error"
 wait_delivered 120 "$TEST_ID-d" 5000 || fail "not delivered after the fatal error"

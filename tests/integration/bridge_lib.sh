@@ -7,6 +7,8 @@
 
 : "${PANO_SOURCE:?PANO_SOURCE must point at the source tree}"
 BRIDGE=$PANO_BUILD/broker-bridge/pano-bridge
+# The same program with test hooks (PANO_BRIDGE_TEST_FATAL_AFTER).
+BRIDGE_TEST=$PANO_BUILD/broker-bridge/pano-bridge-test
 AMQP_LOAD=$PANO_BUILD/tests/tools/amqp_load
 STACK=$PANO_SOURCE/deploy/local/pano-stack
 SHARED_STACK_DIR=${PANO_STACK_DIR:-/var/tmp/pano-stack}

@@ -2,16 +2,17 @@
 # pano-bridge under valgrind (memcheck, full leak check) through a short
 # session: valid events (fast path), Pegasus samples (normalized, slow path),
 # malformed messages including a 10 MB one, a metrics request, a fatal
-# producer error (the producer is replaced), then SIGTERM. It must exit 0
-# with no memory error and no leak. Skipped in sanitizer builds.
+# producer error (pano-bridge-test's hook; the producer is replaced), then
+# SIGTERM. It must exit 0 with no memory error and no leak. Skipped in
+# sanitizer builds.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/bridge_lib.sh"
 require_brokers
-require_valgrind "$BRIDGE"
+require_valgrind "$BRIDGE_TEST"
 
 port=$(free_ports 1) # below the ephemeral range, where outgoing connections take theirs
 export PANO_BRIDGE_TEST_FATAL_AFTER=400
-start vg "${VALGRIND[@]}" "$BRIDGE" --status-port "$port" --set pano.bridge.prefetch=200
+start vg "${VALGRIND[@]}" "$BRIDGE_TEST" --status-port "$port" --set pano.bridge.prefetch=200
 vg=$(last_pid)
 consuming_or_gone() { grep -q "consuming '" "$TEST_DIR/vg.log" || ! kill -0 "$vg" 2>/dev/null; }
 wait_until 180 consuming_or_gone || true

@@ -1,4 +1,4 @@
-#include "metrics.h"
+#include "counters.h"
 
 #include "event.h"
 #include "mem.h"
@@ -15,7 +15,7 @@ static void metric(pano_buf *out, const char *type, const char *name, const char
                      name, value);
 }
 
-void pano_bridge_metrics_render(const pano_bridge_metrics *m, const char *const *families,
+void pano_bridge_counters_render(const pano_bridge_counters *m, const char *const *families,
                         pano_buf *out)
 {
     metric(out, "counter", "pano_bridge_messages_received_total",
@@ -26,7 +26,7 @@ void pano_bridge_metrics_render(const pano_bridge_metrics *m, const char *const 
            "Messages RabbitMQ marked as redelivered.", m->redelivered);
     pano_buf_appendf(out, "# HELP pano_bridge_events_produced_total Events Kafka persisted, "
                           "by family.\n# TYPE pano_bridge_events_produced_total counter\n");
-    for (size_t i = 0; i < PANO_STATUS_FAMILIES && families[i]; i++)
+    for (size_t i = 0; i < PANO_N_FAMILIES && families[i]; i++)
         pano_buf_appendf(out, "pano_bridge_events_produced_total{family=\"%s\"} %" PRIu64 "\n",
                          families[i], m->produced[i]);
     metric(out, "counter", "pano_bridge_messages_dead_lettered_total",

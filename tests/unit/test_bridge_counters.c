@@ -1,16 +1,16 @@
-/* pano-bridge's metrics in Prometheus text (broker-bridge/metrics.h). */
+/* pano-bridge's metrics in Prometheus text (broker-bridge/counters.h). */
 #include "buf.h"
+#include "counters.h"
 #include "event.h"
-#include "metrics.h"
 #include "testutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static pano_bridge_metrics sample(void)
+static pano_bridge_counters sample(void)
 {
-    pano_bridge_metrics m = {.received = 10, .received_bytes = 4000, .dead_lettered = 2,
+    pano_bridge_counters m = {.received = 10, .received_bytes = 4000, .dead_lettered = 2,
                              .acked = 9, .in_flight = 1, .amqp_connected = true,
                              .consuming = true, .start_time = 1700000000.5,
                              .duplicates_skipped = 3, .dedup_ids = 6, .dedup_bytes = 2621536};
@@ -21,9 +21,9 @@ static pano_bridge_metrics sample(void)
 
 START_TEST(render)
 {
-    pano_bridge_metrics m = sample();
+    pano_bridge_counters m = sample();
     pano_buf out = {0};
-    pano_bridge_metrics_render(&m, pano_event_families, &out);
+    pano_bridge_counters_render(&m, pano_event_families, &out);
     ck_assert_ptr_nonnull(strstr(out.data, "# TYPE pano_bridge_messages_received_total counter\n"
                                            "pano_bridge_messages_received_total 10\n"));
     ck_assert_ptr_nonnull(strstr(out.data, "pano_bridge_events_produced_total{family=\"kickstart\"} 7\n"));
@@ -59,7 +59,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("bridge_metrics");
+    Suite *s = suite_create("bridge_counters");
     TCase *tc = tcase_create("metrics");
     tcase_add_test(tc, render);
     suite_add_tcase(s, tc);

@@ -1,23 +1,22 @@
 /*
- * metrics.h - pano-bridge's counters and gauges, and their form in
+ * counters.h - pano-bridge's counters and gauges, and their form in
  * Prometheus's text format, which lib/status.h serves at /metrics and
  * writes to pano.bridge.status_file.
  */
-#ifndef PANO_BRIDGE_METRICS_H
-#define PANO_BRIDGE_METRICS_H
+#ifndef PANO_BRIDGE_COUNTERS_H
+#define PANO_BRIDGE_COUNTERS_H
 
 #include "buf.h"
+#include "event.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define PANO_STATUS_FAMILIES 6 /* pano_event_families, "other" last */
-
 typedef struct {
     /* counters */
     uint64_t received, received_bytes, redelivered;
-    uint64_t produced[PANO_STATUS_FAMILIES];
+    uint64_t produced[PANO_N_FAMILIES]; /* by pano_event_families */
     uint64_t dead_lettered;     /* confirmed in the dead-letter topic */
     uint64_t rejected_to_dlx;   /* nacked to the queue's dead-letter exchange */
     uint64_t acked;
@@ -36,10 +35,10 @@ typedef struct {
     uint64_t dedup_bytes;       /* memory of the duplicate window */
     bool amqp_connected, consuming, kafka_stalled;
     double start_time;
-} pano_bridge_metrics;
+} pano_bridge_counters;
 
 /* Append the metrics in Prometheus text format (version 0.0.4). */
-void pano_bridge_metrics_render(const pano_bridge_metrics *m, const char *const *family_names,
+void pano_bridge_counters_render(const pano_bridge_counters *m, const char *const *family_names,
                                 pano_buf *out);
 
 #endif
