@@ -304,19 +304,27 @@ static void metrics(pano_http_reply *r)
     reply_json(r, 200, list);
 }
 
-void explorer_api(const pano_config *cfg, const pano_http_request *req, pano_http_reply *r)
+/* Why a request in progress is abandoned: the server stops, or nobody
+ * waits for the answer any more. */
+typedef struct {
+    const pano_http_request *req;
+    bool (*stopping)(void);
+    const char *why; /* set once it is abandoned */
+} abandon;
+
+static bool should_abandon(void *user)
+{
+    abandon *a = user;
+    if (!a->why && a->stopping && a->stopping())
+        a->why = "the explorer is stopping";
+    if (!a->why && pano_http_client_gone(a->req))
+        a->why = "the client went away";
+    return a->why != NULL;
+}
+
+static void answer(pano_query *q, const pano_http_request *req, pano_http_reply *r)
 {
     const char *path = pano_http_path(req) + strlen("/api");
-    if (strcmp(path, "/metrics") == 0) {
-        metrics(r);
-        return;
-    }
-    char err[1024];
-    pano_query *q = client(cfg, err, sizeof err);
-    if (!q) {
-        reply_error(r, 500, "%s", err);
-        return;
-    }
     if (strcmp(path, "/workflows") == 0) {
         workflows(q, req, r);
         return;
@@ -344,4 +352,28 @@ void explorer_api(const pano_config *cfg, const pano_http_request *req, pano_htt
         job(q, uuid, rest + 6, req, r);
     else
         reply_error(r, 404, "no such API: %.100s", pano_http_path(req));
+}
+
+void explorer_api(const pano_config *cfg, bool (*stopping)(void), const pano_http_request *req,
+                  pano_http_reply *r)
+{
+    if (strcmp(pano_http_path(req), "/api/metrics") == 0) {
+        metrics(r);
+        return;
+    }
+    char err[1024];
+    pano_query *q = client(cfg, err, sizeof err);
+    if (!q) {
+        reply_error(r, 500, "%s", err);
+        return;
+    }
+    abandon a = {.req = req, .stopping = stopping};
+    pano_query_set_abort(q, should_abandon, &a);
+    answer(q, req, r);
+    pano_query_set_abort(q, NULL, NULL);
+    if (a.why) {
+        pano_info("abandoned %.200s: %s", pano_http_path(req), a.why);
+        pano_buf_clear(&r->body);
+        reply_error(r, 503, "abandoned: %s", a.why);
+    }
 }

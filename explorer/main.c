@@ -67,12 +67,17 @@ static const struct {
     {"/style.css", "style.css", "text/css; charset=utf-8"},
 };
 
+static volatile sig_atomic_t stop_signal;
+static void on_signal(int sig) { stop_signal = sig; }
+/* Requests in progress give up once a stop signal came. */
+static bool stopping(void) { return stop_signal != 0; }
+
 static void handle(void *user, const pano_http_request *req, pano_http_reply *reply)
 {
     explorer *e = user;
     const char *path = pano_http_path(req);
     if (strncmp(path, "/api/", 5) == 0) {
-        explorer_api(e->cfg, req, reply);
+        explorer_api(e->cfg, stopping, req, reply);
         return;
     }
     static _Thread_local char file[4096];
@@ -138,8 +143,6 @@ static char *read_password(const pano_config *cfg, bool *ok)
     return line;
 }
 
-static volatile sig_atomic_t stop_signal;
-static void on_signal(int sig) { stop_signal = sig; }
 
 int main(int argc, char **argv)
 {

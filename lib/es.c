@@ -23,7 +23,33 @@ struct pano_es {
     CURLM *multi;     /* pano_es_request_many() */
     CURL **pool;
     size_t npool;
+    bool (*should_stop)(void *user); /* pano_es_set_abort() */
+    void *stop_user;
 };
+
+static bool stopping(const pano_es *es) { return es->should_stop && es->should_stop(es->stop_user); }
+
+/* libcurl asks this about once a second while a transfer waits, and more
+ * often while data flows: a non-zero answer abandons the transfer. */
+static int progress(void *user, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                    curl_off_t ulnow)
+{
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    return stopping(user);
+}
+
+void pano_es_set_abort(pano_es *es, bool (*should_stop)(void *user), void *user)
+{
+    es->should_stop = should_stop;
+    es->stop_user = user;
+}
+
+/* The message of a request that failed: the reason libcurl gives, or that
+ * it was abandoned. */
+static const char *failure(CURLcode rc)
+{
+    return rc == CURLE_ABORTED_BY_CALLBACK ? "abandoned" : curl_easy_strerror(rc);
+}
 
 static size_t collect(char *data, size_t size, size_t n, void *user)
 {
@@ -48,7 +74,10 @@ static int configure(pano_es *es, CURL *c)
         curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, es->verify ? 2L : 0L) != CURLE_OK ||
         (es->cacert && curl_easy_setopt(c, CURLOPT_CAINFO, es->cacert) != CURLE_OK) ||
         (es->password && curl_easy_setopt(c, CURLOPT_PASSWORD, es->password) != CURLE_OK) ||
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect) != CURLE_OK)
+        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, progress) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, es) != CURLE_OK ||
+        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L) != CURLE_OK)
         return -1;
     return 0;
 }
@@ -158,10 +187,10 @@ int pano_es_request(pano_es *es, const char *method, const char *path, const cha
     CURL *c = es->curl;
     CURLcode rc = prepare(es, c, method, path, body, len, resp, &url);
     if (rc == CURLE_OK)
-        rc = curl_easy_perform(c);
+        rc = stopping(es) ? CURLE_ABORTED_BY_CALLBACK : curl_easy_perform(c);
     free(url);
     if (rc != CURLE_OK) {
-        snprintf(err, errlen, "%s %s%s: %s", method, es->shown, path, curl_easy_strerror(rc));
+        snprintf(err, errlen, "%s %s%s: %s", method, es->shown, path, failure(rc));
         pano_es_response_free(resp);
         return -1;
     }
@@ -231,7 +260,7 @@ void pano_es_request_many(pano_es *es, pano_es_call *calls, size_t n)
                         finish(m->easy_handle, &k->resp);
                     } else
                         snprintf(k->err, sizeof k->err, "%.16s %.100s%.60s: %.60s", k->method, es->shown,
-                                 k->path, curl_easy_strerror(m->data.result));
+                                 k->path, failure(m->data.result));
                 }
     for (size_t i = 0; i < n; i++) {
         if (added[i])

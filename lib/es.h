@@ -12,6 +12,7 @@
 #include "config.h"
 #include "json.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct pano_es pano_es;
@@ -34,6 +35,13 @@ int pano_es_request(pano_es *es, const char *method, const char *path, const cha
                     size_t len, pano_es_response *resp, char *err, size_t errlen);
 
 void pano_es_response_free(pano_es_response *resp);
+
+/* Abandon requests once should_stop(user) is true (a server stopping, a
+ * client gone): it is asked before each request and, by libcurl, about once
+ * a second while one waits for its answer. An abandoned request fails as
+ * one that got no answer, with "abandoned" in err. NULL: never. The
+ * function runs on the thread that sent the request. */
+void pano_es_set_abort(pano_es *es, bool (*should_stop)(void *user), void *user);
 
 /* pano_es_request() with an optional NUL-terminated body, for requests
  * whose answer is mostly checked for its status. Returns the HTTP status,

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,6 +37,16 @@ const char *pano_http_path(const pano_http_request *r) { return r->path; }
 const char *pano_http_arg(const pano_http_request *r, const char *name)
 {
     return MHD_lookup_connection_value(r->connection, MHD_GET_ARGUMENT_KIND, name);
+}
+
+bool pano_http_client_gone(const pano_http_request *r)
+{
+    const union MHD_ConnectionInfo *info =
+        MHD_get_connection_info(r->connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!info)
+        return false;
+    struct pollfd p = {.fd = info->connect_fd, .events = POLLRDHUP};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
 /* Compare without leaking, through the time taken, where they differ. */

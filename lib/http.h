@@ -39,6 +39,10 @@ typedef void (*pano_http_handler)(void *user, const pano_http_request *request,
 const char *pano_http_path(const pano_http_request *r);
 /* A query-string argument ("?step=10s"), decoded, or NULL. */
 const char *pano_http_arg(const pano_http_request *r, const char *name);
+/* True once the client has closed its connection (or it broke): nobody
+ * will read the answer, so a long handler may give up. Cheap (one poll(2)
+ * that does not wait); safe from the handler's thread. */
+bool pano_http_client_gone(const pano_http_request *r);
 
 typedef struct {
     const char *address;  /* numeric IPv4 or IPv6 address; NULL: 127.0.0.1 */

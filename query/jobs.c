@@ -92,6 +92,11 @@ void pano_query_free(pano_query *q)
     free(q);
 }
 
+void pano_query_set_abort(pano_query *q, bool (*should_stop)(void *user), void *user)
+{
+    pano_es_set_abort(q->es, should_stop, user);
+}
+
 /* ---- collecting runs -------------------------------------------------------- */
 
 typedef struct {

@@ -44,6 +44,10 @@ typedef struct pano_query pano_query;
  * store the indexer writes). NULL with a message in err. */
 pano_query *pano_query_new(const pano_config *cfg, char *err, size_t errlen);
 void pano_query_free(pano_query *q);
+/* Give up the requests in progress once should_stop(user) is true: the
+ * call asking fails with "abandoned" in its error (pano_es_set_abort()).
+ * NULL: never. */
+void pano_query_set_abort(pano_query *q, bool (*should_stop)(void *user), void *user);
 
 /* ---- jobs ---------------------------------------------------------------- */
 

@@ -152,7 +152,7 @@ es_first() {
         jq -c '.hits.hits[0]._source'
 }
 
-# ---- a TCP relay, for outages ---------------------------------------------------
+# ---- a TCP relay, for outages; a server that hangs ----------------------------------
 # relay_up PORT TARGET_PORT: socat relaying 127.0.0.1:PORT to 127.0.0.1:TARGET_PORT,
 # in a process group of its own; relay_down kills it and every connection it
 # carries (to the program on the other side: the service is gone).
@@ -162,6 +162,14 @@ relay_up() {
     setsid socat "TCP-LISTEN:$1,bind=127.0.0.1,reuseaddr,fork" "TCP:127.0.0.1:$2" &
     RELAY_PID=$!
     wait_until 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null || fail "the relay did not start"
+}
+# silent_up PORT: a server on 127.0.0.1:PORT that accepts connections and
+# never answers (a service that hangs); relay_down stops it, as a relay.
+silent_up() {
+    command -v socat >/dev/null || fail "socat is needed (deploy/install-deps.sh)"
+    setsid socat "TCP-LISTEN:$1,bind=127.0.0.1,reuseaddr,fork" SYSTEM:'sleep 3600' &
+    RELAY_PID=$!
+    wait_until 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null || fail "the silent server did not start"
 }
 relay_down() {
     [[ -n $RELAY_PID ]] || return 0
