@@ -210,9 +210,9 @@ static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *
     out->stored_to = store_value(a, "last", 0);
     char buf[512] = "";
     for (size_t i = 0; i < 2 && !buf[0]; i++) {
-        const pano_json *buckets = pano_json_get(store_agg(a, label_fields[i]), "buckets");
-        if (buckets && buckets->type == PANO_JSON_ARRAY && buckets->u.items.len > 0)
-            store_str(buckets->u.items.values[0], "key", buf, sizeof buf);
+        const pano_json *buckets = pano_json_get_array(store_agg(a, label_fields[i]), "buckets");
+        if (pano_json_len(buckets) > 0)
+            store_str(pano_json_at(buckets, 0), "key", buf, sizeof buf);
     }
     out->wf_label = pano_strdup(buf);
     counts->monitor_events = filter_count(a, "monitor");
