@@ -173,8 +173,6 @@ static int64_t filter_count(const pano_json *aggs, const char *name)
 static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *err,
                         size_t errlen)
 {
-    static const char *const all[] = {"kickstart", "samples", "stampede", "darshan",
-                                      "transfer",  "custom",  "other",    NULL};
     pano_json *filter, *body = store_body(out->wf_uuid, &filter);
     pano_json *aggs = pano_json_set_object(body, "aggs");
     store_span_aggs(aggs);
@@ -201,7 +199,7 @@ static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *
     pano_json_set(top, "sort", store_literal("[{\"ts\":\"desc\"}]"));
     pano_json_set(aggs, "xwf_end", end);
 
-    pano_json *answer = store_search(q, out, all, body, err, errlen);
+    pano_json *answer = store_search(q, out, STORE_EVENT_STREAMS, body, err, errlen);
     if (!answer)
         return -1;
     const pano_json *a = pano_json_get(answer, "aggregations");

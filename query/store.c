@@ -43,9 +43,16 @@ static void append_stream(pano_buf *path, const pano_query *q, const pano_jobs *
  * UUID, or for every workflow (jobs NULL): see store_search in store.h. */
 static char *search_path(const pano_query *q, const pano_jobs *jobs, const char *const *streams)
 {
+    size_t n = 0;
+    if (streams == STORE_EVENT_STREAMS) {
+        streams = pano_streams;
+        n = PANO_N_EVENT_STREAMS;
+    } else
+        while (streams[n])
+            n++;
     pano_buf path = {0};
     pano_buf_append_str(&path, "/");
-    for (size_t i = 0; streams[i]; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (i)
             pano_buf_append_str(&path, ",");
         append_stream(&path, q, jobs, streams[i]);

@@ -15,9 +15,6 @@
 /* A workflow with runs still open and nothing new for this long is stalled. */
 #define STALLED_AFTER 120.0
 
-static const char *const all_streams[] = {"kickstart", "samples", "stampede", "darshan",
-                                          "transfer",  "custom",  "other",    NULL};
-
 static int64_t count_of(const pano_json *aggs, const char *name)
 {
     int64_t n = 0;
@@ -63,7 +60,7 @@ int pano_query_workflows(pano_query *q, double since, size_t limit, double now,
     pano_json_set(sub, "xwf_end", xwf);
     pano_json_set(sub, "monitord", store_filter_agg(store_prefix("event", "stampede.job_inst."), &a));
 
-    pano_json *answer = store_search(q, NULL, all_streams, body, err, errlen);
+    pano_json *answer = store_search(q, NULL, STORE_EVENT_STREAMS, body, err, errlen);
     if (!answer)
         return -1;
     const pano_json *buckets =
