@@ -232,8 +232,8 @@ static void *prober(void *arg)
         if (rc == 0 && resp.status == 200) {
             pano_json *r = pano_json_parse(resp.body, resp.len, 16, err, sizeof err);
             pano_json *hits = pano_json_get(pano_json_get(r, "hits"), "hits");
-            for (size_t i = 0; hits && i < hits->u.items.len; i++) {
-                pano_json *hit = hits->u.items.values[i];
+            for (size_t i = 0; i < pano_json_len(hits); i++) {
+                pano_json *hit = pano_json_at(hits, i);
                 mark_seen(pano_json_get_str(hit, "_id"), pano_json_get_str(hit, "_index"),
                           answered);
             }
@@ -343,10 +343,10 @@ static void *refresh_watcher(void *arg)
         pano_json *r = resp.status == 200 ? pano_json_parse(resp.body, resp.len, 16, err, sizeof err)
                                           : NULL;
         pano_json *indices_stats = pano_json_get(r, "indices");
-        for (size_t i = 0; indices_stats && i < indices_stats->u.items.len; i++) {
-            const char *name = indices_stats->u.items.keys[i];
-            pano_json *stats = pano_json_get(
-                pano_json_get(indices_stats->u.items.values[i], "primaries"), "refresh");
+        for (size_t i = 0; i < pano_json_len(indices_stats); i++) {
+            const char *name = pano_json_key_at(indices_stats, i);
+            pano_json *primaries = pano_json_get(pano_json_at(indices_stats, i), "primaries");
+            pano_json *stats = pano_json_get(primaries, "refresh");
             int64_t total, millis;
             if (!pano_json_get_int(stats, "total", &total) ||
                 !pano_json_get_int(stats, "total_time_in_millis", &millis) ||

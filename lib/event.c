@@ -103,9 +103,11 @@ void pano_event_payload_block(pano_buf *out, const pano_json *event)
     const char *name = pano_json_get_str(event, "event");
     pano_json_set_str(block, "monitoring_event", name ? name : "monitoring.additional");
     pano_json *item = pano_json_object();
-    for (size_t i = 0; i < event->u.items.len; i++)
-        if (!pano_event_is_envelope_key(event->u.items.keys[i]))
-            pano_json_add(item, event->u.items.keys[i], pano_json_clone(event->u.items.values[i]));
+    for (size_t i = 0; i < pano_json_len(event); i++) {
+        const char *key = pano_json_key_at(event, i);
+        if (!pano_event_is_envelope_key(key))
+            pano_json_add(item, key, pano_json_clone(pano_json_at(event, i)));
+    }
     pano_json_append(pano_json_set_array(block, "payload"), item);
     pano_buf_append_str(out, PANO_PAYLOAD_START);
     pano_json_serialize_to(out, block);

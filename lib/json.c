@@ -202,9 +202,9 @@ pano_json *pano_json_clone(const pano_json *v)
         break;
     }
     pano_json *c = new_value(v->type);
-    for (size_t i = 0; i < v->u.items.len; i++)
-        items_push(c, v->type == PANO_JSON_OBJECT ? pano_strdup(v->u.items.keys[i]) : NULL,
-                   pano_json_clone(v->u.items.values[i]));
+    for (size_t i = 0; i < pano_json_len(v); i++)
+        items_push(c, v->type == PANO_JSON_OBJECT ? pano_strdup(pano_json_key_at(v, i)) : NULL,
+                   pano_json_clone(pano_json_at(v, i)));
     return c;
 }
 
@@ -214,8 +214,8 @@ static ssize_t find_key(const pano_json *o, const char *key)
 {
     if (!o || o->type != PANO_JSON_OBJECT)
         return -1;
-    for (size_t i = 0; i < o->u.items.len; i++)
-        if (strcmp(o->u.items.keys[i], key) == 0)
+    for (size_t i = 0; i < pano_json_len(o); i++)
+        if (strcmp(pano_json_key_at(o, i), key) == 0)
             return (ssize_t)i;
     return -1;
 }
@@ -287,7 +287,7 @@ bool pano_json_remove(pano_json *o, const char *key)
 pano_json *pano_json_get(const pano_json *o, const char *key)
 {
     ssize_t i = find_key(o, key);
-    return i < 0 ? NULL : o->u.items.values[i];
+    return i < 0 ? NULL : pano_json_at(o, (size_t)i);
 }
 
 const char *pano_json_get_str(const pano_json *o, const char *key)
@@ -319,9 +319,35 @@ bool pano_json_get_number(const pano_json *o, const char *key, double *out)
     return false;
 }
 
+pano_json *pano_json_get_array(const pano_json *o, const char *key)
+{
+    pano_json *v = pano_json_get(o, key);
+    return v && v->type == PANO_JSON_ARRAY ? v : NULL;
+}
+
 void pano_json_append(pano_json *array, pano_json *value)
 {
     items_push(array, NULL, value);
+}
+
+void pano_json_truncate(pano_json *array, size_t len)
+{
+    while (array->u.items.len > len)
+        pano_json_free(array->u.items.values[--array->u.items.len]);
+}
+
+void pano_json_sort(pano_json *array, int (*cmp)(const pano_json *a, const pano_json *b))
+{
+    pano_json **v = array->u.items.values;
+    for (size_t i = 1; i < array->u.items.len; i++) {
+        pano_json *x = v[i];
+        size_t j = i;
+        while (j > 0 && cmp(v[j - 1], x) > 0) {
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = x;
+    }
 }
 
 /* ---- serialization ----------------------------------------------------- */
@@ -529,9 +555,9 @@ void pano_json_write_double(pano_json_writer *w, double value, int decimals)
 
 void pano_json_write_members(pano_json_writer *w, const pano_json *object)
 {
-    for (size_t i = 0; i < object->u.items.len; i++) {
-        pano_json_write_key(w, object->u.items.keys[i]);
-        pano_json_write_value(w, object->u.items.values[i]);
+    for (size_t i = 0; i < pano_json_len(object); i++) {
+        pano_json_write_key(w, pano_json_key_at(object, i));
+        pano_json_write_value(w, pano_json_at(object, i));
     }
 }
 
@@ -555,8 +581,8 @@ void pano_json_write_value(pano_json_writer *w, const pano_json *v)
         break;
     case PANO_JSON_ARRAY:
         pano_json_write_array_open(w);
-        for (size_t i = 0; i < v->u.items.len; i++)
-            pano_json_write_value(w, v->u.items.values[i]);
+        for (size_t i = 0; i < pano_json_len(v); i++)
+            pano_json_write_value(w, pano_json_at(v, i));
         pano_json_write_array_close(w);
         break;
     case PANO_JSON_OBJECT:

@@ -100,9 +100,16 @@ bool pano_json_get_int(const pano_json *object, const char *key, int64_t *out);
 /* Any number (integer or double) as a double. */
 bool pano_json_get_number(const pano_json *object, const char *key,
                           double *out);
+/* The member when it is an array (object may be NULL too). */
+pano_json *pano_json_get_array(const pano_json *object, const char *key);
 
 /* Arrays: takes ownership of value. */
 void pano_json_append(pano_json *array, pano_json *value);
+/* Free the items from index len on; none when the array is not longer. */
+void pano_json_truncate(pano_json *array, size_t len);
+/* Order the items by cmp (negative, zero or positive, as for qsort), equal
+ * items keeping their order. In place, by insertion: for short arrays. */
+void pano_json_sort(pano_json *array, int (*cmp)(const pano_json *a, const pano_json *b));
 
 /* Walking arrays and objects, in order: the number of items (0 for a value
  * that is neither), the value at index i and, for objects, its key. The

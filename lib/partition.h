@@ -29,9 +29,15 @@
 typedef enum { PANO_PERIOD_DAY, PANO_PERIOD_MONTH, PANO_PERIOD_YEAR } pano_period;
 
 #define PANO_N_STREAMS 9
-/* kickstart samples stampede darshan transfer custom other unassigned dead-letter */
+/* kickstart samples stampede darshan transfer custom other unassigned dead-letter:
+ * first the PANO_N_EVENT_STREAMS streams events are stored in (a reader of
+ * workflows searches these), then unassigned and dead-letter. */
 extern const char *const pano_streams[PANO_N_STREAMS + 1];
-enum { PANO_STREAM_UNASSIGNED = 7, PANO_STREAM_DEAD_LETTER = 8 };
+enum {
+    PANO_N_EVENT_STREAMS = 7,
+    PANO_STREAM_UNASSIGNED = PANO_N_EVENT_STREAMS,
+    PANO_STREAM_DEAD_LETTER = 8,
+};
 
 /* The stream of an event: "samples" for kickstart.inv.online, else its family. */
 const char *pano_event_stream(const char *event_name);

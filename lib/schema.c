@@ -249,7 +249,7 @@ static const pano_json *follow_pointer(const pano_json *doc, const char *ptr)
         else if (cur->type == PANO_JSON_ARRAY) {
             char *end;
             unsigned long i = strtoul(token, &end, 10);
-            cur = *token && *end == '\0' && i < cur->u.items.len ? cur->u.items.values[i] : NULL;
+            cur = *token && *end == '\0' && i < pano_json_len(cur) ? pano_json_at(cur, i) : NULL;
         } else
             cur = NULL;
         if (!cur)
@@ -348,15 +348,15 @@ static bool compile_list(pano_schema_set *set, size_t file, const pano_json *s, 
     const pano_json *list = pano_json_get(s, key);
     if (!list)
         return true;
-    if (list->type != PANO_JSON_ARRAY || list->u.items.len == 0) {
+    if (list->type != PANO_JSON_ARRAY || pano_json_len(list) == 0) {
         set_err(err, errlen, "%s: '%s' must be a non-empty array of schemas", where, key);
         return false;
     }
-    *out = pano_calloc(list->u.items.len, sizeof **out);
-    for (size_t i = 0; i < list->u.items.len; i++) {
+    *out = pano_calloc(pano_json_len(list), sizeof **out);
+    for (size_t i = 0; i < pano_json_len(list); i++) {
         char sub[512];
         snprintf(sub, sizeof sub, "%s.%s[%zu]", where, key, i);
-        (*out)[i] = compile(set, file, list->u.items.values[i], sub, err, errlen);
+        (*out)[i] = compile(set, file, pano_json_at(list, i), sub, err, errlen);
         if (!(*out)[i])
             return false;
         (*n)++;
@@ -384,9 +384,9 @@ static pano_schema *compile(pano_schema_set *set, size_t file, const pano_json *
 
     const pano_json *type = pano_json_get(s, "type");
     if (type) {
-        size_t n = type->type == PANO_JSON_ARRAY ? type->u.items.len : 1;
+        size_t n = type->type == PANO_JSON_ARRAY ? pano_json_len(type) : 1;
         for (size_t i = 0; i < n; i++) {
-            const pano_json *t = type->type == PANO_JSON_ARRAY ? type->u.items.values[i] : type;
+            const pano_json *t = type->type == PANO_JSON_ARRAY ? pano_json_at(type, i) : type;
             unsigned bit = t->type == PANO_JSON_STRING ? type_bit(t->u.string.text) : 0;
             if (!bit) {
                 set_err(err, errlen, "%s: unknown 'type'", where);
@@ -402,9 +402,9 @@ static pano_schema *compile(pano_schema_set *set, size_t file, const pano_json *
             set_err(err, errlen, "%s: 'required' must be an array of names", where);
             return NULL;
         }
-        c->required = pano_calloc(req->u.items.len + 1, sizeof *c->required);
-        for (size_t i = 0; i < req->u.items.len; i++) {
-            const pano_json *name = req->u.items.values[i];
+        c->required = pano_calloc(pano_json_len(req) + 1, sizeof *c->required);
+        for (size_t i = 0; i < pano_json_len(req); i++) {
+            const pano_json *name = pano_json_at(req, i);
             if (name->type != PANO_JSON_STRING) {
                 set_err(err, errlen, "%s: 'required' must be an array of names", where);
                 return NULL;
@@ -419,15 +419,15 @@ static pano_schema *compile(pano_schema_set *set, size_t file, const pano_json *
             set_err(err, errlen, "%s: 'properties' must be an object", where);
             return NULL;
         }
-        size_t n = props->u.items.len;
+        size_t n = pano_json_len(props);
         c->prop_names = pano_calloc(n + 1, sizeof *c->prop_names);
         c->prop_schemas = pano_calloc(n + 1, sizeof *c->prop_schemas);
         for (size_t i = 0; i < n; i++) {
-            snprintf(sub, sizeof sub, "%s.properties.%s", where, props->u.items.keys[i]);
-            pano_schema *p = compile(set, file, props->u.items.values[i], sub, err, errlen);
+            snprintf(sub, sizeof sub, "%s.properties.%s", where, pano_json_key_at(props, i));
+            pano_schema *p = compile(set, file, pano_json_at(props, i), sub, err, errlen);
             if (!p)
                 return NULL;
-            c->prop_names[c->n_props] = props->u.items.keys[i];
+            c->prop_names[c->n_props] = pano_json_key_at(props, i);
             c->prop_schemas[c->n_props++] = p;
         }
     }
@@ -851,18 +851,18 @@ static bool json_equal(const pano_json *a, const pano_json *b)
         return a->u.string.len == b->u.string.len &&
                memcmp(a->u.string.text, b->u.string.text, a->u.string.len) == 0;
     case PANO_JSON_ARRAY:
-        if (a->u.items.len != b->u.items.len)
+        if (pano_json_len(a) != pano_json_len(b))
             return false;
-        for (size_t i = 0; i < a->u.items.len; i++)
-            if (!json_equal(a->u.items.values[i], b->u.items.values[i]))
+        for (size_t i = 0; i < pano_json_len(a); i++)
+            if (!json_equal(pano_json_at(a, i), pano_json_at(b, i)))
                 return false;
         return true;
     case PANO_JSON_OBJECT:
-        if (a->u.items.len != b->u.items.len)
+        if (pano_json_len(a) != pano_json_len(b))
             return false;
-        for (size_t i = 0; i < a->u.items.len; i++) {
-            const pano_json *other = pano_json_get(b, a->u.items.keys[i]);
-            if (!other || !json_equal(a->u.items.values[i], other))
+        for (size_t i = 0; i < pano_json_len(a); i++) {
+            const pano_json *other = pano_json_get(b, pano_json_key_at(a, i));
+            if (!other || !json_equal(pano_json_at(a, i), other))
                 return false;
         }
         return true;
@@ -905,8 +905,8 @@ static bool check_object(const pano_schema *s, const pano_json *v, vctx *c)
         memset(seen, 0, (words <= 16 ? words : 0) * sizeof *seen);
     }
     bool ok = true;
-    for (size_t i = 0; i < v->u.items.len && ok; i++) {
-        const char *key = v->u.items.keys[i];
+    for (size_t i = 0; i < pano_json_len(v) && ok; i++) {
+        const char *key = pano_json_key_at(v, i);
         size_t at = s->n_names ? find_name(s, key, hash_key(key)) : SIZE_MAX;
         const pano_schema *p = NULL;
         if (at != SIZE_MAX) {
@@ -920,7 +920,7 @@ static bool check_object(const pano_schema *s, const pano_json *v, vctx *c)
         if (!p)
             continue;
         size_t saved = push_key(c, key);
-        ok = check(p, v->u.items.values[i], c);
+        ok = check(p, pano_json_at(v, i), c);
         if (!ok && p->is_false && p == s->additional) {
             describe(c, what, sizeof what);
             fail(c, "unexpected field %s", what);
@@ -971,8 +971,8 @@ static bool check(const pano_schema *s, const pano_json *v, vctx *c)
             goto out;
     if (s->enum_values) {
         bool found = false;
-        for (size_t i = 0; i < s->enum_values->u.items.len && !found; i++)
-            found = json_equal(v, s->enum_values->u.items.values[i]);
+        for (size_t i = 0; i < pano_json_len(s->enum_values) && !found; i++)
+            found = json_equal(v, pano_json_at(s->enum_values, i));
         if (!found) {
             describe(c, what, sizeof what);
             char list[200];
@@ -1046,7 +1046,7 @@ static bool check(const pano_schema *s, const pano_json *v, vctx *c)
         }
     }
     if (v->type == PANO_JSON_ARRAY) {
-        size_t n = v->u.items.len;
+        size_t n = pano_json_len(v);
         if (s->has_min_items && (int64_t)n < s->min_items) {
             describe(c, what, sizeof what);
             fail(c, "%s must have at least %lld items", what, (long long)s->min_items);
@@ -1060,7 +1060,7 @@ static bool check(const pano_schema *s, const pano_json *v, vctx *c)
         if (s->items)
             for (size_t i = 0; i < n; i++) {
                 size_t saved = push_index(c, i);
-                bool item_ok = check(s->items, v->u.items.values[i], c);
+                bool item_ok = check(s->items, pano_json_at(v, i), c);
                 pop(c, saved);
                 if (!item_ok)
                     goto out;

@@ -178,8 +178,6 @@ static int64_t filter_count(const pano_json *aggs, const char *name)
 static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *err,
                         size_t errlen)
 {
-    static const char *const all[] = {"kickstart", "samples", "stampede", "darshan",
-                                      "transfer",  "custom",  "other",    NULL};
     pano_json *filter, *body = store_body(out->wf_uuid, &filter);
     pano_json *aggs = pano_json_set_object(body, "aggs");
     store_span_aggs(aggs);
@@ -206,7 +204,7 @@ static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *
     pano_json_set(top, "sort", store_literal("[{\"ts\":\"desc\"}]"));
     pano_json_set(aggs, "xwf_end", end);
 
-    pano_json *answer = store_search(q, out, all, body, err, errlen);
+    pano_json *answer = store_search(q, out, STORE_EVENT_STREAMS, body, err, errlen);
     if (!answer)
         return -1;
     const pano_json *a = pano_json_get(answer, "aggregations");
@@ -215,9 +213,9 @@ static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *
     out->stored_to = store_value(a, "last", 0);
     char buf[512] = "";
     for (size_t i = 0; i < 2 && !buf[0]; i++) {
-        const pano_json *buckets = pano_json_get(store_agg(a, label_fields[i]), "buckets");
-        if (buckets && buckets->type == PANO_JSON_ARRAY && buckets->u.items.len > 0)
-            store_str(buckets->u.items.values[0], "key", buf, sizeof buf);
+        const pano_json *buckets = pano_json_get_array(store_agg(a, label_fields[i]), "buckets");
+        if (pano_json_len(buckets) > 0)
+            store_str(pano_json_at(buckets, 0), "key", buf, sizeof buf);
     }
     out->wf_label = pano_strdup(buf);
     counts->monitor_events = filter_count(a, "monitor");

@@ -541,11 +541,11 @@ static int cmd_job(opts *o, const char *uuid, const char *id)
         printf("%-16s %s\n", "written", fmt_bytes(b, sizeof b, (double)j->bytes_written, o->tsv));
         printf("%-16s %lld every %s\n", "samples", (long long)j->samples,
                fmt_seconds(b, sizeof b, j->interval > 0 ? j->interval : NAN, false));
-        printf("\n%zu event(s) beside its samples:\n", events->u.items.len);
+        printf("\n%zu event(s) beside its samples:\n", pano_json_len(events));
         static const table_column cols[] = {{"TIME", false}, {"EVENT", false}, {"WHAT", false}};
         table *t = table_new(cols, 3);
-        for (size_t i = 0; i < events->u.items.len; i++) {
-            const pano_json *e = events->u.items.values[i];
+        for (size_t i = 0; i < pano_json_len(events); i++) {
+            const pano_json *e = pano_json_at(events, i);
             double ts = 0;
             pano_json_get_number(e, "ts", &ts);
             char what[256] = "", v[64];
@@ -666,13 +666,13 @@ static pano_json *alert_event(pano_source *src, const pano_jobs *jobs, const pan
         pano_json_set_str(ev, "site", j->site);
     /* the fields of alert.schema.json */
     pano_json *doc = pano_anomalies_to_json(a, 1);
-    pano_json *fields = doc->u.items.values[0];
-    for (size_t i = 0; i < fields->u.items.len; i++) {
-        const char *k = fields->u.items.keys[i];
-        if (strcmp(k, "transformation") == 0 || fields->u.items.values[i]->type == PANO_JSON_NULL)
+    pano_json *fields = pano_json_at(doc, 0);
+    for (size_t i = 0; i < pano_json_len(fields); i++) {
+        const char *k = pano_json_key_at(fields, i);
+        const pano_json *v = pano_json_at(fields, i);
+        if (strcmp(k, "transformation") == 0 || v->type == PANO_JSON_NULL)
             continue;
-        pano_json_set(ev, strcmp(k, "host") == 0 ? "job_host" : k,
-                      pano_json_clone(fields->u.items.values[i]));
+        pano_json_set(ev, strcmp(k, "host") == 0 ? "job_host" : k, pano_json_clone(v));
     }
     if (a->kind == PANO_ANOMALY_FAILED)
         pano_json_set_int(ev, "exitcode", j->exitcode);

@@ -356,11 +356,11 @@ static int fetch_runs(pano_query *q, const char *uuid, pdag **out, size_t *n, ch
     if (!answer)
         return -1;
     const pano_json *buckets =
-        pano_json_get(store_agg(pano_json_get(answer, "aggregations"), "wf"), "buckets");
-    *n = buckets && buckets->type == PANO_JSON_ARRAY ? buckets->u.items.len : 0;
+        pano_json_get_array(store_agg(pano_json_get(answer, "aggregations"), "wf"), "buckets");
+    *n = pano_json_len(buckets);
     *out = pano_calloc(*n ? *n : 1, sizeof **out);
     for (size_t i = 0; i < *n; i++) {
-        const pano_json *b = buckets->u.items.values[i];
+        const pano_json *b = pano_json_at(buckets, i);
         pdag *d = &(*out)[i];
         store_str(b, "key", d->wf, sizeof d->wf);
         const pano_json *start = store_agg(b, "start"), *end = store_agg(b, "end");

@@ -117,9 +117,9 @@ static double bucket_sum(const pano_json *bucket, const pano_metric_info *m)
 
 static void add_bucket_values(buckets *b, const pano_json *hist, const pano_metric_info *m)
 {
-    const pano_json *list = hist ? pano_json_get(hist, "buckets") : NULL;
-    for (size_t i = 0; list && i < list->u.items.len; i++) {
-        const pano_json *bk = list->u.items.values[i];
+    const pano_json *list = pano_json_get_array(hist, "buckets");
+    for (size_t i = 0; i < pano_json_len(list); i++) {
+        const pano_json *bk = pano_json_at(list, i);
         double key = store_num(bk, "key", NAN);
         if (!isnan(key))
             b->sum[bucket_of(b, key / 1000)] += bucket_sum(bk, m);
@@ -140,10 +140,10 @@ static void on_raw_run(const pano_json *run_bucket, void *user)
     buckets *b = c->b;
     for (size_t i = 0; i < b->n; i++)
         c->run[i] = NAN;
-    const pano_json *list = pano_json_get(store_agg(run_bucket, "t"), "buckets");
+    const pano_json *list = pano_json_get_array(store_agg(run_bucket, "t"), "buckets");
     size_t last = 0;
-    for (size_t i = 0; list && i < list->u.items.len; i++) {
-        const pano_json *bk = list->u.items.values[i];
+    for (size_t i = 0; i < pano_json_len(list); i++) {
+        const pano_json *bk = pano_json_at(list, i);
         const pano_json *doc = store_top_hit(bk, "last");
         double key = store_num(bk, "key", NAN);
         if (!doc || isnan(key))

@@ -43,9 +43,16 @@ static void append_stream(pano_buf *path, const pano_query *q, const pano_jobs *
  * UUID, or for every workflow (jobs NULL): see store_search in store.h. */
 static char *search_path(const pano_query *q, const pano_jobs *jobs, const char *const *streams)
 {
+    size_t n = 0;
+    if (streams == STORE_EVENT_STREAMS) {
+        streams = pano_streams;
+        n = PANO_N_EVENT_STREAMS;
+    } else
+        while (streams[n])
+            n++;
     pano_buf path = {0};
     pano_buf_append_str(&path, "/");
-    for (size_t i = 0; streams[i]; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (i)
             pano_buf_append_str(&path, ",");
         append_stream(&path, q, jobs, streams[i]);
@@ -170,10 +177,10 @@ void store_span_read(const pano_json *aggs, double *first, double *last)
 static void error_reason(const pano_json *answer, char *out, size_t size)
 {
     const pano_json *e = answer ? pano_json_get(answer, "error") : NULL;
-    const pano_json *rc = e ? pano_json_get(e, "root_cause") : NULL;
+    const pano_json *rc = pano_json_get_array(e, "root_cause");
     const char *reason = NULL;
-    if (rc && rc->type == PANO_JSON_ARRAY && rc->u.items.len > 0)
-        reason = pano_json_get_str(rc->u.items.values[0], "reason");
+    if (pano_json_len(rc) > 0)
+        reason = pano_json_get_str(pano_json_at(rc, 0), "reason");
     if (!reason && e)
         reason = pano_json_get_str(e, "reason");
     snprintf(out, size, "%s", reason ? reason : "no reason given");
@@ -257,10 +264,10 @@ int store_composite_each(pano_query *q, const pano_jobs *jobs, const char *const
             break;
         }
         const pano_json *agg = store_agg(pano_json_get(answer, "aggregations"), name);
-        const pano_json *buckets = agg ? pano_json_get(agg, "buckets") : NULL;
-        size_t n = buckets && buckets->type == PANO_JSON_ARRAY ? buckets->u.items.len : 0;
+        const pano_json *buckets = pano_json_get_array(agg, "buckets");
+        size_t n = pano_json_len(buckets);
         for (size_t i = 0; i < n; i++)
-            each(buckets->u.items.values[i], user);
+            each(pano_json_at(buckets, i), user);
         const pano_json *after = agg ? pano_json_get(agg, "after_key") : NULL;
         if (n == 0 || !after) {
             rc = 0;
@@ -301,10 +308,10 @@ double store_value(const pano_json *aggs, const char *name, double missing)
 const pano_json *store_top_hit(const pano_json *aggs, const char *name)
 {
     const pano_json *a = store_agg(aggs, name);
-    const pano_json *hits = a ? pano_json_get(pano_json_get(a, "hits"), "hits") : NULL;
-    if (!hits || hits->type != PANO_JSON_ARRAY || hits->u.items.len == 0)
+    const pano_json *hits = pano_json_get_array(pano_json_get(a, "hits"), "hits");
+    if (pano_json_len(hits) == 0)
         return NULL;
-    return pano_json_get(hits->u.items.values[0], "_source");
+    return pano_json_get(pano_json_at(hits, 0), "_source");
 }
 
 const char *store_str(const pano_json *doc, const char *field, char *buf, size_t size)

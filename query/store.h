@@ -58,7 +58,8 @@ pano_json *store_run_filter(const pano_job *j);
 void store_add_published_by(pano_json *filter, const pano_jobs *jobs, const pano_job *job);
 
 /* store_search and store_composite_each search the given streams
- * (NULL-terminated, e.g. {"kickstart", "samples", NULL}) of one workflow,
+ * (NULL-terminated, e.g. {"kickstart", "samples", NULL}; STORE_EVENT_STREAMS:
+ * the PANO_N_EVENT_STREAMS streams of pano_streams) of one workflow,
  * routed by its UUID, or of every workflow (jobs NULL). Once the workflow's
  * span is known (jobs->stored_from, set by the first request) only the
  * partitions of that span (partition.h) are named, else every partition of
@@ -67,6 +68,7 @@ void store_add_published_by(pano_json *filter, const pano_jobs *jobs, const pano
  *
  * The parsed answer, or NULL with a message in err (no answer, or an error
  * status with Elasticsearch's reason). */
+#define STORE_EVENT_STREAMS NULL
 pano_json *store_search(pano_query *q, const pano_jobs *jobs, const char *const *streams,
                         pano_json *body, char *err, size_t errlen);
 

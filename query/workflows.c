@@ -15,9 +15,6 @@
 /* A workflow with runs still open and nothing new for this long is stalled. */
 #define STALLED_AFTER 120.0
 
-static const char *const all_streams[] = {"kickstart", "samples", "stampede", "darshan",
-                                          "transfer",  "custom",  "other",    NULL};
-
 static int64_t count_of(const pano_json *aggs, const char *name)
 {
     int64_t n = 0;
@@ -63,24 +60,25 @@ int pano_query_workflows(pano_query *q, double since, size_t limit, double now,
     pano_json_set(sub, "xwf_end", xwf);
     pano_json_set(sub, "monitord", store_filter_agg(store_prefix("event", "stampede.job_inst."), &a));
 
-    pano_json *answer = store_search(q, NULL, all_streams, body, err, errlen);
+    pano_json *answer = store_search(q, NULL, STORE_EVENT_STREAMS, body, err, errlen);
     if (!answer)
         return -1;
     const pano_json *buckets =
-        pano_json_get(store_agg(pano_json_get(answer, "aggregations"), "wf"), "buckets");
-    size_t count = buckets && buckets->type == PANO_JSON_ARRAY ? buckets->u.items.len : 0;
+        pano_json_get_array(store_agg(pano_json_get(answer, "aggregations"), "wf"), "buckets");
+    size_t count = pano_json_len(buckets);
     *out = pano_calloc(count ? count : 1, sizeof **out);
     for (size_t i = 0; i < count; i++) {
-        const pano_json *b = buckets->u.items.values[i];
+        const pano_json *b = pano_json_at(buckets, i);
         pano_workflow *w = &(*out)[*n];
         char buf[512];
         if (!pano_wf_uuid_normalize(store_str(b, "key", buf, sizeof buf), w->wf_uuid))
             continue; /* the fallback index's strays */
         buf[0] = '\0';
         for (size_t l = 0; l < 2 && !buf[0]; l++) {
-            const pano_json *labels = pano_json_get(store_agg(b, label_fields[l]), "buckets");
-            if (labels && labels->type == PANO_JSON_ARRAY && labels->u.items.len > 0)
-                store_str(labels->u.items.values[0], "key", buf, sizeof buf);
+            const pano_json *labels =
+                pano_json_get_array(store_agg(b, label_fields[l]), "buckets");
+            if (pano_json_len(labels) > 0)
+                store_str(pano_json_at(labels, 0), "key", buf, sizeof buf);
         }
         w->wf_label = pano_strdup(buf);
         store_span_read(b, &w->first_event, &w->last_event);
@@ -124,10 +122,9 @@ pano_json *pano_query_job_start(pano_query *q, const pano_jobs *jobs, const pano
     pano_json *answer = store_search(q, jobs, fam, body, err, errlen);
     if (!answer)
         return NULL;
-    const pano_json *hits = pano_json_get(pano_json_get(answer, "hits"), "hits");
-    const pano_json *src = hits && hits->type == PANO_JSON_ARRAY && hits->u.items.len
-                               ? pano_json_get(hits->u.items.values[0], "_source")
-                               : NULL;
+    const pano_json *hits = pano_json_get_array(pano_json_get(answer, "hits"), "hits");
+    const pano_json *src =
+        pano_json_len(hits) > 0 ? pano_json_get(pano_json_at(hits, 0), "_source") : NULL;
     pano_json *start = src ? pano_json_clone(src) : pano_json_null();
     pano_json_free(answer);
     return start;
@@ -147,9 +144,9 @@ pano_json *pano_query_job_events(pano_query *q, const pano_jobs *jobs, const pan
     if (!answer)
         return NULL;
     pano_json *events = pano_json_array();
-    const pano_json *hits = pano_json_get(pano_json_get(answer, "hits"), "hits");
-    for (size_t i = 0; hits && hits->type == PANO_JSON_ARRAY && i < hits->u.items.len; i++) {
-        const pano_json *src = pano_json_get(hits->u.items.values[i], "_source");
+    const pano_json *hits = pano_json_get_array(pano_json_get(answer, "hits"), "hits");
+    for (size_t i = 0; i < pano_json_len(hits); i++) {
+        const pano_json *src = pano_json_get(pano_json_at(hits, i), "_source");
         if (src)
             pano_json_append(events, pano_json_clone(src));
     }

@@ -207,15 +207,15 @@ size_t pano_payload_events(pano_source *src, const char *stream, pano_payload_st
         error_event(src, stream, why, name, block, size, emit, user);
         goto done;
     }
-    items = pano_json_get(doc, "payload");
-    if (!items || items->type != PANO_JSON_ARRAY) {
+    items = pano_json_get_array(doc, "payload");
+    if (!items) {
         error_event(src, stream, "no \"payload\" array", name, block, size, emit, user);
         goto done;
     }
     if (pano_json_get_number(doc, "ts", &ts) && !(ts > 0 && ts < 1e11))
         ts = 0;
-    for (size_t i = 0; i < items->u.items.len; i++) {
-        pano_json *item = items->u.items.values[i];
+    for (size_t i = 0; i < pano_json_len(items); i++) {
+        pano_json *item = pano_json_at(items, i);
         if (item->type != PANO_JSON_OBJECT) {
             snprintf(why, sizeof why, "item %zu of \"payload\" is not an object", i);
             error_event(src, stream, why, name, block, size, emit, user);
@@ -225,11 +225,11 @@ size_t pano_payload_events(pano_source *src, const char *stream, pano_payload_st
         if (ts > 0)
             pano_json_set_double(ev, "ts", ts, 6);
         pano_json_set_str(ev, "monitoring_event", name);
-        for (size_t k = 0; k < item->u.items.len; k++) {
-            const char *key = item->u.items.keys[k];
+        for (size_t k = 0; k < pano_json_len(item); k++) {
+            const char *key = pano_json_key_at(item, k);
             if (strcmp(key, "monitoring_event") == 0)
                 continue;
-            pano_json *value = pano_json_clone(item->u.items.values[k]);
+            pano_json *value = pano_json_clone(pano_json_at(item, k));
             if (pano_event_is_envelope_key(key)) {
                 /* The envelope is the monitor's; the item's value is kept. */
                 char *renamed = pano_asprintf("payload_%s", key);

@@ -221,11 +221,11 @@ bool pano_globus_progress(const char *details, pano_json *event)
 static pano_json *convert_event(const pano_json *in)
 {
     pano_json *ev = pano_json_object();
-    for (size_t i = 0; i < in->u.items.len; i++) {
-        const char *k = in->u.items.keys[i];
+    for (size_t i = 0; i < pano_json_len(in); i++) {
+        const char *k = pano_json_key_at(in, i);
         if (strcmp(k, "DATA_TYPE") == 0)
             continue;
-        pano_json_set(ev, k, pano_json_clone(in->u.items.values[i]));
+        pano_json_set(ev, k, pano_json_clone(pano_json_at(in, i)));
     }
     double t;
     if (pano_globus_time(pano_json_get_str(in, "time"), &t))
@@ -240,6 +240,12 @@ static double event_ts(const pano_json *ev)
 {
     double t;
     return pano_json_get_number(ev, "ts", &t) ? t : 0;
+}
+
+static int by_ts(const pano_json *a, const pano_json *b)
+{
+    double ta = event_ts(a), tb = event_ts(b);
+    return (ta > tb) - (ta < tb);
 }
 
 /* Append the events of list (an array, or an event_list document) to the
@@ -261,26 +267,16 @@ static int add_events(pano_json *body, const pano_json *list, char *err, size_t 
     pano_json *events = pano_json_get(body, "transfer_events");
     if (!events)
         events = pano_json_set_array(body, "transfer_events");
-    for (size_t i = 0; i < list->u.items.len; i++) {
-        const pano_json *e = list->u.items.values[i];
+    for (size_t i = 0; i < pano_json_len(list); i++) {
+        const pano_json *e = pano_json_at(list, i);
         if (e->type != PANO_JSON_OBJECT) {
             snprintf(err, errlen, "task event %zu is not an object", i + 1);
             return -1;
         }
         pano_json_append(events, convert_event(e));
     }
-    /* Stable insertion sort by time: the API lists the newest first. */
-    pano_json **v = events->u.items.values;
-    for (size_t i = 1; i < events->u.items.len; i++) {
-        pano_json *x = v[i];
-        double t = event_ts(x);
-        size_t j = i;
-        while (j > 0 && event_ts(v[j - 1]) > t) {
-            v[j] = v[j - 1];
-            j--;
-        }
-        v[j] = x;
-    }
+    /* The API lists the newest first. */
+    pano_json_sort(events, by_ts);
     return 0;
 }
 
@@ -293,9 +289,9 @@ static bool is_events_key(const char *k)
 static pano_json *convert_task(const pano_json *task, char *err, size_t errlen)
 {
     pano_json *body = pano_json_object();
-    for (size_t i = 0; i < task->u.items.len; i++) {
-        const char *k = task->u.items.keys[i];
-        const pano_json *v = task->u.items.values[i];
+    for (size_t i = 0; i < pano_json_len(task); i++) {
+        const char *k = pano_json_key_at(task, i);
+        const pano_json *v = pano_json_at(task, i);
         if (strcmp(k, "DATA_TYPE") == 0 || strcmp(k, "event_link") == 0 || is_events_key(k))
             continue;
         if (strcmp(k, "status") == 0) {
@@ -310,9 +306,9 @@ static pano_json *convert_task(const pano_json *task, char *err, size_t errlen)
         }
         pano_json_set(body, k, pano_json_clone(v));
     }
-    for (size_t i = 0; i < task->u.items.len; i++)
-        if (is_events_key(task->u.items.keys[i]) &&
-            add_events(body, task->u.items.values[i], err, errlen) < 0) {
+    for (size_t i = 0; i < pano_json_len(task); i++)
+        if (is_events_key(pano_json_key_at(task, i)) &&
+            add_events(body, pano_json_at(task, i), err, errlen) < 0) {
             pano_json_free(body);
             return NULL;
         }
@@ -341,9 +337,9 @@ static int handle_doc(const pano_json *doc, pano_json *bodies, int depth, char *
                       size_t errlen)
 {
     if (doc->type == PANO_JSON_ARRAY && depth == 0) {
-        for (size_t i = 0; i < doc->u.items.len; i++) {
+        for (size_t i = 0; i < pano_json_len(doc); i++) {
             char why[400];
-            if (handle_doc(doc->u.items.values[i], bodies, depth + 1, why, sizeof why) < 0) {
+            if (handle_doc(pano_json_at(doc, i), bodies, depth + 1, why, sizeof why) < 0) {
                 snprintf(err, errlen, "element %zu: %.300s", i + 1, why);
                 return -1;
             }
@@ -356,20 +352,20 @@ static int handle_doc(const pano_json *doc, pano_json *bodies, int depth, char *
     }
     const char *type = pano_json_get_str(doc, "DATA_TYPE");
     if (type && strcmp(type, "task_list") == 0) {
-        const pano_json *data = pano_json_get(doc, "DATA");
-        if (!data || data->type != PANO_JSON_ARRAY) {
+        const pano_json *data = pano_json_get_array(doc, "DATA");
+        if (!data) {
             snprintf(err, errlen, "a task_list without a DATA list");
             return -1;
         }
         return handle_doc(data, bodies, 0, err, errlen);
     }
     if (type && strcmp(type, "event_list") == 0) {
-        size_t n = bodies->u.items.len;
+        size_t n = pano_json_len(bodies);
         if (n == 0) {
             snprintf(err, errlen, "an event_list with no task document before it");
             return -1;
         }
-        return add_events(bodies->u.items.values[n - 1], doc, err, errlen);
+        return add_events(pano_json_at(bodies, n - 1), doc, err, errlen);
     }
     if (!is_task(doc)) {
         snprintf(err, errlen, "not a Globus task (no task_id%s%s)", type ? ", DATA_TYPE " : "",
@@ -395,7 +391,7 @@ long pano_globus_parse(const char *text, size_t len, pano_json *bodies, char *er
     }
     if (validate(text, len, err, errlen) < 0)
         return -1;
-    size_t before = bodies->u.items.len;
+    size_t before = pano_json_len(bodies);
     const char *p = text, *end = text + len;
     int docs = 0;
     for (;;) {
@@ -417,9 +413,7 @@ long pano_globus_parse(const char *text, size_t len, pano_json *bodies, char *er
         pano_json_free(doc);
         if (rc < 0) {
             snprintf(err, errlen, "document at line %zu, column %zu: %.300s", line, col, why);
-            /* all or nothing */
-            while (bodies->u.items.len > before)
-                pano_json_free(bodies->u.items.values[--bodies->u.items.len]);
+            pano_json_truncate(bodies, before); /* all or nothing */
             return -1;
         }
         p = e;
@@ -428,5 +422,5 @@ long pano_globus_parse(const char *text, size_t len, pano_json *bodies, char *er
         snprintf(err, errlen, "no JSON document in the input");
         return -1;
     }
-    return (long)(bodies->u.items.len - before);
+    return (long)(pano_json_len(bodies) - before);
 }

@@ -427,8 +427,8 @@ static int do_globus(pano_config *cfg, const cmd_options *co, int argc, char **a
         pano_json_free(bodies);
         return 2;
     }
-    for (size_t i = 0; i < bodies->u.items.len; i++) {
-        const pano_json *b = bodies->u.items.values[i];
+    for (size_t i = 0; i < pano_json_len(bodies); i++) {
+        const pano_json *b = pano_json_at(bodies, i);
         pano_json *ev = pano_event_new(out.source, "transfer.inv.go");
         /* task_id is the Globus task's here, as in Panorama; the Pegasus task
          * id, if any, moves aside. */
@@ -437,13 +437,13 @@ static int do_globus(pano_config *cfg, const cmd_options *co, int argc, char **a
             pano_json_set_str(ev, "pegasus_task_id", pegasus_task);
             pano_json_remove(ev, "task_id");
         }
-        for (size_t k = 0; k < b->u.items.len; k++) {
-            const char *key = b->u.items.keys[k];
+        for (size_t k = 0; k < pano_json_len(b); k++) {
+            const char *key = pano_json_key_at(b, k);
             bool clash = false;
             for (const char *const *e = envelope_keys; *e; e++)
                 clash |= strcmp(*e, key) == 0;
             char *name = clash ? pano_asprintf("globus_%s", key) : pano_strdup(key);
-            pano_json_set(ev, name, pano_json_clone(b->u.items.values[k]));
+            pano_json_set(ev, name, pano_json_clone(pano_json_at(b, k)));
             free(name);
         }
         emit(&out, ev);

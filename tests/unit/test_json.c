@@ -293,13 +293,13 @@ START_TEST(parse_repairs_strings_unless_raw)
     char err[256];
     pano_json *v = parse(text);
     ck_assert_ptr_nonnull(v);
-    ck_assert_str_eq(v->u.items.values[0]->u.string.text, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDx");
+    ck_assert_str_eq(pano_json_at(v, 0)->u.string.text, "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDx");
     pano_json_free(v);
     pano_json_parse_options raw = {.raw_strings = true};
     v = pano_json_parse_with(text, strlen(text), &raw, err, sizeof err);
     ck_assert_ptr_nonnull(v);
-    ck_assert_str_eq(v->u.items.values[0]->u.string.text, "\xED\xB0\x80x");
-    ck_assert_uint_eq(v->u.items.values[0]->u.string.len, 4);
+    ck_assert_str_eq(pano_json_at(v, 0)->u.string.text, "\xED\xB0\x80x");
+    ck_assert_uint_eq(pano_json_at(v, 0)->u.string.len, 4);
     pano_json_free(v);
 }
 END_TEST
@@ -351,12 +351,12 @@ START_TEST(arena_parse_rejects_duplicate_keys)
     pano_arena_reset(&a);
     pano_json *v = pano_json_parse_with(text, strlen(text), &o, err, sizeof err);
     ck_assert_msg(v != NULL, "%s", err);
-    ck_assert_uint_eq(v->u.items.len, 301);
+    ck_assert_uint_eq(pano_json_len(v), 301);
     free(text);
     /* On the heap without the option, the last value wins. */
     text = many_keys(300, 150);
     v = parse(text);
-    ck_assert_uint_eq(v->u.items.len, 300);
+    ck_assert_uint_eq(pano_json_len(v), 300);
     int64_t k150;
     ck_assert(pano_json_get_int(v, "k150", &k150) && k150 == -1);
     pano_json_free(v);
@@ -408,7 +408,7 @@ START_TEST(arena_reset_reuses_memory)
         pano_arena_reset(&a);
         pano_json *v = pano_json_parse_with(big, strlen(big), &o, err, sizeof err);
         ck_assert_msg(v != NULL, "%s", err);
-        ck_assert_uint_eq(v->u.items.len, 2001);
+        ck_assert_uint_eq(pano_json_len(v), 2001);
         pano_arena_reset(&a);
         v = pano_json_parse_with(doc, strlen(doc), &o, err, sizeof err);
         ck_assert_ptr_eq(v, first);
@@ -454,6 +454,88 @@ END_TEST
 
 /* Numbers are read exactly as strtoll (when in range) and strtod read them,
  * fast paths included. */
+START_TEST(walks_arrays_and_objects_in_order)
+{
+    pano_json *empty = pano_json_array();
+    ck_assert_uint_eq(pano_json_len(empty), 0);
+    pano_json_free(empty);
+    pano_json *o = parse("{\"b\":1,\"a\":[true,\"x\"],\"c\":null}");
+    ck_assert_uint_eq(pano_json_len(o), 3);
+    ck_assert_str_eq(pano_json_key_at(o, 0), "b");
+    ck_assert_str_eq(pano_json_key_at(o, 1), "a");
+    ck_assert_str_eq(pano_json_key_at(o, 2), "c");
+    ck_assert_int_eq(pano_json_at(o, 0)->u.integer, 1);
+    ck_assert_int_eq(pano_json_at(o, 2)->type, PANO_JSON_NULL);
+    const pano_json *a = pano_json_at(o, 1);
+    ck_assert_uint_eq(pano_json_len(a), 2);
+    ck_assert_int_eq(pano_json_at(a, 0)->type, PANO_JSON_BOOL);
+    ck_assert_str_eq(pano_json_at(a, 1)->u.string.text, "x");
+    /* neither an array nor an object: nothing to walk */
+    ck_assert_uint_eq(pano_json_len(pano_json_at(o, 0)), 0);
+    ck_assert_uint_eq(pano_json_len(pano_json_at(a, 1)), 0);
+    ck_assert_uint_eq(pano_json_len(NULL), 0);
+    pano_json_free(o);
+}
+END_TEST
+
+START_TEST(get_array_only_finds_arrays)
+{
+    pano_json *o = parse("{\"list\":[1],\"object\":{\"k\":[2]},\"text\":\"[]\"}");
+    const pano_json *list = pano_json_get_array(o, "list");
+    ck_assert_ptr_nonnull(list);
+    ck_assert_int_eq(pano_json_at(list, 0)->u.integer, 1);
+    ck_assert_ptr_null(pano_json_get_array(o, "object"));
+    ck_assert_ptr_null(pano_json_get_array(o, "text"));
+    ck_assert_ptr_null(pano_json_get_array(o, "missing"));
+    ck_assert_ptr_null(pano_json_get_array(NULL, "list"));
+    ck_assert_ptr_null(pano_json_get_array(list, "list")); /* not an object */
+    pano_json_free(o);
+}
+END_TEST
+
+START_TEST(truncate_frees_the_tail)
+{
+    pano_json *a = parse("[\"a\",{\"b\":[1,2]},3]");
+    pano_json_truncate(a, 5);
+    ck_assert_uint_eq(pano_json_len(a), 3);
+    pano_json_truncate(a, 1); /* the sanitizer build sees a leak or a double free */
+    ck_assert_uint_eq(pano_json_len(a), 1);
+    ck_assert_str_eq(pano_json_at(a, 0)->u.string.text, "a");
+    pano_json_append(a, pano_json_int(4));
+    char *text = pano_json_serialize(a, NULL);
+    ck_assert_str_eq(text, "[\"a\",4]");
+    free(text);
+    pano_json_truncate(a, 0);
+    ck_assert_uint_eq(pano_json_len(a), 0);
+    pano_json_free(a);
+}
+END_TEST
+
+static int by_n(const pano_json *a, const pano_json *b)
+{
+    int64_t x = 0, y = 0;
+    pano_json_get_int(a, "n", &x);
+    pano_json_get_int(b, "n", &y);
+    return (x > y) - (x < y);
+}
+
+START_TEST(sort_is_stable)
+{
+    pano_json *a = parse("[{\"n\":3,\"id\":\"a\"},{\"n\":1,\"id\":\"b\"},{\"n\":3,\"id\":\"c\"},"
+                         "{\"n\":2,\"id\":\"d\"},{\"n\":1,\"id\":\"e\"}]");
+    pano_json_sort(a, by_n);
+    const char *order[] = {"b", "e", "d", "a", "c"};
+    ck_assert_uint_eq(pano_json_len(a), 5);
+    for (size_t i = 0; i < 5; i++)
+        ck_assert_str_eq(pano_json_get_str(pano_json_at(a, i), "id"), order[i]);
+    pano_json_free(a);
+    pano_json *empty = pano_json_array();
+    pano_json_sort(empty, by_n);
+    ck_assert_uint_eq(pano_json_len(empty), 0);
+    pano_json_free(empty);
+}
+END_TEST
+
 START_TEST(parse_reads_numbers_exactly)
 {
     pano_arena a;
@@ -530,6 +612,10 @@ int main(void)
     tcase_add_test(tc, arena_reset_reuses_memory);
     tcase_add_test(tc, arena_and_heap_trees_match);
     tcase_add_test(tc, parse_reads_numbers_exactly);
+    tcase_add_test(tc, walks_arrays_and_objects_in_order);
+    tcase_add_test(tc, get_array_only_finds_arrays);
+    tcase_add_test(tc, truncate_frees_the_tail);
+    tcase_add_test(tc, sort_is_stable);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }

@@ -152,8 +152,8 @@ START_TEST(stampede_fixtures)
             ck_assert_str_eq(pano_json_get_str(out, "wf_uuid"), xwf);
             ck_assert_uint_eq(strlen(pano_json_get_str(out, "event_id")), 32);
             /* every original field is still there, with its value */
-            for (size_t i = 0; i < in->u.items.len; i++) {
-                const char *k = in->u.items.keys[i];
+            for (size_t i = 0; i < pano_json_len(in); i++) {
+                const char *k = pano_json_key_at(in, i);
                 if (!strstr(k, "__"))
                     ck_assert_msg(pano_json_get(out, k) != NULL, "%s lost %s", e->d_name, k);
             }

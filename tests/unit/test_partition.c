@@ -1,6 +1,7 @@
 /* Time partitions, streams and their policies (lib/partition.h), and
  * durations (lib/config.h). */
 #include "config.h"
+#include "event.h"
 #include "partition.h"
 #include "testutil.h"
 
@@ -64,6 +65,21 @@ START_TEST(streams)
     ck_assert_int_eq(pano_stream_index("dead-letter"), PANO_STREAM_DEAD_LETTER);
     ck_assert_int_eq(pano_stream_index("unassigned"), PANO_STREAM_UNASSIGNED);
     ck_assert_int_eq(pano_stream_index("nope"), -1);
+}
+END_TEST
+
+/* Every stream an event is stored in (its family, or samples) is one of the
+ * first PANO_N_EVENT_STREAMS, and each of those is one. */
+START_TEST(event_streams_come_first)
+{
+    size_t n = 0;
+    for (const char *const *f = pano_event_families; *f; f++, n++) {
+        int i = pano_stream_index(*f);
+        ck_assert_msg(i >= 0 && i < PANO_N_EVENT_STREAMS, "%s is stream %d", *f, i);
+    }
+    int samples = pano_stream_index(pano_event_stream("kickstart.inv.online"));
+    ck_assert(samples >= 0 && samples < PANO_N_EVENT_STREAMS);
+    ck_assert_int_eq(n + 1, PANO_N_EVENT_STREAMS);
 }
 END_TEST
 
@@ -142,6 +158,7 @@ int main(void)
     tcase_add_test(tc, suffixes_and_bounds);
     tcase_add_test(tc, suffixes_parse_back);
     tcase_add_test(tc, streams);
+    tcase_add_test(tc, event_streams_come_first);
     tcase_add_test(tc, policies_from_the_keys);
     tcase_add_test(tc, expiry);
     tcase_add_test(tc, durations);

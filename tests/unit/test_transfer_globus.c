@@ -45,7 +45,7 @@ static double num(const pano_json *o, const char *key)
 START_TEST(succeeded_task)
 {
     pano_json *bodies = load("task-succeeded.json", 1);
-    pano_json *b = bodies->u.items.values[0];
+    pano_json *b = pano_json_at(bodies, 0);
     ck_assert_str_eq(pano_json_get_str(b, "task_id"), "0f6a3f29-5a2e-4d3c-9a4b-2b8f0c1d2e3f");
     ck_assert_str_eq(pano_json_get_str(b, "type"), "TRANSFER");
     ck_assert_str_eq(pano_json_get_str(b, "globus_status"), "SUCCEEDED");
@@ -70,7 +70,7 @@ END_TEST
 START_TEST(failed_task_with_events)
 {
     pano_json *bodies = load("task-failed-events.json", 1);
-    pano_json *b = bodies->u.items.values[0];
+    pano_json *b = pano_json_at(bodies, 0);
     int64_t i;
     ck_assert(pano_json_get_int(b, "status", &i) && i == 1);
     ck_assert_str_eq(pano_json_get_str(b, "globus_status"), "FAILED");
@@ -79,12 +79,12 @@ START_TEST(failed_task_with_events)
     ck_assert_ptr_null(pano_json_get(b, "task_event_list"));
     pano_json *ev = pano_json_get(b, "transfer_events");
     ck_assert_ptr_nonnull(ev);
-    ck_assert_uint_eq(ev->u.items.len, 3);
+    ck_assert_uint_eq(pano_json_len(ev), 3);
     /* oldest first */
-    ck_assert_str_eq(pano_json_get_str(ev->u.items.values[0], "code"), "STARTED");
-    ck_assert_str_eq(pano_json_get_str(ev->u.items.values[1], "code"), "PROGRESS");
-    ck_assert_str_eq(pano_json_get_str(ev->u.items.values[2], "code"), "FAULT");
-    pano_json *progress = ev->u.items.values[1];
+    ck_assert_str_eq(pano_json_get_str(pano_json_at(ev, 0), "code"), "STARTED");
+    ck_assert_str_eq(pano_json_get_str(pano_json_at(ev, 1), "code"), "PROGRESS");
+    ck_assert_str_eq(pano_json_get_str(pano_json_at(ev, 2), "code"), "FAULT");
+    pano_json *progress = pano_json_at(ev, 1);
     ck_assert(pano_json_get_int(progress, "bytes_transferred", &i) && i == 1048576);
     ck_assert(num(progress, "duration") == 68.0);
     ck_assert(fabs(num(progress, "mbps") - 0.12) < 1e-9);
@@ -92,8 +92,8 @@ START_TEST(failed_task_with_events)
     ck_assert_ptr_nonnull(strstr(pano_json_get_str(progress, "details"), "\"mbps\""));
     ck_assert(num(progress, "ts") == 1569970808.0);
     /* Only PROGRESS details are parsed into numbers. */
-    ck_assert_ptr_null(pano_json_get(ev->u.items.values[0], "duration"));
-    pano_json *fault = ev->u.items.values[2];
+    ck_assert_ptr_null(pano_json_get(pano_json_at(ev, 0), "duration"));
+    pano_json *fault = pano_json_at(ev, 2);
     ck_assert_int_eq(pano_json_get(fault, "is_error")->type, PANO_JSON_BOOL);
     ck_assert(pano_json_get(fault, "is_error")->u.boolean);
     pano_json_free(bodies);
@@ -103,18 +103,18 @@ END_TEST
 START_TEST(task_then_event_list)
 {
     pano_json *bodies = load("task-show-then-events.json", 1);
-    pano_json *b = bodies->u.items.values[0];
+    pano_json *b = pano_json_at(bodies, 0);
     pano_json *ev = pano_json_get(b, "transfer_events");
-    ck_assert_uint_eq(ev->u.items.len, 4);
+    ck_assert_uint_eq(pano_json_len(ev), 4);
     int64_t i;
     /* sorted: the three PROGRESS events in time order, SUCCEEDED last */
-    ck_assert(pano_json_get_int(ev->u.items.values[0], "bytes_transferred", &i) && i == 0);
-    ck_assert(pano_json_get_int(ev->u.items.values[1], "bytes_transferred", &i) &&
+    ck_assert(pano_json_get_int(pano_json_at(ev, 0), "bytes_transferred", &i) && i == 0);
+    ck_assert(pano_json_get_int(pano_json_at(ev, 1), "bytes_transferred", &i) &&
               i == 1073741824);
-    ck_assert(pano_json_get_int(ev->u.items.values[2], "bytes_transferred", &i) &&
+    ck_assert(pano_json_get_int(pano_json_at(ev, 2), "bytes_transferred", &i) &&
               i == 2147483648LL);
-    ck_assert(num(ev->u.items.values[2], "duration") == 200.5);
-    ck_assert_str_eq(pano_json_get_str(ev->u.items.values[3], "code"), "SUCCEEDED");
+    ck_assert(num(pano_json_at(ev, 2), "duration") == 200.5);
+    ck_assert_str_eq(pano_json_get_str(pano_json_at(ev, 3), "code"), "SUCCEEDED");
     ck_assert(fabs(num(b, "transfer_duration") - 300.25) < 1e-6);
     pano_json_free(bodies);
 }
@@ -123,11 +123,11 @@ END_TEST
 START_TEST(task_list)
 {
     pano_json *bodies = load("task-list.json", 2);
-    pano_json *active = bodies->u.items.values[0];
+    pano_json *active = pano_json_at(bodies, 0);
     ck_assert_str_eq(pano_json_get_str(active, "globus_status"), "ACTIVE");
     ck_assert_ptr_null(pano_json_get(active, "status")); /* not over yet */
     ck_assert_ptr_null(pano_json_get(active, "transfer_completion_time"));
-    ck_assert_str_eq(pano_json_get_str(bodies->u.items.values[1], "type"), "DELETE");
+    ck_assert_str_eq(pano_json_get_str(pano_json_at(bodies, 1), "type"), "DELETE");
     pano_json_free(bodies);
 }
 END_TEST
@@ -138,7 +138,7 @@ static void expect_error(const char *text, const char *expect)
     char err[512] = "";
     ck_assert_int_eq(pano_globus_parse(text, strlen(text), bodies, err, sizeof err), -1);
     ck_assert_msg(strstr(err, expect), "'%s' lacks '%s'", err, expect);
-    ck_assert_uint_eq(bodies->u.items.len, 0);
+    ck_assert_uint_eq(pano_json_len(bodies), 0);
     pano_json_free(bodies);
 }
 
