@@ -4,7 +4,7 @@
  * fast.
  */
 #include "query.h"
-#include "store.h"
+#include "store_es.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -15,7 +15,7 @@
 #include "event.h"
 #include "mem.h"
 #include "query.h"
-#include "store.h"
+#include "store_es.h"
 
 #include <math.h>
 #include <stdio.h>

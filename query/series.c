@@ -19,7 +19,7 @@
  */
 #include "mem.h"
 #include "query.h"
-#include "store.h"
+#include "store_es.h"
 
 #include <math.h>
 #include <stdio.h>

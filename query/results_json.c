@@ -1,5 +1,5 @@
 /*
- * json.c - the JSON forms of the query results, for pano-query --json and
+ * results_json.c - the JSON forms of the query results, for pano-query --json and
  * pano-explorer's API. Times are epoch seconds, durations seconds, memory
  * kB, I/O bytes; a value that is not known is null. Statistics carry
  * pegasus-statistics' names where pano computes the same figure.

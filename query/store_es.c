@@ -1,4 +1,4 @@
-#include "store.h"
+#include "store_es.h"
 
 #include "buf.h"
 #include "event.h"
@@ -40,7 +40,7 @@ static void append_stream(pano_buf *path, const pano_query *q, const pano_jobs *
 }
 
 /* The _search path over the given streams for one workflow, routed by its
- * UUID, or for every workflow (jobs NULL): see store_search in store.h. */
+ * UUID, or for every workflow (jobs NULL): see store_search in store_es.h. */
 static char *search_path(const pano_query *q, const pano_jobs *jobs, const char *const *streams)
 {
     size_t n = 0;

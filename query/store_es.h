@@ -1,13 +1,13 @@
 /*
- * store.h - how the query library asks Elasticsearch (internal).
+ * store_es.h - how the query library asks Elasticsearch (internal).
  *
  * One place knows how the indexer lays a workflow's events out, so that
  * every request is scoped the same way: the partitions of the streams
  * (partition.h) that hold the workflow's time span, routing = the wf_uuid
  * and a term on it.
  */
-#ifndef PANO_QUERY_STORE_H
-#define PANO_QUERY_STORE_H
+#ifndef PANO_QUERY_STORE_ES_H
+#define PANO_QUERY_STORE_ES_H
 
 #include "es.h"
 #include "json.h"
