@@ -142,8 +142,8 @@ static void declare_typed_queue(bridge *b, const char *name, bool passive, const
         {amqp_cstring_bytes("x-dead-letter-exchange"),
          {AMQP_FIELD_KIND_UTF8, {.bytes = amqp_cstring_bytes(dlx)}}},
     };
-    /* A classic queue is declared without x-queue-type, so one made by an
-     * earlier version (or by hand, Panorama's way) is accepted as it is. */
+    /* A classic queue is declared without x-queue-type, so an existing one
+     * declared without it (by hand, Panorama's way) is accepted as it is. */
     bool typed = strcmp(b->queue_type, "classic") != 0;
     amqp_table_t args = {(typed ? 1 : 0) + (*dlx ? 1 : 0), typed ? entries : entries + 1};
     amqp_queue_declare(connection(b), CHANNEL, amqp_cstring_bytes(name), passive, 1, 0, 0,

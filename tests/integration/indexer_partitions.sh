@@ -11,7 +11,7 @@
 #   kept 30 days, by day, here) goes to the dead-letter index with the reason;
 # - pano-indexer --retention --dry-run lists exactly the expired partitions
 #   and deletes nothing; --retention deletes them and nothing else (not the
-#   partitions kept forever, the unpartitioned index of earlier versions or
+#   partitions kept forever, an unpartitioned index (<prefix><stream>) or
 #   a name that only looks like a partition);
 # - a message pano-bridge dead-lettered (the dead-letter topic, with its
 #   headers) is in the dead-letter index once, with its reason and routing
@@ -143,7 +143,7 @@ es -X PUT "$ES/${P}stampede" -d '{"settings":{"number_of_replicas":0},"mappings"
 es -X PUT "$ES/${P}stampede/_doc/old-1?routing=$OLD&refresh=true" -d '{"event":"stampede.xwf.start","ts":1600000000,
     "event_id":"old-1","wf_uuid":"'"$OLD"'","@timestamp":"2020-09-13T12:26:40Z"}' >/dev/null || fail "cannot index an old document"
 "$PANO_BUILD/query/pano-query" status "$OLD" --json >"$TEST_DIR/old.json" 2>"$TEST_DIR/old.err" ||
-    fail "pano-query cannot read the earlier layout: $(cat "$TEST_DIR/old.err")"
+    fail "pano-query cannot read the unpartitioned layout: $(cat "$TEST_DIR/old.err")"
 jq -e '.first_event == 1600000000' "$TEST_DIR/old.json" >/dev/null || fail "old workflow: $(cat "$TEST_DIR/old.json")"
 log "an unpartitioned store: read by pano-query"
 
