@@ -607,9 +607,10 @@ static int cmd_series(opts *o, const char *uuid)
         snprintf(header, sizeof header, "%s (%s)", s.metric->name, s.metric->unit);
         table_column cols[] = {{"TIME", false}, {header, true}};
         table *t = table_new(cols, 2);
+        int decimals = time_decimals(s.step);
         for (size_t i = 0; i < s.n; i++) {
-            char a[32], b[32];
-            const char *row[] = {fmt_time(a, sizeof a, s.points[i].t, o->tsv),
+            char a[40], b[32];
+            const char *row[] = {fmt_time_fraction(a, sizeof a, s.points[i].t, o->tsv, decimals),
                                  fmt_number(b, sizeof b, s.points[i].value, 3)};
             table_row(t, row);
         }

@@ -126,18 +126,66 @@ static void add_bucket_values(buckets *b, const pano_json *hist, const pano_metr
     }
 }
 
+/* The runs whose samples came without delta, by "job host pid": their
+ * share of a gauge already ends after their last sample. */
+typedef struct {
+    char **keys; /* sorted once filled */
+    size_t n, cap;
+} run_set;
+
+static char *run_key(const char *job, const char *host, const char *pid)
+{
+    return pano_asprintf("%s\x1f%s\x1f%s", job ? job : "", host ? host : "", pid);
+}
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool run_set_has(const run_set *s, const pano_job *j)
+{
+    char pid[32];
+    snprintf(pid, sizeof pid, "%lld", (long long)j->pid);
+    char *key = run_key(j->dag_job_id, j->host, pid);
+    bool found = s->n && store_find(&key, s->keys, s->n, sizeof *s->keys, by_key) != NULL;
+    free(key);
+    return found;
+}
+
+static void run_set_free(run_set *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->keys[i]);
+    free(s->keys);
+    memset(s, 0, sizeof *s);
+}
+
 /* Runs of samples without delta: the last cumulative value per bucket, per
  * run, made into differences (counters) or carried forward (gauges). */
 typedef struct {
     buckets *b;
     const pano_metric_info *m;
-    double *run; /* per bucket, this run's last value (NAN: no sample) */
+    double *run;  /* per bucket, this run's last value (NAN: no sample) */
+    run_set *raw; /* the runs seen, when not NULL */
 } raw_ctx;
 
 static void on_raw_run(const pano_json *run_bucket, void *user)
 {
     raw_ctx *c = user;
     buckets *b = c->b;
+    if (c->raw) {
+        const pano_json *key = pano_json_get(run_bucket, "key");
+        char job[256], host[256], pid[32];
+        run_set *s = c->raw;
+        if (s->n == s->cap) {
+            s->cap = s->cap ? 2 * s->cap : 64;
+            s->keys = pano_reallocarray(s->keys, s->cap, sizeof *s->keys);
+        }
+        s->keys[s->n++] = run_key(store_str(key, "job", job, sizeof job),
+                                  store_str(key, "host", host, sizeof host),
+                                  store_str(key, "pid", pid, sizeof pid));
+    }
     for (size_t i = 0; i < b->n; i++)
         c->run[i] = NAN;
     const pano_json *list = pano_json_get_array(store_agg(run_bucket, "t"), "buckets");
@@ -168,7 +216,7 @@ static void on_raw_run(const pano_json *run_bucket, void *user)
 }
 
 static int ask_raw(pano_query *q, const pano_jobs *jobs, const pano_job *job, buckets *b,
-                   const pano_metric_info *m, char *err, size_t errlen)
+                   const pano_metric_info *m, run_set *raw, char *err, size_t errlen)
 {
     static const char *const fam[] = {"samples", NULL};
     pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
@@ -203,20 +251,25 @@ static int ask_raw(pano_query *q, const pano_jobs *jobs, const pano_job *job, bu
     pano_json *src = pano_json_set_array(top, "_source");
     for (size_t f = 0; f < 2 && m->fields[f]; f++)
         pano_json_append(src, pano_json_string(m->fields[f]));
-    raw_ctx ctx = {b, m, pano_calloc(b->n, sizeof(double))};
+    raw_ctx ctx = {b, m, pano_calloc(b->n, sizeof(double)), raw};
     int rc = store_composite_each(q, jobs, fam, body, "runs", on_raw_run, &ctx, err, errlen);
     free(ctx.run);
+    if (raw)
+        store_sort(raw->keys, raw->n, sizeof *raw->keys, by_key);
     return rc;
 }
 
-/* The gauges of lost runs: their share ends after their last sample. */
+/* The gauges of lost runs whose samples carry delta: their share ends after
+ * their last sample. (Nothing brings their deltas back to zero; the runs
+ * without delta, in raw, end there already.) */
 static void end_lost_runs(const pano_jobs *jobs, const pano_job *job, buckets *b,
-                          const pano_metric_info *m)
+                          const pano_metric_info *m, const run_set *raw)
 {
     static const char *const gauges[] = {"rss", "vm", "procs", "threads"};
     for (size_t i = 0; i < jobs->n; i++) {
         const pano_job *j = &jobs->jobs[i];
-        if (j->state != PANO_JOB_LOST || !j->from_monitor || (job && j != job))
+        if (j->state != PANO_JOB_LOST || !j->from_monitor || (job && j != job) ||
+            run_set_has(raw, j))
             continue;
         size_t k = bucket_of(b, j->last_seen) + 1;
         int64_t last[] = {j->rss, j->vm, j->procs, j->threads};
@@ -280,6 +333,7 @@ int pano_query_series_many(pano_query *q, const pano_jobs *jobs, const pano_job 
     pano_json *unused;
     pano_json_set(aggs, "without", store_filter_agg(none, &unused));
     pano_json *answer = store_search(q, jobs, fam, body, err, errlen);
+    run_set raw_runs = {0};
     int rc = -1;
     if (answer) {
         const pano_json *a = pano_json_get(answer, "aggregations");
@@ -290,8 +344,9 @@ int pano_query_series_many(pano_query *q, const pano_jobs *jobs, const pano_job 
         for (size_t i = 0; i < count && rc == 0; i++) {
             out[i].samples = delta + raw;
             add_bucket_values(&b[i], store_agg(store_agg(a, "with"), "t"), out[i].metric);
-            if (raw > 0) /* rare: Pegasus's own kickstart, a request per metric */
-                rc = ask_raw(q, jobs, job, &b[i], out[i].metric, err, errlen);
+            if (raw > 0) /* Pegasus's own kickstart: a request per metric */
+                rc = ask_raw(q, jobs, job, &b[i], out[i].metric, raw_runs.n ? NULL : &raw_runs,
+                             err, errlen);
         }
         pano_json_free(answer);
     }
@@ -299,7 +354,7 @@ int pano_query_series_many(pano_query *q, const pano_jobs *jobs, const pano_job 
         const pano_metric_info *m = out[i].metric;
         if (rc == 0) {
             if (!m->rate)
-                end_lost_runs(jobs, job, &b[i], m);
+                end_lost_runs(jobs, job, &b[i], m, &raw_runs);
             out[i].points = pano_calloc(b[i].n, sizeof *out[i].points);
             out[i].n = b[i].n;
             double level = 0;
@@ -312,6 +367,7 @@ int pano_query_series_many(pano_query *q, const pano_jobs *jobs, const pano_job 
         free(b[i].sum);
     }
     free(b);
+    run_set_free(&raw_runs);
     return rc;
 }
 

@@ -139,6 +139,11 @@ const char *fmt_bytes(char *buf, size_t size, double bytes, bool raw)
 
 const char *fmt_time(char *buf, size_t size, double epoch, bool raw)
 {
+    return fmt_time_fraction(buf, size, epoch, raw, 0);
+}
+
+const char *fmt_time_fraction(char *buf, size_t size, double epoch, bool raw, int decimals)
+{
     if (isnan(epoch) || epoch <= 0) {
         snprintf(buf, size, "-");
         return buf;
@@ -147,9 +152,28 @@ const char *fmt_time(char *buf, size_t size, double epoch, bool raw)
         snprintf(buf, size, "%.3f", epoch);
         return buf;
     }
-    time_t t = (time_t)epoch;
+    decimals = decimals < 0 ? 0 : decimals > 3 ? 3 : decimals;
+    double scale = pow(10, decimals);
+    /* truncated, as whole seconds are; the small addition makes up for
+     * the double's precision at today's epoch (about 0.2 us) */
+    double whole = floor(epoch), part = floor((epoch - whole) * scale + 1e-3);
+    if (part >= scale)
+        part = scale - 1;
+    time_t t = (time_t)whole;
     struct tm tm;
     localtime_r(&t, &tm);
-    strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
+    size_t n = strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
+    if (decimals > 0 && n > 0)
+        snprintf(buf + n, size - n, ".%0*.0f", decimals, part);
     return buf;
+}
+
+int time_decimals(double step)
+{
+    for (int d = 0; d < 3; d++) {
+        double scaled = step * pow(10, d);
+        if (fabs(scaled - round(scaled)) < 1e-6)
+            return d;
+    }
+    return 3;
 }

@@ -30,6 +30,11 @@ void table_free(table *t);
 const char *fmt_seconds(char *buf, size_t size, double s, bool raw);  /* 1h02m, 12.3 s */
 const char *fmt_bytes(char *buf, size_t size, double bytes, bool raw); /* 3.1 GiB */
 const char *fmt_time(char *buf, size_t size, double epoch, bool raw);  /* local 2026-11-25 12:37:40 */
+/* The same with decimals (0-3) digits of the second, truncated: 12:37:40.2 */
+const char *fmt_time_fraction(char *buf, size_t size, double epoch, bool raw, int decimals);
+/* The digits of the second that tell apart times step seconds apart (0 for
+ * whole seconds, 1 for 0.2 s, 2 for 0.05 s, at most 3). */
+int time_decimals(double step);
 const char *fmt_number(char *buf, size_t size, double v, int decimals);
 
 

@@ -231,12 +231,13 @@ int pano_local_sha256_file(const char *path, char out[65], char *err, size_t err
 static _Atomic int proc_fd_usable; /* 0 unknown, 1 yes, -1 no */
 static _Atomic int empty_path_usable = 1; /* linkat(AT_EMPTY_PATH) worked or not tried */
 
+void pano_local_use_named_temporaries(void) { atomic_store(&proc_fd_usable, -1); }
+
 static bool can_link_unnamed(void)
 {
     int v = atomic_load(&proc_fd_usable);
     if (v == 0) {
-        /* PANO_TRANSFER_NO_TMPFILE (tests): use named temporary files */
-        v = access("/proc/self/fd", X_OK) == 0 && !getenv("PANO_TRANSFER_NO_TMPFILE") ? 1 : -1;
+        v = access("/proc/self/fd", X_OK) == 0 ? 1 : -1;
         atomic_store(&proc_fd_usable, v);
     }
     return v > 0;

@@ -53,6 +53,11 @@ int pano_local_commit(int fd, const char *tmp, const char *dst);
  * a message. */
 int pano_local_sha256_fd(int fd, char out[65], char *err, size_t errlen);
 
+/* From now on, named temporary files even where unnamed ones (O_TMPFILE,
+ * linked through /proc/self/fd) work: the path taken where /proc is not
+ * mounted, for tests to reach it. */
+void pano_local_use_named_temporaries(void);
+
 /* Create a temporary file next to path (".NAME.pano-XXXXXX" in its
  * directory, creating missing directories) with the given mode less the
  * umask. Returns the descriptor and the name in *tmp, or -1 with errno set. */

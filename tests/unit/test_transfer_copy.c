@@ -154,16 +154,32 @@ END_TEST
  * its own process (Check forks), so the setting does not leak. */
 START_TEST(known_sizes_named_temp)
 {
-    setenv("PANO_TRANSFER_NO_TMPFILE", "1", 1);
+    pano_local_use_named_temporaries();
     known_sizes(false);
     known_sizes(true);
-    unsetenv("PANO_TRANSFER_NO_TMPFILE");
+}
+END_TEST
+
+/* Asked for, a new file is a named temporary next to its destination. */
+START_TEST(named_temporaries_when_asked)
+{
+    char *tmp = NULL;
+    pano_local_use_named_temporaries();
+    int fd = pano_local_create(path("named/out"), 0644, &tmp);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_ptr_nonnull(tmp);
+    ck_assert_msg(strstr(tmp, "/named/.out.pano-"), "%s", tmp);
+    ck_assert_int_eq(access(tmp, F_OK), 0);
+    ck_assert_int_eq(pano_local_commit(fd, tmp, path("named/out")), 0);
+    ck_assert_int_eq(access(path("named/out"), F_OK), 0);
+    close(fd);
+    free(tmp);
 }
 END_TEST
 
 START_TEST(failed_named_temp_leaves_nothing)
 {
-    setenv("PANO_TRANSFER_NO_TMPFILE", "1", 1);
+    pano_local_use_named_temporaries();
     char sha[65];
     make_file("src", 5000, sha);
     ck_assert_int_eq(mkdir(path("dst"), 0755), 0);
@@ -181,7 +197,6 @@ START_TEST(failed_named_temp_leaves_nothing)
     ck_assert_msg(entries(path("dst")) == 0, "files left in dst");
     free(res);
     pano_transfer_list_free(&l);
-    unsetenv("PANO_TRANSFER_NO_TMPFILE");
 }
 END_TEST
 
@@ -217,9 +232,8 @@ END_TEST
 
 START_TEST(replaces_existing_named_temp)
 {
-    setenv("PANO_TRANSFER_NO_TMPFILE", "1", 1);
+    pano_local_use_named_temporaries();
     replaces_existing();
-    unsetenv("PANO_TRANSFER_NO_TMPFILE");
 }
 END_TEST
 
@@ -419,6 +433,7 @@ int main(void)
     tcase_add_test(tc, known_sizes_native);
     tcase_add_test(tc, known_sizes_curl);
     tcase_add_test(tc, known_sizes_named_temp);
+    tcase_add_test(tc, named_temporaries_when_asked);
     tcase_add_test(tc, failed_named_temp_leaves_nothing);
     tcase_add_test(tc, replaces_existing_unnamed);
     tcase_add_test(tc, replaces_existing_named_temp);
