@@ -76,8 +76,7 @@ static int configure(pano_es *es, CURL *c)
         (es->password && curl_easy_setopt(c, CURLOPT_PASSWORD, es->password) != CURLE_OK) ||
         curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect) != CURLE_OK ||
         curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, progress) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_XFERINFODATA, es) != CURLE_OK ||
-        curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L) != CURLE_OK)
+        curl_easy_setopt(c, CURLOPT_XFERINFODATA, es) != CURLE_OK)
         return -1;
     return 0;
 }
@@ -167,6 +166,10 @@ static CURLcode prepare(pano_es *es, CURL *c, const char *method, const char *pa
         rc = curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
     if (rc == CURLE_OK)
         rc = curl_easy_setopt(c, CURLOPT_WRITEDATA, resp);
+    /* the progress callback only for a client that may abandon requests
+     * (pano-explorer's), not on the indexer's bulk path */
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(c, CURLOPT_NOPROGRESS, es->should_stop ? 0L : 1L);
     return rc;
 }
 
