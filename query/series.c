@@ -344,8 +344,9 @@ int pano_query_series_many(pano_query *q, const pano_jobs *jobs, const pano_job 
         for (size_t i = 0; i < count && rc == 0; i++) {
             out[i].samples = delta + raw;
             add_bucket_values(&b[i], store_agg(store_agg(a, "with"), "t"), out[i].metric);
-            if (raw > 0) /* Pegasus's own kickstart: a request per metric */
-                rc = ask_raw(q, jobs, job, &b[i], out[i].metric, raw_runs.n ? NULL : &raw_runs,
+            if (raw > 0) /* Pegasus's own kickstart: a request per metric; the runs
+                          * are the same for every metric, noted on the first */
+                rc = ask_raw(q, jobs, job, &b[i], out[i].metric, i == 0 ? &raw_runs : NULL,
                              err, errlen);
         }
         pano_json_free(answer);
