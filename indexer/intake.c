@@ -131,6 +131,41 @@ static void rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         pano_error("rebalance: %s", rd_kafka_err2str(r));
 }
 
+/* librdkafka resumes a partition where it noted the application stood at
+ * the pause, and a pause or resume racing another operation on the
+ * partition can lose that note (librdkafka #2190): the partition then
+ * starts over from its reset policy or waits forever. Its maintainers'
+ * advice is a seek after the resume; the position is the message after the
+ * last one the indexer received, so nothing is skipped or received twice.
+ * A partition the indexer received nothing from since its assignment is
+ * left where librdkafka's fetcher has it. */
+static void seek_to_positions(indexer *ix, rd_kafka_topic_partition_list_t *parts)
+{
+    rd_kafka_resp_err_t e = rd_kafka_position(ix->consumer, parts);
+    if (e) {
+        pano_warn("cannot read the partitions' positions: %s", rd_kafka_err2str(e));
+        return;
+    }
+    rd_kafka_topic_partition_list_t *seek = rd_kafka_topic_partition_list_new(parts->cnt);
+    for (int i = 0; i < parts->cnt; i++)
+        if (parts->elems[i].offset >= 0)
+            rd_kafka_topic_partition_list_add(seek, parts->elems[i].topic,
+                                              parts->elems[i].partition)
+                ->offset = parts->elems[i].offset;
+    rd_kafka_error_t *error = seek->cnt ? rd_kafka_seek_partitions(ix->consumer, seek, 10000)
+                                        : NULL;
+    if (error) {
+        pano_warn("cannot seek the resumed partitions: %s", rd_kafka_error_string(error));
+        rd_kafka_error_destroy(error);
+    } else
+        for (int i = 0; i < seek->cnt; i++)
+            if (seek->elems[i].err)
+                pano_warn("cannot seek %s [%d] to offset %lld: %s", seek->elems[i].topic,
+                          (int)seek->elems[i].partition, (long long)seek->elems[i].offset,
+                          rd_kafka_err2str(seek->elems[i].err));
+    rd_kafka_topic_partition_list_destroy(seek);
+}
+
 void intake_set_paused(indexer *ix, bool pause)
 {
     if (ix->paused == pause)
@@ -140,6 +175,8 @@ void intake_set_paused(indexer *ix, bool pause)
     if (!e) {
         e = pause ? rd_kafka_pause_partitions(ix->consumer, parts)
                   : rd_kafka_resume_partitions(ix->consumer, parts);
+        if (!e && !pause)
+            seek_to_positions(ix, parts);
         rd_kafka_topic_partition_list_destroy(parts);
     }
     if (e)

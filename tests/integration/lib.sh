@@ -231,6 +231,10 @@ cleanup() {
             log "---- $(basename "$f") (last 30 lines)"
             tail -n 30 "$f" >&2
         done
+        if [[ -n ${PANO_TEST_KEEP_LOGS:-} ]]; then # a failed test's files, whole
+            mkdir -p "$PANO_TEST_KEEP_LOGS/$TEST_ID" && cp -r "$TEST_DIR"/. "$PANO_TEST_KEEP_LOGS/$TEST_ID/" 2>/dev/null &&
+                log "logs kept in $PANO_TEST_KEEP_LOGS/$TEST_ID"
+        fi
     fi
     curl -fsS -u guest:guest -X DELETE "http://127.0.0.1:$MGMT_PORT/api/queues/%2F/$TEST_ID.events" >/dev/null 2>&1 || true
     curl -fsS -u guest:guest -X DELETE "http://127.0.0.1:$MGMT_PORT/api/queues/%2F/$TEST_ID.events.dead" >/dev/null 2>&1 || true
