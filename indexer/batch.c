@@ -6,6 +6,7 @@
 
 #include "event.h"
 #include "json.h"
+#include "kafka.h"
 #include "log.h"
 #include "mem.h"
 
@@ -244,12 +245,7 @@ rd_kafka_topic_partition_list_t *batch_offsets(const batch *b)
         else
             p->opaque = p; /* blocked */
     }
-    rd_kafka_topic_partition_list_t *store = rd_kafka_topic_partition_list_new(seen->cnt);
-    for (int i = 0; i < seen->cnt; i++)
-        if (seen->elems[i].offset >= 0)
-            rd_kafka_topic_partition_list_add(store, seen->elems[i].topic,
-                                              seen->elems[i].partition)
-                ->offset = seen->elems[i].offset;
+    rd_kafka_topic_partition_list_t *store = pano_kafka_with_offsets(seen);
     rd_kafka_topic_partition_list_destroy(seen);
     return store;
 }

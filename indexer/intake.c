@@ -146,12 +146,7 @@ static void seek_to_positions(indexer *ix, rd_kafka_topic_partition_list_t *part
         pano_warn("cannot read the partitions' positions: %s", rd_kafka_err2str(e));
         return;
     }
-    rd_kafka_topic_partition_list_t *seek = rd_kafka_topic_partition_list_new(parts->cnt);
-    for (int i = 0; i < parts->cnt; i++)
-        if (parts->elems[i].offset >= 0)
-            rd_kafka_topic_partition_list_add(seek, parts->elems[i].topic,
-                                              parts->elems[i].partition)
-                ->offset = parts->elems[i].offset;
+    rd_kafka_topic_partition_list_t *seek = pano_kafka_with_offsets(parts);
     rd_kafka_error_t *error = seek->cnt ? rd_kafka_seek_partitions(ix->consumer, seek, 10000)
                                         : NULL;
     if (error) {
