@@ -638,13 +638,21 @@ function workflowPage(uuid) {
         `${a.metric} ${fmtNum(a.value, 3)} against a median of ${fmtNum(a.median, 3)}`},
       {title: 'Score', num: true, cell: a => a.kind === 'failed' ? '' : fmtNum(a.score, 2)},
     ], wf.anomalies) : el('p', {class: 'muted'}, 'None.'),
-      wf.anomalies.length < Object.values(wf.anomaly_counts).reduce((a, b) => a + b, 0) ?
-        el('p', {class: 'muted'}, 'The first of each kind are listed; in all ' +
-          Object.entries(wf.anomaly_counts).map(([k, n]) => `${n} ${k}`).join(', ') +
-          '. The jobs table lists every failed one (filter "failed").') : null);
+      anomaliesLeftOut(wf));
     fill(io, ioCards(wf.io));
     jobs.show(page);
   }, ({wf}) => active(wf));
+}
+
+// What the anomalies table leaves out: a workflow's answer lists the first
+// of each kind and counts them all.
+function anomaliesLeftOut(wf) {
+  const counts = Object.entries(wf.anomaly_counts).filter(([, n]) => n > 0);
+  if (wf.anomalies.length === counts.reduce((sum, [, n]) => sum + n, 0)) return null;
+  const failed = wf.anomaly_counts.failed > wf.anomalies.filter(a => a.kind === 'failed').length;
+  return el('p', {class: 'muted'}, 'The first of each kind are listed, of ' +
+    counts.map(([kind, n]) => `${n} ${kind === 'outlier' ? 'outliers' : kind}`).join(', ') + ' in all.' +
+    (failed ? ' The jobs table lists every failed job: type "failed" in its filter.' : ''));
 }
 
 function ioCards(io) {
