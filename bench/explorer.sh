@@ -6,14 +6,19 @@
 # 1. The workflow of bench/query.sh (bench/workflow.sh), indexed by the real
 #    pano-indexer.
 # 2. pano-explorer on a free port. The requests the pages make (the
-#    workflow with its jobs and its cpu, rss, read and write series; a job
-#    with its five series; the workflows list) and a series alone, each
-#    BENCH_REPS times (20) with curl: the 99th percentile of all those
-#    requests.
+#    workflow with its cpu, rss, read and write series and its timeline's
+#    overview; the first page of its jobs; a job with its five series; the
+#    workflows list) and a series alone, each BENCH_REPS times (20) with
+#    curl: the 99th percentile of all those requests, and the time of the
+#    first of them, which reads the workflow's rows (the others share them
+#    while its events stay the same). Then a refresh of the
+#    workflow with the cursor of its last answer, nothing having changed,
+#    as many times: the p99 of its time and its size.
 # 3. The workflow page in headless Chromium (tests/browser/page_load.mjs):
 #    from navigation until the timeline and the four charts are drawn, the
 #    jobs listed and all of it laid out and painted; the median of
-#    BENCH_PAGES loads (5), each in a new tab.
+#    BENCH_PAGES loads (5), each in a new tab, and of the bytes of the API's
+#    answers it received.
 # 4. Live: with the workflow page open, BENCH_LIVE jobs (5) started one
 #    after the other (a kickstart.inv.start produced to Kafka, indexed by
 #    the running pano-indexer), each timed from the moment it is searchable
@@ -21,10 +26,12 @@
 #    running workflow of its own, and on the big one.
 # Baseline in the same run: the Elasticsearch _count of the workflow's
 #    documents, its 99th percentile over as many requests.
-# Targets: page <= 1,500 ms, API p99 <= 300 ms, live <= 2,000 ms.
+# Targets: page <= 1,500 ms, API p99 <= 300 ms, a refresh with nothing new
+#    <= 300 ms and <= 100 KB, live <= 2,000 ms.
 #
 # Environment: as bench/query.sh, and BENCH_REPS, BENCH_PAGES, BENCH_LIVE.
-# Last line: RESULT explorer page_ms=... api_p99_ms=... live_small_max_ms=...
+# Last line: RESULT explorer page_ms=... page_bytes=... first_ms=... api_p99_ms=... refresh_p99_ms=...
+#    refresh_bytes=... live_small_max_ms=...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${BENCH_REPS:-20}
@@ -47,14 +54,19 @@ for _ in $(seq 100); do grep -q "serving" "$DIR/explorer.log" && break; sleep 0.
 port=$(sed -n 's|.* on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$DIR/explorer.log")
 [[ -n $port ]] || { cat "$DIR/explorer.log" >&2; echo "bench: pano-explorer did not start" >&2; exit 1; }
 URL=http://127.0.0.1:$port
-jobs=$(curl -fsS "$URL/api/workflows/$WF" | jq '.jobs | length')
+paths=("workflows/$WF?series=cpu,rss,read,write&bins=1300" "workflows/$WF/jobs?offset=0&limit=500"
+       "workflows/$WF/series?metric=cpu"
+       "workflows?since=30d"
+       "workflows/$WF/jobs/job_ID$(printf %05d $((JOBS * 42 / 100)))?series=cpu,rss,read,write,threads")
+# the workflow's first answer reads its rows from the store; the requests
+# after it share them while its events stay the same (jobs_cache.h)
+first_ms=$(curl -fsS -o "$DIR/first.json" -w '%{time_total}' "$URL/api/${paths[0]}" | awk '{printf "%d", $1 * 1000}')
+jobs=$(jq .runs "$DIR/first.json")
 ((jobs >= JOBS)) || { echo "bench: the workflow API lists $jobs jobs, not $JOBS" >&2; exit 1; } # more: live jobs of a reused run
+log "the workflow's first answer, its rows read: $first_ms ms, $(stat -c %s "$DIR/first.json") bytes"
 
 # seconds of one request, as curl measures it, in milliseconds
 req_ms() { curl -fsS -o /dev/null -w '%{time_total}\n' "$1" | awk '{printf "%d\n", $1 * 1000}'; }
-paths=("workflows/$WF?series=cpu,rss,read,write" "workflows/$WF/series?metric=cpu"
-       "workflows?since=30d"
-       "workflows/$WF/jobs/job_ID$(printf %05d $((JOBS * 42 / 100)))?series=cpu,rss,read,write,threads")
 for p in "${paths[@]}"; do req_ms "$URL/api/$p" >/dev/null; done # warm-up
 for k in "${!paths[@]}"; do
     p=${paths[$k]}
@@ -64,10 +76,19 @@ done
 api_p99=$(cat "$DIR"/api.* | percentile 99)
 count_p99=$(for _ in $(seq $((REPS * ${#paths[@]}))); do req_ms "$ES/$ID-*/_count?q=wf_uuid:$WF"; done | percentile 99)
 log "API: p99 $api_p99 ms over $((REPS * ${#paths[@]})) requests; baseline _count p99 $count_p99 ms"
+# a refresh with the cursor of the last answer, nothing having changed
+cursor=$(curl -fsS "$URL/api/${paths[0]}" | jq -r .cursor)
+for _ in $(seq "$REPS"); do
+    curl -fsS -o /dev/null -w '%{time_total} %{size_download}\n' "$URL/api/${paths[0]}&since=$cursor"
+done | awk '{printf "%d %d\n", $1 * 1000, $2}' >"$DIR/refresh"
+refresh_p99=$(awk '{print $1}' "$DIR/refresh" | percentile 99)
+refresh_bytes=$(awk '{print $2}' "$DIR/refresh" | sort -n | tail -1)
+log "refresh with nothing new: p99 $refresh_p99 ms, $refresh_bytes bytes"
 
 node "$browser/page_load.mjs" "$URL" "$WF" "$PAGES" | tee "$DIR/pages" >&2
 page_ms=$(awk '$1 == "page_ms" {print $2}' "$DIR/pages" | median)
-log "workflow page: median $page_ms ms over $PAGES loads"
+page_bytes=$(awk '$1 == "page_ms" {print $4}' "$DIR/pages" | median)
+log "workflow page: median $page_ms ms, $page_bytes bytes of answers, over $PAGES loads"
 
 # live: a job's start, as pano-monitor publishes it, produced to the topic the
 # running indexer reads ($1: the job id; LIVE_WF: the workflow). Its sampling
@@ -91,5 +112,5 @@ live() { # WORKFLOW NAME: live_ms lines of LIVE jobs added to WORKFLOW
 max_ms() { awk '{print $2}' "$DIR/live.$1" | sort -n | tail -1; }
 live "$(cat /proc/sys/kernel/random/uuid)" small
 live "$WF" big
-printf 'RESULT explorer page_ms=%s api_p99_ms=%s count_p99_ms=%s live_small_max_ms=%s live_big_max_ms=%s jobs=%s samples=%s\n' \
-    "$page_ms" "$api_p99" "$count_p99" "$(max_ms small)" "$(max_ms big)" "$JOBS" "$total"
+printf 'RESULT explorer page_ms=%s page_bytes=%s first_ms=%s api_p99_ms=%s refresh_p99_ms=%s refresh_bytes=%s count_p99_ms=%s live_small_max_ms=%s live_big_max_ms=%s jobs=%s samples=%s\n' \
+    "$page_ms" "$page_bytes" "$first_ms" "$api_p99" "$refresh_p99" "$refresh_bytes" "$count_p99" "$(max_ms small)" "$(max_ms big)" "$JOBS" "$total"

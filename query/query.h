@@ -250,6 +250,74 @@ const char *pano_anomaly_kind_name(pano_anomaly_kind kind); /* "outlier", ... */
  * outliers and overdue runs by transformation. Free *out with free(). */
 size_t pano_anomalies_find(const pano_jobs *jobs, pano_anomaly **out);
 
+/* ---- what a screen shows of the rows: a page of them, a timeline ---------- */
+
+typedef enum {
+    PANO_SORT_NEWEST, /* waiting runs (queued, held, not started) first, then by start, latest first */
+    PANO_SORT_OLDEST, /* by start, earliest first; runs not started last */
+    PANO_SORT_LONGEST, /* by duration, longest first */
+    PANO_SORT_ID,     /* by id */
+} pano_job_sort;
+
+/* "newest", "oldest", "longest", "id". */
+bool pano_job_sort_parse(const char *name, pano_job_sort *out);
+
+typedef struct {
+    const char *text;  /* case-insensitive, in "ID STATE TRANSFORMATION HOST"; NULL or "": any */
+    unsigned states;   /* a bit (1u << state) per state kept; 0: any */
+    pano_job_sort sort; /* ties: by id */
+} pano_job_filter;
+
+/* The rows that match f, in f's order: the indices into jobs->jobs of at
+ * most limit of them from the offset-th on, into page[limit]. Returns how
+ * many rows match in all; *n_page is how many were put in page. */
+size_t pano_jobs_select(const pano_jobs *jobs, const pano_job_filter *f, size_t offset,
+                        size_t limit, size_t *page, size_t *n_page);
+
+/* Where a run ends on a timeline: its end, now while it runs, else its start
+ * plus its duration (a lost run's last event, a queued run's start). */
+double pano_job_timeline_end(const pano_jobs *jobs, const pano_job *j);
+
+/* Whether a started run was alive during part of [from, to): it started
+ * before to and ended after from; a run of no length, when its start is in
+ * the window. closed: [from, to], a run starting at to counts too. */
+bool pano_job_alive_in(const pano_jobs *jobs, const pano_job *j, double from, double to,
+                       bool closed);
+
+/* A timeline at a screen's resolution: [from, to] cut into bins equal bins
+ * (the last one closed at to), and in each how many runs of each state were
+ * alive during part of it (a run counts in its state of now, in every bin
+ * it touched). */
+typedef struct {
+    double from, to;
+    size_t bins;
+    size_t *alive; /* alive[bin * PANO_JOB_STATES + state] */
+    size_t runs;   /* the runs alive in the window */
+    size_t peak;   /* the most runs of all states in one bin */
+} pano_overview;
+
+/* The overview of [from, to] in bins bins (at least 1); from >= to: the
+ * span of the started runs (first start to last timeline end). O(runs +
+ * bins). */
+void pano_jobs_overview(const pano_jobs *jobs, double from, double to, size_t bins,
+                        pano_overview *out);
+void pano_overview_free(pano_overview *o);
+
+/* ---- what changed --------------------------------------------------------- */
+
+/* What a workflow's stored events are: how many, and the latest ts. Any
+ * event stored (or removed) changes them. */
+typedef struct {
+    int64_t events;
+    double latest;
+} pano_changes;
+
+/* One search of size 0, routed to the workflow: the count of its events
+ * and the max of their ts, over every partition of the event streams.
+ * -1 with a message in err when the store cannot be asked. */
+int pano_query_changes(pano_query *q, const char *wf_uuid, pano_changes *out, char *err,
+                       size_t errlen);
+
 /* ---- time series ---------------------------------------------------------- */
 
 typedef struct {
@@ -317,6 +385,12 @@ void pano_workflows_free(pano_workflow *w, size_t n);
 
 pano_json *pano_job_to_json(const pano_job *job);
 pano_json *pano_jobs_to_json(const pano_jobs *jobs); /* the workflow and its rows */
+/* The workflow (wf_uuid, wf_label, now, first_event, last_event, wf_status)
+ * and "runs", its number of rows, without the rows. */
+pano_json *pano_workflow_to_json(const pano_jobs *jobs);
+/* {"from", "to", "bins", "runs", "peak", "alive": {STATE: [a count per bin],
+ * ...}}, the states no run of the window is in left out. */
+pano_json *pano_overview_to_json(const pano_overview *o);
 /* The statistics; with pegasus-monitord's figures when pegasus is given and
  * present (they then take pegasus-statistics' names and meaning). */
 pano_json *pano_stats_to_json(const pano_jobs *jobs, const pano_stats *stats,

@@ -5,8 +5,11 @@
 # pipeline, looked at with headless Chromium (tests/browser/explorer.mjs):
 # the jobs and exit codes, charts drawn from data, the hostile argument
 # shown as text, a job started after the page opened appearing without a
-# reload; a workflow of 1,200 jobs: the newest 500 listed, more at a click,
-# a filter. Screenshots of each page land in $PANO_BUILD/screenshots/.
+# reload; a workflow of 1,200 jobs: a first paint without a row per job,
+# refreshes that back off while nothing changes, the newest 500 listed, more
+# at a click, a filter asked of the server, the timeline's overview and a
+# drag that zooms into bars. Screenshots of each page land in
+# $PANO_BUILD/screenshots/.
 source "$(dirname "$0")/../integration/lib.sh"
 require_stack
 : "${PANO_SOURCE:?}"

@@ -8,7 +8,8 @@
 // render is complete: the timeline drawn (its canvas sized for the jobs),
 // the four charts drawn, the jobs table filled and the page showing
 // "updated", and that frame laid out and painted (the page answers again).
-// Prints one line per load: "page_ms N".
+// Prints one line per load: "page_ms N bytes B", B the bytes of the API's
+// answers received until then.
 import {launch, newPage} from './chromium.mjs';
 
 const [url, uuid, loadsArg] = process.argv.slice(2);
@@ -19,6 +20,10 @@ try {
     const page = await newPage(browser);
     const errors = [];
     page.on('pageerror', e => errors.push(e.message));
+    let bytes = 0;
+    page.on('response', async r => {
+      if (r.url().includes('/api/')) bytes += (await r.buffer().catch(() => Buffer.alloc(0))).length;
+    });
     const t0 = Date.now();
     await page.goto(`${url}/#/wf/${uuid}`);
     await page.waitForFunction(() => {
@@ -33,8 +38,9 @@ try {
     // check above runs before the browser lays the page out)
     await page.evaluate(() => new Promise(r => requestAnimationFrame(() => setTimeout(r))));
     const ms = Date.now() - t0;
+    await new Promise(r => setTimeout(r, 200));  // the answers' bodies counted
     if (errors.length) throw new Error('page errors: ' + errors.join('; '));
-    console.log(`page_ms ${ms}`);
+    console.log(`page_ms ${ms} bytes ${bytes}`);
     await page.close();
   }
 } finally {
