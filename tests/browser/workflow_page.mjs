@@ -2,22 +2,24 @@
 // used by page_load.mjs and refresh.mjs.
 
 // What the tab receives, as Chromium counts it (every response: the page's
-// files and its API answers, headers included): the bytes so far, and each
-// finished request with its time from being sent to its last byte.
+// files and its API answers, headers included): the bytes so far, how many
+// requests were sent so far, and each finished request with its number in
+// the order sent and its time from being sent to its last byte.
 export async function watchNetwork(page) {
   const cdp = await page.createCDPSession();
   await cdp.send('Network.enable');
   const pending = new Map();
-  const net = {bytes: 0, requests: []};
-  cdp.on('Network.requestWillBeSent', e => pending.set(e.requestId, {url: e.request.url, sent: e.timestamp}));
+  const net = {bytes: 0, sent: 0, requests: []};
+  cdp.on('Network.requestWillBeSent', e =>
+    pending.set(e.requestId, {url: e.request.url, sent: e.timestamp, n: net.sent++}));
   cdp.on('Network.loadingFailed', e => pending.delete(e.requestId));
   cdp.on('Network.loadingFinished', e => {
     net.bytes += e.encodedDataLength;
     const r = pending.get(e.requestId);
     if (!r) return;
     pending.delete(e.requestId);
-    net.requests.push({url: r.url, sent: r.sent, ms: Math.round((e.timestamp - r.sent) * 1000),
-                       bytes: e.encodedDataLength});
+    net.requests.push({url: r.url, n: r.n, sent: r.sent,
+                       ms: Math.round((e.timestamp - r.sent) * 1000), bytes: e.encodedDataLength});
   });
   return net;
 }
