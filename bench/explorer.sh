@@ -151,7 +151,7 @@ if [[ $page_ms != timeout ]]; then
         refresh_every=${refresh_every:-none} # one request only
     fi
 fi
-log "refresh while running: $refresh_ms ms, $refresh_bytes bytes, one every $refresh_every ms (medians of $(grep -cs '^refresh_ms' "$DIR/refresh" || true))"
+log "refresh while running: $refresh_ms ms, $refresh_bytes bytes, one every $refresh_every ms (medians of $(cat "$DIR/refresh" 2>/dev/null | grep -c '^refresh_ms' || true))"
 
 live() { # WORKFLOW NAME: live_ms lines of LIVE jobs added to WORKFLOW (running already)
     local rc=0
