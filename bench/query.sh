@@ -6,7 +6,8 @@
 # 1. A workflow of BENCH_JOBS jobs with BENCH_SAMPLES samples each, indexed
 #    by the real pano-indexer (bench/workflow.sh).
 # 2. Each query runs BENCH_REPS times (after one warm-up): status, stats,
-#    series (cpu, step 60 s, whole workflow) and anomalies, as --json to
+#    series of a rate (cpu) and of a gauge (rss, with its peaks), both at a
+#    step of 60 s over the whole workflow, and anomalies, as --json to
 #    /dev/null; the median wall time of each is reported.
 # Baseline in the same run: the Elasticsearch _count of the workflow's
 #    documents (one request, the least a query over this workflow costs).
@@ -15,7 +16,8 @@
 # BENCH_JOBS, BENCH_SAMPLES, BENCH_REPS (5), BUILD; BENCH_KEEP=1 leaves the
 # indices in place for profiling, BENCH_REUSE measures them again
 # (bench/workflow.sh).
-# Last line: RESULT query status_ms=... stats_ms=... series_ms=... anomalies_ms=...
+# Last line: RESULT query status_ms=... stats_ms=... series_ms=... series_rss_ms=...
+# anomalies_ms=...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${BENCH_REPS:-5}
@@ -25,14 +27,15 @@ Q=$BUILD/query/pano-query
 declare -A result
 count_ms=$( for _ in $(seq "$REPS"); do ms curl -fsS "$ES/$ID-*/_count?q=wf_uuid:$WF"; done | median)
 "$Q" status "$WF" --json | jq -e '.jobs.total == '"$JOBS"'' >/dev/null || { echo "bench: status does not count $JOBS jobs" >&2; exit 1; }
-for cmd in status stats series anomalies; do
-    args=("$cmd" "$WF" --json)
+for cmd in status stats series series_rss anomalies; do
+    args=("${cmd%_rss}" "$WF" --json)
     [[ $cmd == series ]] && args+=(--metric cpu --step 60s)
+    [[ $cmd == series_rss ]] && args+=(--metric rss --step 60s)
     ms "$Q" "${args[@]}" >/dev/null # warm-up
     result[$cmd]=$(for _ in $(seq "$REPS"); do ms "$Q" "${args[@]}"; done | median)
     log "$cmd: ${result[$cmd]} ms (median of $REPS)"
 done
 log "baseline: _count of the workflow's $total documents, $count_ms ms"
-printf 'RESULT query status_ms=%s stats_ms=%s series_ms=%s anomalies_ms=%s count_ms=%s jobs=%s samples=%s\n' \
-    "${result[status]}" "${result[stats]}" "${result[series]}" "${result[anomalies]}" "$count_ms" \
+printf 'RESULT query status_ms=%s stats_ms=%s series_ms=%s series_rss_ms=%s anomalies_ms=%s count_ms=%s jobs=%s samples=%s\n' \
+    "${result[status]}" "${result[stats]}" "${result[series]}" "${result[series_rss]}" "${result[anomalies]}" "$count_ms" \
     "$JOBS" "$((total))"
