@@ -15,9 +15,9 @@
  * One date_histogram does it, whatever the number of jobs. A lost run (no
  * end, samples stopped) has no last sample to bring its gauges back to
  * zero: its share ends at its last sample. Samples without delta (Pegasus's
- * own kickstart) are reduced per run: a run's first and last values in each
- * bucket, differenced (counters: the last ones) or made into the changes of
- * the run's level (gauges), then summed.
+ * own kickstart) are reduced per run: a run's last value in each bucket,
+ * differenced (counters), or its first, last and the mean of those between
+ * made into the changes of the run's level (gauges), then summed.
  */
 #include "gauge.h"
 #include "mem.h"
@@ -302,9 +302,11 @@ static double sample_value(const pano_json *doc, const pano_metric_info *m)
 }
 
 /* One run's samples, bucket by bucket in time order: a counter's last value
- * in each, differenced; a gauge's level moves to the first value of a
- * bucket at its time, to the last one at its time, and back to zero where
- * the run ended (its end event), or at its last sample when it is lost. */
+ * in each, differenced; a gauge's level, in a bucket of n samples, moves to
+ * the first one's value at its time, to the mean of the n - 2 between at
+ * the second one's time (taken as if they came evenly spaced), to the last
+ * one's value at its time; and back to zero where the run ended (its end
+ * event), or at its last sample when it is lost. */
 static void on_raw_run(const pano_json *run_bucket, void *user)
 {
     raw_ctx *c = user;
@@ -333,7 +335,14 @@ static void on_raw_run(const pano_json *run_bucket, void *user)
         } else {
             const pano_json *first = store_top_hit(bk, "first");
             double v0 = first ? sample_value(first, c->t->m) : v;
-            gauge_add(&c->t->g, first ? store_ms(store_num(first, "ts", 0)) : last, v0 - prev);
+            int64_t t0 = first ? store_ms(store_num(first, "ts", 0)) : last, n = 0;
+            pano_json_get_int(bk, "doc_count", &n);
+            gauge_add(&c->t->g, t0, v0 - prev);
+            if (n > 2) {
+                double between = (store_value(bk, "total", 0) - v0 - v) / (double)(n - 2);
+                gauge_add(&c->t->g, t0 + (last - t0) / (n - 1), between - v0);
+                v0 = between;
+            }
             gauge_add(&c->t->g, last, v - v0);
         }
         prev = v;
@@ -365,6 +374,8 @@ static int ask_raw(pano_query *q, const pano_jobs *jobs, const pano_job *job, co
     }
     pano_json *sub;
     histogram(pano_json_set_object(a, "aggs"), "t", f->step, 1, NULL, &sub);
+    if (!t->m->rate)
+        pano_json_set(sub, "total", store_metric("sum", t->m->fields[0]));
     for (int end = 0; end < 2; end++) {
         if (end == 0 && t->m->rate)
             continue; /* a counter's last value in each bucket is enough */

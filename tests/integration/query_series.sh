@@ -28,7 +28,13 @@
 # Workflow 4, a job of 3.1 MiB (3174 kB) sampled every 0.2 s from t0+0.1 to
 #   t0+0.9, ended at t0+1, at a 0.2 s step: half of the first bucket, then
 #   whole ones: t0: 1587/3174, t0+0.2 ... t0+0.8: 3174/3174, t0+1: 0/0; the
-#   same for T1 (kickstart's shape) and T2 (pano-monitor's).
+#   same for T1 (kickstart's shape) and T2 (pano-monitor's). And R, of
+#   kickstart's shape, climbing: 0, 1000, 2000, 3000, 4000 at t0+0.1 ... t0+0.9
+#   (every 0.2 s), ended at t0+1; at a 1 s step its five samples share a
+#   bucket, read as the first, the mean of the three between from the
+#   second's time, and the last (exact for samples evenly spaced):
+#   t0: mean 1000 * 0.2 + 2000 * 0.2 + 3000 * 0.2 + 4000 * 0.1 = 1600, peak 4000;
+#   t0+1: 0/0.
 source "$(dirname "$0")/lib.sh"
 require_stack
 QUERY=$PANO_BUILD/query/pano-query
@@ -94,6 +100,9 @@ run_delta S_ID1 302 115712 1.4 0.6 0.8 1.0 1.2
 WF=$WF4
 run_raw T1_ID1 401 3174 1 0.1 0.3 0.5 0.7 0.9
 run_delta T2_ID1 402 3174 1 0.1 0.3 0.5 0.7 0.9
+publish kickstart.inv.start R_ID1 403 "$t0" '{"argv": ["x"]}'
+for k in 0 1 2 3 4; do publish kickstart.inv.online R_ID1 403 "$(at "0.$((2 * k + 1))")" "$(sample $((1000 * k)))"; done
+end_event R_ID1 403 1
 wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count' | jq .count) == $n ]]" ||
     fail "the $n events did not arrive: $(curl -fsS "$ES/$TEST_ID-*/_count")"
 dead=$(curl -fsS "$ES/$TEST_ID-dead-letter-*/_search?size=1" | jq -c '[.hits.total.value, .hits.hits[0]._source.reason]')
@@ -124,6 +133,7 @@ expect "$WF1" 1s '[[0,0,0],[1,3500,3500],[2,1000,1000],[3,500,1000]]'
 expect "$WF1" 3s '[[0,1500,3500],[3,166.667,1000]]'
 expect "$WF2" 2s '[[0,264396.8,333824],[2,218112,218112],[4,0,0]]'
 expect "$WF3" 2s '[[0,264396.8,333824],[2,218112,218112],[4,0,0]]'
+expect "$WF4" 1s '[[0,1600,4000],[1,0,0]]' --job R_ID1
 for job in T1_ID1 T2_ID1; do
     expect "$WF4" 0.2s '[[0,1587,3174],[0.2,3174,3174],[0.4,3174,3174],[0.6,3174,3174],[0.8,3174,3174],[1,0,0]]' --job "$job"
 done
