@@ -18,10 +18,12 @@
  *   series    a date_histogram of the samples' delta fields: a counter's
  *             rate is the sum of its deltas in a bucket over the bucket's
  *             length (the per-job differences between consecutive samples,
- *             summed over jobs); a gauge is the running sum of its deltas,
- *             i.e. the sum over jobs of each one's last value. Samples
- *             without deltas (Pegasus's own kickstart) are reduced per job
- *             from their cumulative values to the same figures.
+ *             summed over jobs); a gauge (the sum over jobs of each one's
+ *             latest value, the running sum of its deltas) gets its mean
+ *             over the bucket, each level weighted by the time it held,
+ *             and its peak (gauge.h). Samples without deltas (Pegasus's own
+ *             kickstart) are reduced per job from their cumulative values
+ *             to the same figures.
  *   anomalies robust outliers within a transformation (median and MAD),
  *             running jobs longer than their transformation's p95, failures.
  *
@@ -325,7 +327,7 @@ typedef struct {
     const char *unit;  /* "CPUs", "kB", "bytes/s" ... */
     const char *help;
     bool rate;         /* a counter shown per second; else a gauge */
-    const char *fields[2]; /* the sample fields summed (the second may be NULL) */
+    const char *fields[2]; /* the sample fields summed (the second may be NULL; a gauge has one) */
 } pano_metric_info;
 
 /* The metrics series() knows, NULL-name terminated. */
@@ -333,7 +335,8 @@ extern const pano_metric_info pano_series_metrics[];
 
 typedef struct {
     double t;     /* start of the bucket, epoch s */
-    double value;
+    double value; /* a rate: per second over the bucket; a gauge: its time-weighted mean */
+    double peak;  /* a gauge: the highest level in the bucket (docs/query.md); rates: NAN */
 } pano_point;
 
 typedef struct {

@@ -272,9 +272,11 @@ pano_json *pano_series_to_json(const pano_series *s)
     pano_json_set_int(o, "samples", s->samples);
     pano_json *pts = pano_json_set_array(o, "points");
     for (size_t i = 0; i < s->n; i++) {
-        pano_json *p = pano_json_array();
-        pano_json_append(p, pano_json_double(s->points[i].t, 3));
-        pano_json_append(p, pano_json_double(s->points[i].value, 6));
+        pano_json *p = pano_json_object();
+        pano_json_set(p, "t", pano_json_double(s->points[i].t, 3));
+        pano_json_set(p, "value", pano_json_double(s->points[i].value, 6));
+        if (s->metric && !s->metric->rate)
+            pano_json_set(p, "peak", pano_json_double(s->points[i].peak, 6));
         pano_json_append(pts, p);
     }
     return o;

@@ -110,6 +110,14 @@ pano_json *store_exists(const char *field)
     return q;
 }
 
+int64_t store_ms(double ts)
+{
+    /* pano_bulk_timestamp: whole seconds and rounded microseconds */
+    double secs = floor(ts);
+    int64_t micros = llround((ts - secs) * 1e6);
+    return (int64_t)secs * 1000 + micros / 1000;
+}
+
 pano_json *store_run_filter(const pano_job *j)
 {
     pano_json *q = pano_json_object();
@@ -237,7 +245,24 @@ static pano_json *search(pano_query *q, const char *path, const pano_json *body,
 pano_json *store_search(pano_query *q, const pano_jobs *jobs, const char *const *streams,
                         pano_json *body, char *err, size_t errlen)
 {
+    return store_search_except(q, jobs, streams, body, NULL, err, errlen);
+}
+
+pano_json *store_search_except(pano_query *q, const pano_jobs *jobs, const char *const *streams,
+                               pano_json *body, const char *drop, char *err, size_t errlen)
+{
     char *path = search_path(q, jobs, streams);
+    if (drop) {
+        pano_buf p = {0};
+        pano_buf_appendf(&p, "%s&filter_path=", path);
+        for (const char *s = drop; *s;) {
+            size_t len = strcspn(s, ",");
+            pano_buf_appendf(&p, "%s-%.*s", s == drop ? "" : ",", (int)len, s);
+            s += len + (s[len] == ',');
+        }
+        free(path);
+        path = p.data;
+    }
     pano_json *answer = search(q, path, body, NULL, err, errlen);
     free(path);
     pano_json_free(body);

@@ -49,6 +49,11 @@ pano_json *store_literal(const char *text);
 void store_span_aggs(pano_json *aggs);
 void store_span_read(const pano_json *aggs, double *first, double *last);
 
+/* The millisecond an event of time ts (epoch s) is stored under: the
+ * indexer writes @timestamp to the microsecond, Elasticsearch keeps whole
+ * milliseconds of it (aggregations on @timestamp see these). */
+int64_t store_ms(double ts);
+
 /* The events of one pano-monitor run: its dag_job_id (or none), host and pid. */
 pano_json *store_run_filter(const pano_job *j);
 
@@ -71,6 +76,11 @@ void store_add_published_by(pano_json *filter, const pano_jobs *jobs, const pano
 #define STORE_EVENT_STREAMS NULL
 pano_json *store_search(pano_query *q, const pano_jobs *jobs, const char *const *streams,
                         pano_json *body, char *err, size_t errlen);
+/* The same, with the parts of the answer that match drop (Elasticsearch's
+ * filter_path exclusions without their "-", comma-separated:
+ * "**.key_as_string,**.grid.buckets") left out by Elasticsearch. */
+pano_json *store_search_except(pano_query *q, const pano_jobs *jobs, const char *const *streams,
+                               pano_json *body, const char *drop, char *err, size_t errlen);
 
 /* Run the composite aggregation named `name` at the top of body's aggs to
  * its last page (page_size buckets a request), calling each() for every

@@ -219,31 +219,43 @@ class ChartBox {
     this.chart = null;
   }
   // running: whether samples may still come (else an empty chart says why)
+  // A rate draws its value per bucket; a gauge its mean (filled) and, above
+  // it, a thin lighter line of its peak, the highest it reached in the bucket.
   update(series, running) {
-    const points = series.samples ? series.points.map(([t, v]) => ({x: t, y: CHARTS[this.metric].scale(v)})) : [];
+    const scale = CHARTS[this.metric].scale, gauge = series.kind === 'gauge';
+    const points = series.samples ? series.points.map(p => ({x: p.t, y: scale(p.value)})) : [];
+    const peaks = series.samples && gauge ? series.points.map(p => ({x: p.t, y: scale(p.peak)})) : [];
     this.empty.textContent = running ? 'no samples yet' : 'no samples: not run under pano-monitor';
     this.empty.hidden = points.length > 0;
     this.canvas.parentNode.hidden = points.length === 0;
     if (typeof Chart === 'undefined') { this.empty.hidden = false; this.empty.textContent = 'Chart.js is not installed'; return; }
     if (!this.chart) {
+      const datasets = [{label: gauge ? 'mean' : '', data: points, borderColor: '#2563eb',
+                         backgroundColor: 'rgba(37,99,235,.12)', fill: true, pointRadius: 0,
+                         borderWidth: 1.5, stepped: false}];
+      if (gauge)
+        datasets.push({label: 'peak', data: peaks, borderColor: 'rgba(37,99,235,.45)', fill: false,
+                       pointRadius: 0, borderWidth: 1, stepped: false});
       this.chart = new Chart(this.canvas, {
         type: 'line',
-        data: {datasets: [{data: points, borderColor: '#2563eb', backgroundColor: 'rgba(37,99,235,.12)',
-                           fill: true, pointRadius: 0, borderWidth: 1.5, stepped: false}]},
+        data: {datasets},
         options: {
           animation: false, parsing: false, normalized: true, maintainAspectRatio: false,
           interaction: {mode: 'nearest', intersect: false, axis: 'x'},
           plugins: {legend: {display: false},
                     tooltip: {callbacks: {title: items => fmtTime(items[0].parsed.x),
-                                          label: item => fmtNum(item.parsed.y, 3)}}},
+                                          label: item => (item.dataset.label ? item.dataset.label + ' ' : '') +
+                                                         fmtNum(item.parsed.y, 3)}}},
           scales: {x: {type: 'linear', ticks: {callback: (v, i, ticks) =>
                                                  fmtClock(v, stepDecimals(ticks.length > 1 ? ticks[1].value - ticks[0].value : 1)),
                                                maxTicksLimit: 8}},
                    y: {beginAtZero: true}},
         },
       });
-    } else
+    } else {
       this.chart.data.datasets[0].data = points;
+      if (gauge) this.chart.data.datasets[1].data = peaks;
+    }
     this.chart.update('none');
   }
 }

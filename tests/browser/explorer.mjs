@@ -66,6 +66,21 @@ const drawn = await page.evaluate(() => ['cpu', 'rss', 'read', 'write'].map(m =>
 for (const [m, n, max] of drawn)
   if (n === 0 || !(max > 0)) fail(`the ${m} chart has ${n} points, largest ${max}`);
 ok('CPU, memory, read and write charts are drawn from data: ' + drawn.map(d => `${d[0]} ${d[1]} points`).join(', '));
+// the memory chart: the mean, and its peak drawn as a second line, at or above the mean
+const peak = await page.evaluate(() => {
+  const c = Chart.getChart(document.querySelector('canvas[data-metric="rss"]'));
+  if (!c || c.data.datasets.length !== 2) return {error: `${c ? c.data.datasets.length : 0} datasets`};
+  const [mean, peak] = c.data.datasets, meta = c.getDatasetMeta(1);
+  return {label: peak.label, visible: c.isDatasetVisible(1), n: peak.data.length, means: mean.data.length,
+          max: Math.max(...peak.data.map(p => p.y)),
+          below: peak.data.filter((p, i) => p.y < mean.data[i].y - 1e-9).length,
+          drawn: meta.data.filter(e => Number.isFinite(e.x) && Number.isFinite(e.y)).length,
+          inside: meta.data.filter(e => e.y >= c.chartArea.top - 1 && e.y <= c.chartArea.bottom + 1).length};
+});
+if (peak.error || peak.label !== 'peak' || !peak.visible || peak.n === 0 || peak.n !== peak.means ||
+    !(peak.max > 0) || peak.below > 0 || peak.drawn !== peak.n || peak.inside !== peak.n)
+  fail(`the memory chart's peak: ${JSON.stringify(peak)}`);
+ok(`the memory chart draws its peak: ${peak.n} points, up to ${peak.max.toFixed(1)} MiB, none under the mean`);
 const gantt = await page.evaluate(() => {
   const c = document.getElementById('gantt');
   return c && c.width > 0 && c.height > 40;

@@ -75,7 +75,11 @@ expect "/api/workflows/$WF" 200 '.wf_label == "api-test" and (.jobs | length) ==
     and .io.transfers.files == 1 and .io.transfers.bytes == 4096' "the workflow"
 expect "/api/workflows/${WF^^}" 200 '.wf_uuid == "'"$WF"'"' "an upper-case UUID names the same workflow"
 expect "/api/workflows/$WF/series?metric=cpu" 200 '.metric == "cpu" and .kind == "rate" and .samples > 0 and (.points | length) > 0' "a series"
-expect "/api/workflows/$WF/series?metric=rss&job=ok_ID01&step=0.2" 200 '.step == 0.2 and .samples >= 2' "a job's series"
+expect "/api/workflows/$WF/series?metric=rss&job=ok_ID01&step=0.2" 200 '.step == 0.2 and .samples >= 2
+    and all(.points[]; .value >= 0 and .peak >= .value) and any(.points[]; .peak > 0)' \
+    "a job's series: a gauge's mean and peak in each point"
+expect "/api/workflows/$WF/series?metric=cpu&job=ok_ID01&step=0.2" 200 'all(.points[]; has("value") and (has("peak") | not))' \
+    "a rate's points have no peak"
 # the workflow with its charts in one request: each series as its own request gives it
 api "/api/workflows/$WF/series?metric=rss" >/dev/null && jq -c .points "$TEST_DIR/body" >"$TEST_DIR/rss.alone"
 expect "/api/workflows/$WF?series=cpu,rss,read,write" 200 '(.jobs | length) == 2 and (.series | keys) == ["cpu","read","rss","write"]
