@@ -24,6 +24,7 @@
 
 #include "buf.h"
 #include "event.h"
+#include "json.h"
 #include "partition.h"
 
 #include <stdbool.h>
@@ -33,6 +34,7 @@ typedef struct {
     const char *prefix;         /* index prefix, lowercase */
     const char *fallback_index; /* base name for events without a valid wf_uuid */
     const pano_stream_policy *policies; /* PANO_N_STREAMS, partition.h */
+    bool keep_event; /* hand the parsed event over in pano_bulk_doc.event */
 } pano_bulk_layout;
 
 typedef struct {
@@ -44,6 +46,7 @@ typedef struct {
     double ts;                          /* the event's, 0 when it had none */
     char *doc; /* the event with "@timestamp" added */
     size_t doc_len;
+    pano_json *event; /* the parsed event, with layout.keep_event (else NULL) */
 } pano_bulk_doc;
 
 typedef enum {

@@ -115,6 +115,20 @@ void indexer_publish_status(indexer *ix)
             "Batches whose bulk requests left while the batch before still waited for answers.",
             n->sent_ahead);
     GAUGE("bulk_seconds_total", "Time spent in bulk requests.", "%.3f", n->bulk_seconds);
+    const summary_round *r = &ix->summaries;
+    COUNTER("summaries_written_total", "Summary documents written.", r->written);
+    COUNTER("summaries_unchanged_total",
+            "Summary updates found applied already (their answer was lost).", r->unchanged);
+    COUNTER("summary_conflicts_total",
+            "Summary documents written meanwhile by another (409), read and applied again.",
+            r->conflicts);
+    COUNTER("summary_retries_total", "Summary documents retried (429, 5xx).", r->retries);
+    COUNTER("summaries_refused_total", "Summary documents refused (other 4xx): left out.",
+            r->refused);
+    COUNTER("summary_requests_total", "_mget and bulk requests of the summaries.",
+            n->summary_requests);
+    GAUGE("summary_seconds_total", "Time spent in the summaries' requests.", "%.3f",
+          n->summary_seconds);
     GAUGE("in_hand", "Messages held: the batch being settled and those polled meanwhile.", "%zu",
           ix->cur->count + ix->next->count + ix->npending);
     GAUGE("elasticsearch_up", "1 when the last request to Elasticsearch was answered.", "%d",
@@ -287,6 +301,43 @@ static void settle_batch(indexer *ix)
     intake_set_paused(ix, false);
 }
 
+/* Bring the summaries of the current batch's events up to date (after its
+ * events are settled, before its offsets are stored): rounds until every
+ * document is written or refused, backing off (polling, the partitions
+ * paused) while Elasticsearch does not answer; after a shutdown request,
+ * at most until pano.indexer.drain_timeout. */
+static void settle_summaries(indexer *ix)
+{
+    summary_round *r = &ix->summaries;
+    summaries_gather(r, ix->cur);
+    double backoff = BACKOFF_FIRST;
+    double deadline = backoff_deadline(0, stopping(ix), pano_monotonic(), ix->drain_timeout);
+    while (summaries_unsettled(r)) {
+        uint64_t conflicts = r->conflicts;
+        bool answered = outlet_summaries(ix, r);
+        size_t left = summaries_unsettled(r);
+        if (left == 0)
+            break;
+        if (answered && r->conflicts - conflicts == left)
+            continue; /* written meanwhile by another: read them again at once */
+        deadline = backoff_deadline(deadline, stopping(ix), pano_monotonic(), ix->drain_timeout);
+        if (backoff_expired(deadline, pano_monotonic())) {
+            pano_warn("giving up on %zu summaries at shutdown", left);
+            break;
+        }
+        double wait = backoff * backoff_jitter();
+        if (!answered)
+            intake_set_paused(ix, true);
+        pano_info("summaries: %zu to write again in %.1f s", left, wait);
+        if (pano_monotonic() - ix->last_publish >= 1)
+            indexer_publish_status(ix);
+        wait_polling(ix, wait, deadline);
+        backoff = backoff_next(backoff, ix->max_backoff);
+    }
+    intake_set_paused(ix, false);
+    summaries_clear(r);
+}
+
 /* Record where the time of the current batch's indexed events went (a
  * replayed or late event's to_kafka is its age: the histogram shows it as
  * such). */
@@ -310,6 +361,8 @@ static void observe_stages(indexer *ix)
 static void deliver_batch(indexer *ix)
 {
     settle_batch(ix);
+    if (ix->layout.keep_event)
+        settle_summaries(ix);
     observe_stages(ix);
     rd_kafka_topic_partition_list_t *offsets = batch_offsets(ix->cur);
     intake_store_offsets(ix, offsets);
@@ -462,7 +515,9 @@ int main(int argc, char **argv)
     }
     ix.layout = (pano_bulk_layout){.prefix = ix.prefix,
                                    .fallback_index = ix.fallback_index,
-                                   .policies = ix.policies};
+                                   .policies = ix.policies,
+                                   .keep_event = pano_config_bool(cfg, "pano.indexer.summaries")};
+    ix.summary_layout = (summary_layout){.prefix = ix.prefix, .policies = ix.policies};
     snprintf(ix.dead_letter_topic, sizeof ix.dead_letter_topic, "%s",
              pano_config_str(cfg, "pano.kafka.dead_letter_topic"));
     ix.retention_interval = pano_config_double(cfg, "pano.indexer.retention_interval");
@@ -561,6 +616,7 @@ out:
     for (int k = 0; k < 2; k++)
         batch_free(&ix.batches[k]);
     free(ix.pending);
+    free(ix.summaries.docs);
     pano_config_free(cfg);
     return rc;
 usage_error:

@@ -50,11 +50,16 @@ START_TEST(shard_budget)
         p[i] = (pano_stream_policy){PANO_PERIOD_MONTH, 365 * 86400.0};
     long per_year;
     /* a year by month: 14 months at most (13 whole, the current one), 9 streams */
-    ck_assert_int_eq(pano_retention_shards(p, 1, 0, &per_year), 9 * 16);
+    ck_assert_int_eq(pano_retention_shards(p, 1, 0, false, &per_year), 9 * 16);
     ck_assert_int_eq(per_year, 0);
-    ck_assert_int_eq(pano_retention_shards(p, 2, 1, &per_year), 9 * 16 * 4);
+    ck_assert_int_eq(pano_retention_shards(p, 2, 1, false, &per_year), 9 * 16 * 4);
+    /* the summaries of kickstart, stampede, darshan and transfer: 4 streams more */
+    ck_assert_int_eq(pano_retention_shards(p, 1, 0, true, &per_year), 13 * 16);
     p[1] = (pano_stream_policy){PANO_PERIOD_DAY, 0}; /* samples by day, forever */
-    ck_assert_int_eq(pano_retention_shards(p, 1, 0, &per_year), 8 * 16);
+    ck_assert_int_eq(pano_retention_shards(p, 1, 0, false, &per_year), 8 * 16);
+    ck_assert_int_eq(per_year, 366);
+    /* samples have no summary stream of their own: they belong to kickstart's runs */
+    ck_assert_int_eq(pano_retention_shards(p, 1, 0, true, &per_year), 12 * 16);
     ck_assert_int_eq(per_year, 366);
 }
 END_TEST
