@@ -36,6 +36,16 @@ START_TEST(only_partitions_past_their_retention)
     for (size_t i = 0; never[i]; i++)
         ck_assert_msg(!pano_retention_expired(never[i], bases, p, now), "would delete %s",
                       never[i]);
+    /* the summaries: kept as the stream they summarize (bases of their own,
+     * "" for a stream without summaries, which no name matches) */
+    static const char *const summaries[PANO_N_STREAMS] = {
+        "pano-summary-kickstart", "", "pano-summary-stampede", "pano-summary-darshan",
+        "pano-summary-transfer", "", "", "", ""};
+    ck_assert(pano_retention_expired("pano-summary-kickstart-2024.08", summaries, p, now));
+    ck_assert(!pano_retention_expired("pano-summary-kickstart-2024.09", summaries, p, now));
+    ck_assert(!pano_retention_expired("pano-summary-stampede-1970.01", summaries, p, now));
+    ck_assert(!pano_retention_expired("pano-summary-samples-2020.01", summaries, p, now));
+    ck_assert(!pano_retention_expired("pano-summary-kickstart-2024.08", bases, p, now));
     double end;
     ck_assert_int_eq(pano_retention_stream_of("pano-dead-letter-2026.09", bases, &end),
                      PANO_STREAM_DEAD_LETTER);
