@@ -326,9 +326,12 @@ static void settle_summaries(indexer *ix)
             break;
         }
         double wait = backoff * backoff_jitter();
-        if (!answered)
+        if (!answered) {
             intake_set_paused(ix, true);
-        pano_info("summaries: %zu to write again in %.1f s", left, wait);
+            pano_info("Elasticsearch unavailable; writing %zu summaries again in %.1f s", left,
+                      wait);
+        } else
+            pano_debug("%zu summaries to write again in %.1f s", left, wait);
         if (pano_monotonic() - ix->last_publish >= 1)
             indexer_publish_status(ix);
         wait_polling(ix, wait, deadline);
