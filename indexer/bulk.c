@@ -214,6 +214,9 @@ int pano_bulk_read_response(const char *body, size_t len, size_t n, pano_bulk_re
             status = 0;
         results[i].status = (int)status;
         results[i].outcome = pano_bulk_classify((int)status);
+        if (!pano_json_get_int(op, "_seq_no", &results[i].seq_no) ||
+            !pano_json_get_int(op, "_primary_term", &results[i].primary_term))
+            results[i].seq_no = results[i].primary_term = -1;
         results[i].reason[0] = '\0';
         pano_json *error = pano_json_get(op, "error");
         if (error) {

@@ -29,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     const char *prefix;         /* index prefix, lowercase */
@@ -85,6 +86,8 @@ typedef struct {
     pano_bulk_outcome outcome;
     int status;
     char reason[256]; /* Elasticsearch's error type and reason */
+    /* the version written, when the answer gives it (-1 when not) */
+    int64_t seq_no, primary_term;
 } pano_bulk_result;
 
 /* Classify an HTTP status of one item. */

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "upkeep.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,9 +121,11 @@ void indexer_publish_status(indexer *ix)
     COUNTER("summaries_unchanged_total",
             "Summary updates found applied already (their answer was lost).", r->unchanged);
     COUNTER("summary_conflicts_total",
-            "Summary documents written meanwhile by another (409), read and applied again.",
+            "Summary documents written by another or not new (409), read and applied again.",
             r->conflicts);
     COUNTER("summary_retries_total", "Summary documents retried (429, 5xx).", r->retries);
+    COUNTER("summary_reads_total",
+            "Summary documents read (_mget): not as this indexer last wrote them.", r->reads);
     COUNTER("summaries_refused_total", "Summary documents refused (other 4xx): left out.",
             r->refused);
     COUNTER("summary_requests_total", "_mget and bulk requests of the summaries.",
@@ -306,15 +309,45 @@ static void settle_batch(indexer *ix)
  * document is written or refused, backing off (polling, the partitions
  * paused) while Elasticsearch does not answer; after a shutdown request,
  * at most until pano.indexer.drain_timeout. */
+static void *summaries_thread(void *arg)
+{
+    outlet_summaries(arg);
+    return NULL;
+}
+
+/* A round; the first one in a thread of its own while the next batch is
+ * gathered (and sent ahead when complete), as for the events' first
+ * attempt. */
+static bool summaries_round(indexer *ix, summary_round *r, bool first)
+{
+    summary_call c = {.ix = ix, .r = r, .gather = first ? ix->cur : NULL};
+    atomic_init(&c.done, false);
+    pthread_t t;
+    bool threaded = false;
+    if (first && !stopping(ix)) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        threaded = pthread_create(&t, NULL, summaries_thread, &c) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    if (threaded) {
+        prefetch(ix, &c.done);
+        pthread_join(t, NULL);
+    } else
+        outlet_summaries(&c);
+    indexer_es_answered(ix, c.status, c.err);
+    return c.answered;
+}
+
 static void settle_summaries(indexer *ix)
 {
     summary_round *r = &ix->summaries;
-    summaries_gather(r, ix->cur);
     double backoff = BACKOFF_FIRST;
     double deadline = backoff_deadline(0, stopping(ix), pano_monotonic(), ix->drain_timeout);
-    while (summaries_unsettled(r)) {
+    for (bool first = true; first || summaries_unsettled(r); first = false) {
         uint64_t conflicts = r->conflicts;
-        bool answered = outlet_summaries(ix, r);
+        bool answered = summaries_round(ix, r, first);
         size_t left = summaries_unsettled(r);
         if (left == 0)
             break;
@@ -619,7 +652,7 @@ out:
     for (int k = 0; k < 2; k++)
         batch_free(&ix.batches[k]);
     free(ix.pending);
-    free(ix.summaries.docs);
+    summaries_free(&ix.summaries);
     pano_config_free(cfg);
     return rc;
 usage_error:

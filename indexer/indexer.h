@@ -64,6 +64,7 @@
 
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -193,8 +194,21 @@ bool outlet_start(indexer *ix, batch *b, bool threaded);
 bool outlet_finish(indexer *ix, batch *b);
 /* outlet_finish() for a batch in flight; nothing for one that is not. */
 void outlet_land(indexer *ix, batch *b);
-/* One round over r's unsettled summaries (summaries.h): read, apply,
- * write. False when Elasticsearch gave no usable answer to a request. */
-bool outlet_summaries(indexer *ix, summary_round *r);
+/* One round over the unsettled summaries of a batch (summaries.h), the
+ * first one gathered from the batch first: read what must be, apply,
+ * write. It may run in a thread of its own while the
+ * loop gathers the next batch: it touches only the round, ix->es and the
+ * summaries' counters, and leaves what Elasticsearch answered in the call
+ * for indexer_es_answered(). */
+typedef struct {
+    indexer *ix;
+    summary_round *r;
+    const batch *gather; /* the batch to gather r from first (summaries_gather), or NULL */
+    bool answered;     /* every request got a usable answer */
+    long status;       /* the last request's HTTP status, 0: none came */
+    char err[512];     /* why, when none came */
+    atomic_bool done;  /* set when the round is over */
+} summary_call;
+void outlet_summaries(summary_call *c);
 
 #endif

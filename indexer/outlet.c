@@ -244,61 +244,66 @@ void outlet_land(indexer *ix, batch *b)
 /* ---- summaries ----------------------------------------------------------------- */
 
 #define MGET_PATH "/_mget?filter_path=docs._id,docs.found,docs._seq_no,docs._primary_term,docs._source"
+/* The version each write made comes back too: the document as written is
+ * kept with it (summaries.h). */
+#define SUMMARY_BULK_PATH                                                                      \
+    "/_bulk?filter_path=items.*.status,items.*.error.type,items.*.error.reason,items.*._seq_no,"  \
+    "items.*._primary_term"
 
-/* One request; its parsed answer is the caller's (status 200) or logged. */
-static bool summary_request(indexer *ix, const char *path, const pano_buf *body,
+/* One request; its answer is the caller's when the status is 200, else
+ * logged and freed. */
+static bool summary_request(summary_call *c, const char *path, const pano_buf *body,
                             pano_es_response *resp)
 {
-    char err[512];
+    indexer *ix = c->ix;
     double t0 = pano_monotonic();
-    int rc = pano_es_request(ix->es, "POST", path, body->data, body->len, resp, err, sizeof err);
+    int rc = pano_es_request(ix->es, "POST", path, body->data, body->len, resp, c->err,
+                             sizeof c->err);
     ix->n.summary_seconds += pano_monotonic() - t0;
     ix->n.summary_requests++;
-    long status = indexer_es_answered(ix, rc < 0 ? 0 : resp->status, err);
-    if (status && status != 200)
-        pano_warn("summaries: %s answered %ld: %.300s", path, status, resp->body);
-    if (status == 200)
+    c->status = rc < 0 ? 0 : resp->status;
+    if (c->status && c->status != 200)
+        pano_warn("summaries: %s answered %ld: %.300s", path, c->status, resp->body);
+    if (c->status == 200)
         return true;
     if (rc == 0)
         pano_es_response_free(resp);
     return false;
 }
 
-bool outlet_summaries(indexer *ix, summary_round *r)
+static bool summaries_round(summary_call *c)
 {
+    summary_round *r = c->r;
     pano_buf body = {0};
     pano_es_response resp = {0};
     char err[512];
-    summaries_read_body(r, &body);
-    if (!summary_request(ix, MGET_PATH, &body, &resp)) {
-        pano_buf_free(&body);
-        return false;
+    if (summaries_to_read(r)) {
+        summaries_read_body(r, &body);
+        if (!summary_request(c, MGET_PATH, &body, &resp)) {
+            pano_buf_free(&body);
+            return false;
+        }
+        int rc = summaries_apply_read(r, resp.body, resp.len, err, sizeof err);
+        pano_es_response_free(&resp);
+        if (rc < 0) {
+            pano_warn("summaries: %s", err);
+            pano_buf_free(&body);
+            return false;
+        }
+        pano_buf_clear(&body);
     }
-    int rc = summaries_apply_read(r, resp.body, resp.len, err, sizeof err);
-    pano_es_response_free(&resp);
-    if (rc < 0) {
-        pano_warn("summaries: %s", err);
-        pano_buf_free(&body);
-        return false;
-    }
-    pano_buf_clear(&body);
     size_t *order = pano_calloc(r->n ? r->n : 1, sizeof *order);
     size_t n = summaries_write_body(r, &body, order);
     bool ok = true;
     if (n > 0) {
-        ok = summary_request(ix, BULK_PATH, &body, &resp);
+        ok = summary_request(c, SUMMARY_BULK_PATH, &body, &resp);
         if (ok) {
             pano_bulk_result *results = pano_calloc(n, sizeof *results);
-            if (pano_bulk_all_created(resp.body, resp.len)) {
-                for (size_t k = 0; k < n; k++)
-                    results[k] = (pano_bulk_result){.outcome = PANO_BULK_DONE, .status = 200};
-            } else if (pano_bulk_read_response(resp.body, resp.len, n, results, err, sizeof err) <
-                       0) {
+            if (pano_bulk_read_response(resp.body, resp.len, n, results, err, sizeof err) < 0) {
                 pano_warn("summaries: %s", err);
                 ok = false;
-            }
-            if (ok)
-                summaries_apply_write(r, order, n, results);
+            } else
+                summaries_apply_write(r, &body, order, n, results);
             free(results);
             pano_es_response_free(&resp);
         }
@@ -306,4 +311,14 @@ bool outlet_summaries(indexer *ix, summary_round *r)
     free(order);
     pano_buf_free(&body);
     return ok;
+}
+
+void outlet_summaries(summary_call *c)
+{
+    c->status = 200;
+    c->err[0] = '\0';
+    if (c->gather)
+        summaries_gather(c->r, c->gather);
+    c->answered = summaries_round(c);
+    atomic_store(&c->done, true);
 }

@@ -448,17 +448,16 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
     pano_json_free(all);
 
     /* The per-run summaries (summary.h), of every summarized stream: only
-     * what is searched is mapped, the rest is kept in _source. */
+     * what a reader asks by is mapped, the workflow (searched) and the _id
+     * (sorted by, not searched); the rest is kept in _source. */
     pano_json *sp = pano_json_object();
     pano_json *set = pano_json_set_object(pano_json_set_object(sp, "set"), "properties");
-    static const char *const keys[] = {"k", "id", "job", "host", NULL};
-    for (size_t i = 0; keys[i]; i++)
-        pano_json_set(set, keys[i], leaf("keyword"));
     pano_json *swf = leaf("keyword");
     pano_json_set_str(swf, "normalizer", "pano_lowercase");
     pano_json_set(set, "wf", swf);
-    pano_json_set(pano_json_set_object(pano_json_set_object(sp, "min"), "properties"), "t0",
-                  leaf("double"));
+    pano_json *sid = leaf("keyword");
+    pano_json_set_bool(sid, "index", false);
+    pano_json_set(set, "id", sid);
     char summaries[260];
     snprintf(t[nfam + 3].name, sizeof t[nfam + 3].name, "%.200ssummary", opt->prefix);
     snprintf(summaries, sizeof summaries, "%s-*", t[nfam + 3].name);

@@ -35,180 +35,153 @@ typedef struct {
     bool seen[RUNS_KINDS];
 } reading;
 
-/* doc[group][key] as a number (missing when absent), or as a new string. */
-static double num(const pano_json *doc, const char *group, const char *key, double missing)
+/* A string of a summary as a new string ("" when absent). */
+static char *dup(const char *s)
 {
-    return store_num(pano_json_get(doc, group), key, missing);
+    return pano_strdup(s ? s : "");
 }
 
-static char *str(const pano_json *doc, const char *group, const char *key)
+/* A number of a summary, missing when absent. */
+static double or(double v, double missing)
 {
-    char buf[8192];
-    return pano_strdup(store_str(pano_json_get(doc, group), key, buf, sizeof buf));
+    return isnan(v) ? missing : v;
 }
 
-/* A number of an array, 0 for anything else (null: a field the event
- * did not have). */
-static double number(const pano_json *v)
+static void run_of(reading *rd, const pano_run_summary *d)
 {
-    return v->type == PANO_JSON_INT ? (double)v->u.integer
-           : v->type == PANO_JSON_DOUBLE ? v->u.real.value
-                                         : 0;
-}
-
-/* The values of a latest entry, or NULL. */
-static const pano_json *latest(const pano_json *doc, const char *name)
-{
-    return pano_json_get(pano_json_get(pano_json_get(doc, "latest"), name), "v");
-}
-
-static void run_of(reading *rd, const pano_json *d)
-{
-    if (isnan(num(d, "min", "first", NAN)))
+    const double *v = d->v;
+    if (isnan(v[PANO_SF_FIRST]))
         return; /* samples without a start or an end make no run */
     run *r = runs_add(&rd->monitor);
     pano_job *j = &r->job;
     j->from_monitor = true;
-    j->dag_job_id = str(d, "set", "job");
-    j->host = str(d, "set", "host");
-    j->transformation = str(d, "least", "xf");
-    j->site = str(d, "least", "site");
-    j->pid = (int64_t)num(d, "set", "pid", -1);
-    j->exe = str(d, "least", "exe");
-    j->start = num(d, "min", "first", 0);
-    j->last_seen = num(d, "max", "last", j->start);
-    j->interval = num(d, "max", "iv", 0);
-    if (num(d, "max", "end", 0) > 0) {
+    j->dag_job_id = dup(d->t[PANO_ST_JOB]);
+    j->host = dup(d->t[PANO_ST_HOST]);
+    j->transformation = dup(d->t[PANO_ST_XF]);
+    j->site = dup(d->t[PANO_ST_SITE]);
+    j->pid = (int64_t)or(v[PANO_SF_PID], -1);
+    j->exe = dup(d->t[PANO_ST_EXE]);
+    j->start = v[PANO_SF_FIRST];
+    j->last_seen = or(v[PANO_SF_LAST], j->start);
+    j->interval = or(v[PANO_SF_IV], 0);
+    if (or(v[PANO_SF_END], 0) > 0) {
         r->ended = true;
         j->end = j->last_seen; /* the end is the run's last event */
-        j->exitcode = (int)num(d, "max", "exit", -1);
-        j->signal = (int)num(d, "max", "sig", 0);
+        j->exitcode = (int)or(v[PANO_SF_EXIT], -1);
+        j->signal = (int)or(v[PANO_SF_SIG], 0);
         j->state = j->signal > 0      ? PANO_JOB_KILLED
                    : j->exitcode == 0 ? PANO_JOB_SUCCEEDED
                                       : PANO_JOB_FAILED;
-        j->duration = num(d, "max", "dur", j->end - j->start);
-        j->cpu_time = num(d, "max", "cpu", 0);
-        j->maxrss = (int64_t)num(d, "max", "rss", -1);
-        j->bytes_read = (int64_t)num(d, "max", "rch", -1);
-        j->bytes_written = (int64_t)num(d, "max", "wch", -1);
-        j->samples = (int64_t)num(d, "max", "ns", 0);
+        j->duration = or(v[PANO_SF_DUR], j->end - j->start);
+        j->cpu_time = or(v[PANO_SF_CPU], 0);
+        j->maxrss = (int64_t)or(v[PANO_SF_RSS], -1);
+        j->bytes_read = (int64_t)or(v[PANO_SF_RCH], -1);
+        j->bytes_written = (int64_t)or(v[PANO_SF_WCH], -1);
+        j->samples = (int64_t)or(v[PANO_SF_NS], 0);
         return;
     }
-    if (isnan(num(d, "max", "slast", NAN)))
+    if (isnan(v[PANO_SF_SLAST]))
         return; /* no sample yet */
-    j->samples = (int64_t)num(d, "add", "sn", 0);
-    double last = num(d, "max", "slast", 0);
-    if (last > j->last_seen)
-        j->last_seen = last;
+    j->samples = (int64_t)or(v[PANO_SF_SN], 0);
+    if (v[PANO_SF_SLAST] > j->last_seen)
+        j->last_seen = v[PANO_SF_SLAST];
     if (j->interval <= 0)
-        j->interval = num(d, "max", "siv", 0);
-    j->maxrss = (int64_t)num(d, "max", "speak", -1);
-    const pano_json *s = latest(d, "s");
-    if (s) {
-        j->cpu_time = store_num(s, "ut", 0) + store_num(s, "st", 0);
-        j->bytes_read = (int64_t)store_num(s, "rch", -1);
-        j->bytes_written = (int64_t)store_num(s, "wch", -1);
-        j->rss = (int64_t)store_num(s, "rss", 0);
-        j->vm = (int64_t)store_num(s, "vm", 0);
-        j->procs = (int64_t)store_num(s, "pr", 0);
-        j->threads = (int64_t)store_num(s, "th", 0);
+        j->interval = or(v[PANO_SF_SIV], 0);
+    j->maxrss = (int64_t)or(v[PANO_SF_SPEAK], -1);
+    const pano_summary_latest *s = &d->latest[PANO_SL_S];
+    if (s->has) {
+        j->cpu_time = or(s->v[PANO_S_UT], 0) + or(s->v[PANO_S_ST], 0);
+        j->bytes_read = (int64_t)or(s->v[PANO_S_RCH], -1);
+        j->bytes_written = (int64_t)or(s->v[PANO_S_WCH], -1);
+        j->rss = (int64_t)or(s->v[PANO_S_RSS], 0);
+        j->vm = (int64_t)or(s->v[PANO_S_VM], 0);
+        j->procs = (int64_t)or(s->v[PANO_S_PR], 0);
+        j->threads = (int64_t)or(s->v[PANO_S_TH], 0);
     }
 }
 
-static void instance_of(reading *rd, const pano_json *d)
+static void instance_of(reading *rd, const pano_run_summary *d)
 {
+    const double *v = d->v;
     run *r = runs_add(&rd->inst);
     pano_job *j = &r->job;
-    char buf[8192];
     j->from_stampede = true;
-    j->dag_job_id = str(d, "set", "job");
-    r->inst_id = (int64_t)num(d, "set", "inst", 0);
-    j->host = pano_strdup(store_str(latest(d, "h"), "h", buf, sizeof buf));
-    j->site = pano_strdup(store_str(latest(d, "si"), "s", buf, sizeof buf));
-    const pano_json *inv = latest(d, "iv");
-    j->transformation = pano_strdup(store_str(inv, "xf", buf, sizeof buf));
-    j->exe = pano_strdup(store_str(inv, "exe", buf, sizeof buf));
-    r->submitted = num(d, "min", "sub", 0);
-    double exec = num(d, "max", "exec", 0);
-    double inv_start = num(d, "min", "ist", 0);
+    j->dag_job_id = dup(d->t[PANO_ST_JOB]);
+    r->inst_id = (int64_t)or(v[PANO_SF_INST], 0);
+    j->host = dup(d->latest[PANO_SL_H].t[0]);
+    j->site = dup(d->latest[PANO_SL_SI].t[0]);
+    const pano_summary_latest *inv = &d->latest[PANO_SL_IV];
+    j->transformation = dup(inv->t[0]);
+    j->exe = dup(inv->t[1]);
+    r->submitted = or(v[PANO_SF_SUB], 0);
+    double exec = or(v[PANO_SF_EXEC], 0), inv_start = or(v[PANO_SF_IST], 0);
     j->start = exec > 0 ? exec : inv_start > 0 ? inv_start : r->submitted;
-    j->last_seen = num(d, "max", "last", j->start);
+    j->last_seen = or(v[PANO_SF_LAST], j->start);
     /* the invocations' sums (0 for none, as a sum over no document is) */
     double inv_dur = 0, inv_cpu = 0;
-    const pano_json *each = pano_json_get(pano_json_get(d, "put"), "inv");
-    for (size_t i = 0; i < pano_json_len(each); i++) {
-        const pano_json *f = pano_json_at(each, i);
-        if (pano_json_len(f) == 2) {
-            inv_dur += number(pano_json_at(f, 0));
-            inv_cpu += number(pano_json_at(f, 1));
-        }
+    for (size_t i = 0; i < d->ninv; i++) {
+        inv_dur += or(d->inv[i].dur, 0);
+        inv_cpu += or(d->inv[i].cpu, 0);
     }
-    if (inv) {
+    if (inv->has) {
         j->cpu_time = inv_cpu;
-        j->maxrss = (int64_t)num(d, "max", "irss", -1);
+        j->maxrss = (int64_t)or(v[PANO_SF_IRSS], -1);
     }
-    const pano_json *state = latest(d, "st");
-    const pano_json *main_end = latest(d, "me"), *post_end = latest(d, "pe");
-    const char *e = state ? pano_json_get_str(state, "e") : NULL;
+    const pano_summary_latest *state = &d->latest[PANO_SL_ST];
+    const pano_summary_latest *main_end = &d->latest[PANO_SL_ME], *post_end = &d->latest[PANO_SL_PE];
+    const char *e = state->has ? state->t[0] : NULL;
     char event[128] = "";
     if (e)
         snprintf(event, sizeof event, "stampede.job_inst.%s", e);
-    j->state = e ? runs_state_after(event, store_num(state, "status", 0)) : PANO_JOB_QUEUED;
+    j->state = e ? runs_state_after(event, or(state->v[PANO_STATE_STATUS], 0)) : PANO_JOB_QUEUED;
     /* The verdict is the POST script's when it ran, else the job's own. */
-    const pano_json *verdict = post_end ? post_end : main_end;
-    bool final_verdict = post_end || (e && strcmp(e, "main.end") == 0);
-    if (verdict && final_verdict && !isnan(store_num(verdict, "x", NAN))) {
+    double x = post_end->has ? post_end->v[PANO_PE_X] : main_end->v[PANO_ME_X];
+    double ts = post_end->has ? post_end->v[PANO_PE_TS] : main_end->v[PANO_ME_TS];
+    bool verdict = post_end->has || main_end->has;
+    bool final_verdict = post_end->has || (e && strcmp(e, "main.end") == 0);
+    if (verdict && final_verdict && !isnan(x)) {
         r->ended = true;
-        j->state = runs_decode_status(store_num(verdict, "x", 0), &j->exitcode, &j->signal);
-        j->end = store_num(verdict, "ts", j->last_seen);
+        j->state = runs_decode_status(x, &j->exitcode, &j->signal);
+        j->end = or(ts, j->last_seen);
     }
-    double local = store_num(main_end, "ld", NAN);
+    double local = main_end->has ? main_end->v[PANO_ME_LD] : NAN;
     if (r->ended)
         j->duration = !isnan(local) ? local : inv_dur;
 }
 
-static void side_of(reading *rd, const pano_json *d)
+static void side_of(reading *rd, const pano_run_summary *d)
 {
     if (rd->nsides == rd->cap_sides) {
         rd->cap_sides = rd->cap_sides ? rd->cap_sides * 2 : 64;
         rd->sides = pano_reallocarray(rd->sides, rd->cap_sides, sizeof *rd->sides);
     }
     side_count *s = &rd->sides[rd->nsides++];
-    s->job = str(d, "set", "job");
-    s->host = str(d, "set", "host");
-    s->darshan = (int64_t)num(d, "add", "d", 0);
-    s->transfer = (int64_t)num(d, "add", "t", 0);
+    s->job = dup(d->t[PANO_ST_JOB]);
+    s->host = dup(d->t[PANO_ST_HOST]);
+    s->darshan = (int64_t)or(d->v[PANO_SF_D], 0);
+    s->transfer = (int64_t)or(d->v[PANO_SF_T], 0);
 }
 
 /* One document (a run's, merged over its partitions). */
-static void on_document(reading *rd, const pano_json *d)
+static void on_document(reading *rd, const pano_run_summary *d)
 {
-    static const char *const kinds[RUNS_KINDS] = {"run", "inst", "side"};
-    const char *k = pano_json_get_str(pano_json_get(d, "set"), "k");
-    for (int i = 0; k && i < RUNS_KINDS; i++) {
-        if (strcmp(k, kinds[i]) != 0)
-            continue;
-        double t0 = num(d, "min", "t0", NAN);
-        if (!isnan(t0) && (!rd->seen[i] || t0 < rd->first[i])) {
-            rd->first[i] = t0;
-            rd->seen[i] = true;
-        }
-        if (i == RUNS_KIND_RUN)
-            run_of(rd, d);
-        else if (i == RUNS_KIND_INST)
-            instance_of(rd, d);
-        else
-            side_of(rd, d);
+    int k = d->kind == PANO_SUMMARY_RUN    ? RUNS_KIND_RUN
+            : d->kind == PANO_SUMMARY_INST ? RUNS_KIND_INST
+                                           : RUNS_KIND_SIDE;
+    double t0 = d->v[PANO_SF_T0];
+    if (!isnan(t0) && (!rd->seen[k] || t0 < rd->first[k])) {
+        rd->first[k] = t0;
+        rd->seen[k] = true;
     }
+    if (k == RUNS_KIND_RUN)
+        run_of(rd, d);
+    else if (k == RUNS_KIND_INST)
+        instance_of(rd, d);
+    else
+        side_of(rd, d);
 }
 
 /* ---- reading ------------------------------------------------------------------- */
-
-static const char *doc_id(const pano_json *source)
-{
-    const char *id = pano_json_get_str(pano_json_get(source, "set"), "id");
-    return id ? id : "";
-}
 
 /* The search of one page after `after` (the sort values of the last hit,
  * or NULL for the first). */
@@ -255,7 +228,9 @@ static int read_all(pano_query *q, const pano_jobs *jobs, reading *rd, char *err
     pano_json_free(opened);
     pano_arena arena;
     pano_arena_init(&arena, 1 << 20);
-    pano_json *after = NULL, *held = NULL; /* held: a document its run's next may follow */
+    pano_json *after = NULL;
+    pano_run_summary docs[1], *held = NULL; /* held: a document its run's next may follow */
+    pano_summary_init(&docs[0]);
     int rc = 0;
     for (;;) {
         pano_json *body = page_body(pit, jobs->wf_uuid, after);
@@ -276,23 +251,21 @@ static int read_all(pano_query *q, const pano_jobs *jobs, reading *rd, char *err
         const pano_json *hits = pano_json_get_array(pano_json_get(answer, "hits"), "hits");
         size_t n = pano_json_len(hits);
         for (size_t i = 0; i < n; i++) {
-            const pano_json *src = pano_json_get(pano_json_at(hits, i), "_source");
-            if (held && strcmp(doc_id(held), doc_id(src)) == 0) {
-                pano_summary_merge(held, src, true);
+            pano_run_summary cur;
+            if (!pano_summary_read(pano_json_get(pano_json_at(hits, i), "_source"), &cur))
+                continue;
+            if (held && strcmp(held->id, cur.id) == 0) /* the same run, another period */
+                pano_summary_merge(held, &cur, true);
+            else {
+                if (held)
+                    on_document(rd, held);
+                else
+                    held = &docs[0];
+                pano_summary_clear(held);
+                *held = cur; /* the next may be of the same run */
                 continue;
             }
-            if (held) {
-                on_document(rd, held);
-                pano_json_free(held);
-                held = NULL;
-            }
-            bool next_same = i + 1 < n && strcmp(doc_id(src), doc_id(pano_json_get(
-                                                                  pano_json_at(hits, i + 1),
-                                                                  "_source"))) == 0;
-            if (next_same || i + 1 == n)
-                held = pano_json_clone(src); /* onto the heap: the page goes */
-            else
-                on_document(rd, src);
+            pano_summary_clear(&cur);
         }
         pano_json_free(after);
         after = n ? pano_json_clone(pano_json_get(pano_json_at(hits, n - 1), "sort")) : NULL;
@@ -301,7 +274,7 @@ static int read_all(pano_query *q, const pano_jobs *jobs, reading *rd, char *err
     }
     if (held && rc == 0)
         on_document(rd, held);
-    pano_json_free(held);
+    pano_summary_clear(&docs[0]);
     pano_json_free(after);
     pano_arena_free(&arena);
     /* The point in time is let go now rather than after its keep-alive. */

@@ -171,8 +171,9 @@ compare "${P}c-" "a store without summaries"
 reduced "${P}c-" || fail "a store without summaries was not read from its events"
 # Summaries that miss the workflow's first events (written, in part, before
 # summaries existed): read from the events too.
-es -X POST "$ES/${P}b-summary-*/_search?routing=$WF" -d '{"size":10,"query":{"term":{"set.job":"work_ID00"}}}' |
-    jq -c --arg wf "$WF" '.hits.hits[] | {delete: {_index, _id, routing: $wf}}' >"$TEST_DIR/delete.ndjson"
+es -X POST "$ES/${P}b-summary-*/_search?routing=$WF" -d '{"size":1000,"query":{"term":{"set.wf":"'"$WF"'"}}}' |
+    jq -c --arg wf "$WF" '.hits.hits[] | select(._source.set.job == "work_ID00") | {delete: {_index, _id, routing: $wf}}' \
+    >"$TEST_DIR/delete.ndjson"
 [[ -s $TEST_DIR/delete.ndjson ]] || fail "no summary of work_ID00"
 curl -fsS -H 'Content-Type: application/x-ndjson' -X POST "$ES/_bulk?refresh=true" \
     --data-binary "@$TEST_DIR/delete.ndjson" | jq -e '.errors == false' >/dev/null || fail "cannot delete a summary"

@@ -1,8 +1,9 @@
 /* pano-indexer's side of the summaries (indexer/summaries.h): a batch's
  * contributions merged per document, counting only created events, under
- * the token of the newest; the _mget body and what its answer does; the
- * bulk body (create, or index if nobody wrote since) and what each status
- * does to a document. */
+ * the token of the newest; the bulk body (create for a document thought
+ * new, index if nobody wrote since for one written before) and what each
+ * status does; the documents read when not known, and the token that
+ * makes an update applied twice a no-op. */
 #include "batch.h"
 #include "json.h"
 #include "summaries.h"
@@ -19,7 +20,7 @@
 static rd_kafka_t *rk;
 static rd_kafka_topic_t *topic;
 static pano_stream_policy policies[PANO_N_STREAMS];
-static const summary_layout layout = {.prefix = "p-", .policies = policies};
+static summary_layout layout = {.prefix = "p-", .policies = policies};
 
 static void setup(void)
 {
@@ -78,11 +79,6 @@ static void release(test_batch *t)
 #define SAMPLE(ts, id) \
     "{\"event\":\"kickstart.inv.online\",\"ts\":" #ts ",\"event_id\":\"" id "\"," RUN ",\"rss\":" #ts "}"
 
-static double num(const pano_json *j, const char *group, const char *key)
-{
-    double v;
-    return pano_json_get_number(pano_json_get(j, group), key, &v) ? v : NAN;
-}
 
 START_TEST(a_batch_merged_per_document)
 {
@@ -99,91 +95,123 @@ START_TEST(a_batch_merged_per_document)
     t.items[3].rejected = true; /* its dead letter */
     ck_assert_ptr_null(t.items[1].summary);
     ck_assert_str_eq(t.items[0].summary->index, "p-summary-kickstart-2026.09");
-    ck_assert_str_eq(t.items[0].summary->routing, WF);
+    ck_assert_str_eq(t.items[0].summary->part.wf, WF);
     ck_assert_str_eq(t.items[6].summary->index, "p-summary-darshan-2026.09");
 
     summary_round r = {0};
     summaries_gather(&r, &t.b);
     ck_assert_uint_eq(r.n, 2);
     ck_assert_uint_eq(summaries_unsettled(&r), 2);
-    /* ordered by index: darshan's, then kickstart's */
-    const summary_doc *side = &r.docs[0], *run = &r.docs[1];
+    /* ordered by _id: the run's (r-...), then the side events' (s-...) */
+    const summary_doc *run = &r.docs[0], *side = &r.docs[1];
     ck_assert_str_eq(side->op, "2:16");
     ck_assert_str_eq(run->op, "2:15"); /* the newest of a, b, f */
-    ck_assert_double_eq(num(run->update, "add", "n"), 2); /* a and f; b was there */
-    ck_assert_double_eq(num(run->update, "add", "sn"), 1);
-    ck_assert_double_eq(num(run->update, "max", "slast"), 1790000003); /* b's, counted or not */
-    ck_assert_double_eq(num(run->update, "min", "first"), 1790000000);
+    ck_assert_double_eq(run->update.v[PANO_SF_N], 2); /* a and f; b was there */
+    ck_assert_double_eq(run->update.v[PANO_SF_SN], 1);
+    ck_assert_double_eq(run->update.v[PANO_SF_SLAST], 1790000003); /* b's, counted or not */
+    ck_assert_double_eq(run->update.v[PANO_SF_FIRST], 1790000000);
 
+    /* neither known: both thought new, nothing to read */
+    ck_assert_uint_eq(summaries_to_read(&r), 0);
+    ck_assert(!run->found && !side->found);
     pano_buf body = {0};
-    summaries_read_body(&r, &body);
-    char want[512];
+    size_t order[2];
+    ck_assert_uint_eq(summaries_write_body(&r, &body, order), 2);
+    char want[256];
     snprintf(want, sizeof want,
-             "{\"docs\":[{\"_index\":\"p-summary-darshan-2026.09\",\"_id\":\"%s\",\"routing\":\"" WF
-             "\"},{\"_index\":\"p-summary-kickstart-2026.09\",\"_id\":\"%s\",\"routing\":\"" WF "\"}]}",
-             side->id, run->id);
-    ck_assert_str_eq(body.data, want);
+             "{\"create\":{\"_index\":\"p-summary-kickstart-2026.09\",\"_id\":\"%s\",\"routing\":\"" WF
+             "\"}}\n{\"set\":{\"k\":\"run\"",
+             run->update.id);
+    ck_assert_msg(strncmp(body.data, want, strlen(want)) == 0, "%s", body.data);
     pano_buf_free(&body);
-    summaries_clear(&r);
-    free(r.docs);
+    summaries_free(&r);
     release(&t);
 }
 END_TEST
 
-/* A round over two documents: one new, one stored. */
-static void two_documents(summary_round *r, test_batch *t)
+/* Two documents of a batch: a run's and the side events'. */
+static void two_documents(summary_round *r, test_batch *t, int64_t offset)
 {
     init(t);
-    add(t, SAMPLE(1790000001, "a"), 20, 201);
-    add(t, "{\"event\":\"darshan.perf\",\"ts\":1790000000,\"event_id\":\"g\",\"dag_job_id\":\"j\"}", 21,
-        201);
-    memset(r, 0, sizeof *r);
+    add(t, SAMPLE(1790000001, "a"), offset, 201);
+    add(t, "{\"event\":\"darshan.perf\",\"ts\":1790000000,\"event_id\":\"g\",\"dag_job_id\":\"j\"}",
+        offset + 1, 201);
     summaries_gather(r, &t->b);
     ck_assert_uint_eq(r->n, 2);
 }
 
-START_TEST(read_apply_write)
+static size_t write_round(summary_round *r, pano_buf *body, size_t *order, size_t want)
+{
+    pano_buf_clear(body);
+    size_t n = summaries_write_body(r, body, order);
+    ck_assert_uint_eq(n, want);
+    return n;
+}
+
+START_TEST(written_known_read)
 {
     test_batch t;
-    summary_round r;
-    two_documents(&r, &t);
+    summary_round r = {0};
     char answer[1024], err[256];
-    /* the darshan document is new; the run's holds n 5 */
-    snprintf(answer, sizeof answer,
-             "{\"docs\":[{\"_id\":\"%s\",\"found\":false},{\"_id\":\"%s\",\"found\":true,"
-             "\"_seq_no\":7,\"_primary_term\":1,\"_source\":{\"add\":{\"n\":5},\"ops\":[\"2:3\"]}}]}",
-             r.docs[0].id, r.docs[1].id);
-    ck_assert_int_eq(summaries_apply_read(&r, answer, strlen(answer), err, sizeof err), 0);
-    ck_assert_double_eq(num(r.docs[1].doc, "add", "n"), 6);
     pano_buf body = {0};
     size_t order[2];
-    ck_assert_uint_eq(summaries_write_body(&r, &body, order), 2);
-    ck_assert_ptr_nonnull(strstr(body.data, "{\"create\":{\"_index\":\"p-summary-darshan-2026.09\""));
+    two_documents(&r, &t, 20);
+    write_round(&r, &body, order, 2);
+    /* the run's document existed (409: not new); the side one is created */
+    pano_bulk_result res[2] = {{.status = 409, .seq_no = -1}, {.status = 201, .seq_no = 3, .primary_term = 1}};
+    summaries_apply_write(&r, &body, order, 2, res);
+    ck_assert(!r.docs[0].settled && r.docs[1].settled);
+    ck_assert_uint_eq(r.conflicts, 1);
+    ck_assert_uint_eq(summaries_to_read(&r), 1);
+    pano_buf_clear(&body);
+    summaries_read_body(&r, &body);
+    ck_assert_ptr_nonnull(strstr(body.data, r.docs[0].update.id));
+    ck_assert_ptr_null(strstr(body.data, r.docs[1].update.id));
+    /* it holds n 5: applied, and written if still at that version */
+    snprintf(answer, sizeof answer,
+             "{\"docs\":[{\"_id\":\"%s\",\"found\":true,\"_seq_no\":7,\"_primary_term\":1,"
+             "\"_source\":{\"set\":{\"k\":\"run\",\"id\":\"%s\",\"wf\":\"" WF "\"},"
+             "\"add\":{\"n\":5},\"ops\":[\"2:3\"]}}]}",
+             r.docs[0].update.id, r.docs[0].update.id);
+    ck_assert_int_eq(summaries_apply_read(&r, answer, strlen(answer), err, sizeof err), 0);
+    ck_assert_double_eq(r.docs[0].doc.v[PANO_SF_N], 6);
+    write_round(&r, &body, order, 1);
     ck_assert_ptr_nonnull(strstr(body.data, "{\"index\":{\"_index\":\"p-summary-kickstart-2026.09\""));
     ck_assert_ptr_nonnull(strstr(body.data, "\"if_seq_no\":7,\"if_primary_term\":1}}"));
     ck_assert_ptr_nonnull(strstr(body.data, "\"ops\":[\"2:3\",\"2:20\"]"));
-    pano_buf_free(&body);
-    /* created; written meanwhile by another: read again */
-    pano_bulk_result res[2] = {{.status = 201}, {.status = 409}};
-    summaries_apply_write(&r, order, 2, res);
-    ck_assert(r.docs[0].settled && !r.docs[1].settled);
-    ck_assert_uint_eq(r.written, 1);
-    ck_assert_uint_eq(r.conflicts, 1);
-    /* read again: the other writer's answer was this very update (lost
-     * answer, retried): nothing to write */
+    pano_bulk_result ok = {.status = 200, .seq_no = 8, .primary_term = 1};
+    summaries_apply_write(&r, &body, order, 1, &ok);
+    ck_assert_uint_eq(summaries_unsettled(&r), 0);
+    ck_assert_uint_eq(r.written, 2);
+    summaries_clear(&r);
+    release(&t);
+
+    /* the next batch: both as last written, nothing read */
+    two_documents(&r, &t, 30);
+    ck_assert_uint_eq(summaries_to_read(&r), 0);
+    ck_assert(r.docs[0].found && r.docs[1].found);
+    ck_assert_double_eq(r.docs[0].doc.v[PANO_SF_N], 7);
+    write_round(&r, &body, order, 2);
+    ck_assert_ptr_nonnull(strstr(body.data, "\"if_seq_no\":8,\"if_primary_term\":1}}"));
+    ck_assert_ptr_nonnull(strstr(body.data, "\"if_seq_no\":3,\"if_primary_term\":1}}"));
+    /* no answer for the run's: read again; it holds this very update (its
+     * write was applied, the answer lost): nothing more to write */
+    pano_bulk_result lost[2] = {{.status = 0}, {.status = 200, .seq_no = 4, .primary_term = 1}};
+    summaries_apply_write(&r, &body, order, 2, lost);
+    ck_assert_uint_eq(r.retries, 1);
+    ck_assert_uint_eq(summaries_to_read(&r), 1);
     snprintf(answer, sizeof answer,
-             "{\"docs\":[{\"_id\":\"%s\",\"found\":true,\"_seq_no\":8,\"_primary_term\":1,"
-             "\"_source\":{\"add\":{\"n\":6},\"ops\":[\"2:3\",\"2:20\"]}}]}",
-             r.docs[1].id);
+             "{\"docs\":[{\"_id\":\"%s\",\"found\":true,\"_seq_no\":9,\"_primary_term\":1,"
+             "\"_source\":{\"set\":{\"k\":\"run\",\"id\":\"%s\",\"wf\":\"" WF "\"},"
+             "\"add\":{\"n\":7},\"ops\":[\"2:3\",\"2:20\",\"2:30\"]}}]}",
+             r.docs[0].update.id, r.docs[0].update.id);
     ck_assert_int_eq(summaries_apply_read(&r, answer, strlen(answer), err, sizeof err), 0);
-    ck_assert(r.docs[1].settled);
+    ck_assert(r.docs[0].settled);
     ck_assert_uint_eq(r.unchanged, 1);
     ck_assert_uint_eq(summaries_unsettled(&r), 0);
-    body = (pano_buf){0};
-    ck_assert_uint_eq(summaries_write_body(&r, &body, order), 0);
+    write_round(&r, &body, order, 0);
     pano_buf_free(&body);
-    summaries_clear(&r);
-    free(r.docs);
+    summaries_free(&r);
     release(&t);
 }
 END_TEST
@@ -191,36 +219,42 @@ END_TEST
 START_TEST(statuses_and_bad_answers)
 {
     test_batch t;
-    summary_round r;
-    two_documents(&r, &t);
+    summary_round r = {0};
     char err[256];
+    pano_buf body = {0};
+    size_t order[2];
+    two_documents(&r, &t, 20);
+    write_round(&r, &body, order, 2);
+    pano_bulk_result both[2] = {{.status = 409}, {.status = 409}};
+    summaries_apply_write(&r, &body, order, 2, both);
+    ck_assert_uint_eq(summaries_to_read(&r), 2);
     /* an answer for fewer documents than asked, or in another order */
     const char *short_answer = "{\"docs\":[{\"_id\":\"x\",\"found\":false}]}";
     ck_assert_int_eq(summaries_apply_read(&r, short_answer, strlen(short_answer), err, sizeof err),
                      -1);
     char answer[512];
     snprintf(answer, sizeof answer, "{\"docs\":[{\"_id\":\"%s\",\"found\":false},{\"_id\":\"%s\","
-             "\"found\":false}]}", r.docs[1].id, r.docs[0].id);
+             "\"found\":false}]}", r.docs[1].update.id, r.docs[0].update.id);
     ck_assert_int_eq(summaries_apply_read(&r, answer, strlen(answer), err, sizeof err), -1);
-    ck_assert_uint_eq(summaries_unsettled(&r), 2);
-    /* both new (an index not made yet reads as an error: new too) */
+    ck_assert_uint_eq(summaries_to_read(&r), 2);
+    /* both gone meanwhile (an index not made reads as an error: new too) */
     snprintf(answer, sizeof answer, "{\"docs\":[{\"_id\":\"%s\",\"found\":false},{\"_id\":\"%s\","
-             "\"error\":{\"type\":\"index_not_found_exception\"}}]}", r.docs[0].id, r.docs[1].id);
+             "\"error\":{\"type\":\"index_not_found_exception\"}}]}", r.docs[0].update.id,
+             r.docs[1].update.id);
     ck_assert_int_eq(summaries_apply_read(&r, answer, strlen(answer), err, sizeof err), 0);
-    pano_buf body = {0};
-    size_t order[2];
-    ck_assert_uint_eq(summaries_write_body(&r, &body, order), 2);
-    pano_buf_free(&body);
+    write_round(&r, &body, order, 2);
+    ck_assert_ptr_null(strstr(body.data, "\"index\""));
     /* overloaded: again later; refused: left out, settled */
     pano_bulk_result res[2] = {{.status = 429}, {.status = 400, .reason = "mapper_parsing_exception: x"}};
-    summaries_apply_write(&r, order, 2, res);
+    summaries_apply_write(&r, &body, order, 2, res);
     ck_assert(!r.docs[0].settled && r.docs[1].settled);
     ck_assert_uint_eq(r.retries, 1);
     ck_assert_uint_eq(r.refused, 1);
     ck_assert_uint_eq(summaries_unsettled(&r), 1);
-    summaries_clear(&r);
+    ck_assert_uint_eq(summaries_to_read(&r), 1);
+    pano_buf_free(&body);
+    summaries_free(&r);
     ck_assert_uint_eq(r.n, 0);
-    free(r.docs);
     release(&t);
 }
 END_TEST
@@ -245,7 +279,7 @@ int main(void)
     TCase *tc = tcase_create("summaries");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, a_batch_merged_per_document);
-    tcase_add_test(tc, read_apply_write);
+    tcase_add_test(tc, written_known_read);
     tcase_add_test(tc, statuses_and_bad_answers);
     tcase_add_test(tc, past_retention_no_summary);
     suite_add_tcase(s, tc);

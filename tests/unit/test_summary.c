@@ -22,17 +22,34 @@ static pano_json *parse(const char *text)
 }
 
 /* The contribution of an event given as text (arrival: its offset). */
-static pano_summary_part part_of(const char *event, long arrival)
+static pano_run_summary part_of(const char *event, long arrival)
 {
     pano_json *ev = parse(event);
     char a[24];
     snprintf(a, sizeof a, "%020ld", arrival);
     double ts = 0;
     pano_json_get_number(ev, "ts", &ts);
-    pano_summary_part p;
+    pano_run_summary p;
     ck_assert_msg(pano_summary_of_event(ev, WF, ts, a, &p), "%s", event);
     pano_json_free(ev);
     return p;
+}
+
+/* A summary as its document, parsed back (and read back: the same). */
+static pano_json *as_json(const pano_run_summary *s)
+{
+    pano_buf b = {0};
+    pano_summary_write(s, &b);
+    pano_json *j = parse(b.data);
+    pano_run_summary back;
+    ck_assert(pano_summary_read(j, &back));
+    pano_buf again = {0};
+    pano_summary_write(&back, &again);
+    ck_assert_str_eq(again.data, b.data);
+    pano_summary_clear(&back);
+    pano_buf_free(&again);
+    pano_buf_free(&b);
+    return j;
 }
 
 /* j at a path of keys separated by '.' ("max.last"), or NULL. */
@@ -77,19 +94,22 @@ static const char *const run_events[] = {
 
 START_TEST(what_a_run_is_made_of)
 {
-    pano_json *doc = pano_json_object();
+    pano_run_summary sum;
+    pano_summary_init(&sum);
     char id[PANO_SUMMARY_ID_LEN + 1] = "";
     for (size_t i = 0; i < 4; i++) {
-        pano_summary_part p = part_of(run_events[i], (long)i);
+        pano_run_summary p = part_of(run_events[i], (long)i);
         ck_assert_int_eq(p.stream, pano_stream_index("kickstart")); /* samples too */
         ck_assert_int_eq(strlen(p.id), PANO_SUMMARY_ID_LEN);
         ck_assert(p.id[0] == 'r' && p.id[1] == '-');
         if (i)
             ck_assert_str_eq(p.id, id); /* one run: one document */
         memcpy(id, p.id, sizeof id);
-        pano_summary_merge(doc, p.part, true);
-        pano_summary_part_free(&p);
+        pano_summary_merge(&sum, &p, true);
+        pano_summary_clear(&p);
     }
+    pano_json *doc = as_json(&sum);
+    pano_summary_clear(&sum);
     ck_assert_str_eq(str(doc, "set.k"), "run");
     ck_assert_str_eq(str(doc, "set.job"), "j_ID1");
     ck_assert_str_eq(str(doc, "set.host"), "n1");
@@ -116,19 +136,19 @@ START_TEST(what_a_run_is_made_of)
     pano_json_free(doc);
 
     /* another pid, host, job or workflow: another document */
-    pano_summary_part a = part_of(run_events[0], 0);
-    pano_summary_part b = part_of("{\"event\":\"kickstart.inv.start\",\"ts\":1,\"event_id\":\"x\","
+    pano_run_summary a = part_of(run_events[0], 0);
+    pano_run_summary b = part_of("{\"event\":\"kickstart.inv.start\",\"ts\":1,\"event_id\":\"x\","
                                   "\"dag_job_id\":\"j_ID1\",\"hostname\":\"n1\",\"pid\":43}",
                                   0);
-    pano_summary_part c = part_of("{\"event\":\"kickstart.inv.start\",\"ts\":1,\"event_id\":\"x\","
+    pano_run_summary c = part_of("{\"event\":\"kickstart.inv.start\",\"ts\":1,\"event_id\":\"x\","
                                   "\"hostname\":\"n1\",\"pid\":42}",
                                   0);
     ck_assert_str_ne(a.id, b.id);
     ck_assert_str_ne(a.id, c.id);
-    ck_assert_ptr_null(at(c.part, "set.job")); /* no DAG job id */
-    pano_summary_part_free(&a);
-    pano_summary_part_free(&b);
-    pano_summary_part_free(&c);
+    ck_assert_ptr_null(c.t[PANO_ST_JOB]); /* no DAG job id */
+    pano_summary_clear(&a);
+    pano_summary_clear(&b);
+    pano_summary_clear(&c);
 }
 END_TEST
 
@@ -151,14 +171,17 @@ static const char *const inst_events[] = {
 
 START_TEST(what_an_instance_is_made_of)
 {
-    pano_json *doc = pano_json_object();
+    pano_run_summary sum;
+    pano_summary_init(&sum);
     for (size_t i = 0; i < 7; i++) {
-        pano_summary_part p = part_of(inst_events[i], (long)i);
+        pano_run_summary p = part_of(inst_events[i], (long)i);
         ck_assert_int_eq(p.stream, pano_stream_index("stampede"));
         ck_assert(p.id[0] == 'i');
-        pano_summary_merge(doc, p.part, true);
-        pano_summary_part_free(&p);
+        pano_summary_merge(&sum, &p, true);
+        pano_summary_clear(&p);
     }
+    pano_json *doc = as_json(&sum);
+    pano_summary_clear(&sum);
     ck_assert_str_eq(str(doc, "set.k"), "inst");
     ck_assert_double_eq(num(doc, "set.inst"), 2);
     ck_assert_double_eq(num(doc, "min.sub"), 10);
@@ -186,9 +209,9 @@ START_TEST(what_an_instance_is_made_of)
     /* without a job_inst_id, or of another family: no summary */
     pano_json *ev = parse("{\"event\":\"stampede.job_inst.main.start\",\"ts\":1,\"event_id\":\"x\","
                           "\"job_id\":\"j\"}");
-    pano_summary_part p;
+    pano_run_summary p;
     ck_assert(!pano_summary_of_event(ev, WF, 1, "0", &p));
-    ck_assert_ptr_null(p.part);
+    ck_assert_int_eq(p.stream, -1);
     pano_json_free(ev);
     ev = parse("{\"event\":\"custom.metric\",\"ts\":1,\"event_id\":\"x\"}");
     ck_assert(!pano_summary_of_event(ev, WF, 1, "0", &p));
@@ -198,20 +221,20 @@ END_TEST
 
 START_TEST(side_events)
 {
-    pano_summary_part d = part_of("{\"event\":\"darshan.perf\",\"ts\":5,\"event_id\":\"d\","
+    pano_run_summary d = part_of("{\"event\":\"darshan.perf\",\"ts\":5,\"event_id\":\"d\","
                                   "\"dag_job_id\":\"j\",\"hostname\":\"h\"}",
                                   0);
-    pano_summary_part t = part_of("{\"event\":\"transfer.inv.local\",\"ts\":6,\"event_id\":\"t\","
+    pano_run_summary t = part_of("{\"event\":\"transfer.inv.local\",\"ts\":6,\"event_id\":\"t\","
                                   "\"dag_job_id\":\"j\",\"hostname\":\"h\"}",
                                   1);
     ck_assert_int_eq(d.stream, pano_stream_index("darshan"));
     ck_assert_int_eq(t.stream, pano_stream_index("transfer"));
     ck_assert_str_ne(d.id, t.id); /* one key, two streams: two documents */
-    ck_assert_double_eq(num(d.part, "add.d"), 1);
-    ck_assert_double_eq(num(t.part, "add.t"), 1);
-    ck_assert_ptr_null(at(d.part, "add.t"));
-    pano_summary_part_free(&d);
-    pano_summary_part_free(&t);
+    ck_assert_double_eq(d.v[PANO_SF_D], 1);
+    ck_assert_double_eq(t.v[PANO_SF_T], 1);
+    ck_assert(isnan(d.v[PANO_SF_T]));
+    pano_summary_clear(&d);
+    pano_summary_clear(&t);
     ck_assert(pano_summary_stream(pano_stream_index("kickstart")));
     ck_assert(!pano_summary_stream(pano_stream_index("samples")));
     ck_assert(!pano_summary_stream(pano_stream_index("custom")));
@@ -240,37 +263,20 @@ START_TEST(any_order_the_same)
                 order[k] = x;
             }
             /* merged two at a time, and into the document */
-            pano_json *doc = pano_json_object(), *pair = pano_json_object();
+            pano_run_summary doc, pair;
+            pano_summary_init(&doc);
+            pano_summary_init(&pair);
             for (size_t i = 0; i < sizes[s]; i++) {
-                pano_summary_part p = part_of(sets[s][order[i]], (long)order[i]);
-                pano_summary_merge(i % 2 ? doc : pair, p.part, true);
-                pano_summary_part_free(&p);
+                pano_run_summary p = part_of(sets[s][order[i]], (long)order[i]);
+                pano_summary_merge(i % 2 ? &doc : &pair, &p, true);
+                pano_summary_clear(&p);
             }
-            pano_summary_merge(doc, pair, true);
-            pano_json_free(pair);
-            /* the groups' members in one order, for comparing */
-            pano_json *sorted = pano_json_object();
-            static const char *const groups[] = {"set", "min", "max", "add", "least", "latest", "put"};
-            for (size_t g = 0; g < 7; g++) {
-                const pano_json *o = pano_json_get(doc, groups[g]);
-                if (!o)
-                    continue;
-                pano_json *c = pano_json_set_object(sorted, groups[g]);
-                for (size_t a = 0; a < pano_json_len(o); a++) {
-                    size_t min = 0;
-                    bool found = false;
-                    for (size_t b = 0; b < pano_json_len(o); b++)
-                        if (!pano_json_get(c, pano_json_key_at(o, b)) &&
-                            (!found || strcmp(pano_json_key_at(o, b), pano_json_key_at(o, min)) < 0)) {
-                            min = b;
-                            found = true;
-                        }
-                    pano_json_set(c, pano_json_key_at(o, min), pano_json_clone(pano_json_at(o, min)));
-                }
-            }
-            char *t = pano_json_serialize(sorted, NULL);
-            pano_json_free(sorted);
-            pano_json_free(doc);
+            pano_summary_merge(&doc, &pair, true);
+            pano_summary_clear(&pair);
+            pano_buf b = {0};
+            pano_summary_write(&doc, &b);
+            pano_summary_clear(&doc);
+            char *t = b.data;
             if (!first)
                 first = t;
             else {
@@ -285,45 +291,48 @@ END_TEST
 
 START_TEST(counts_only_when_asked)
 {
-    pano_summary_part p = part_of(run_events[1], 1);
-    pano_json *doc = pano_json_object();
-    pano_summary_merge(doc, p.part, true);
-    pano_summary_merge(doc, p.part, false); /* the same event again, a replay */
-    ck_assert_double_eq(num(doc, "add.n"), 1);
-    ck_assert_double_eq(num(doc, "add.sn"), 1);
-    ck_assert_double_eq(num(doc, "max.slast"), 101.5);
-    pano_summary_merge(doc, p.part, true); /* counted: another event */
-    ck_assert_double_eq(num(doc, "add.sn"), 2);
-    pano_json_free(doc);
-    pano_summary_part_free(&p);
+    pano_run_summary p = part_of(run_events[1], 1), doc;
+    pano_summary_init(&doc);
+    pano_summary_merge(&doc, &p, true);
+    pano_summary_merge(&doc, &p, false); /* the same event again, a replay */
+    ck_assert_double_eq(doc.v[PANO_SF_N], 1);
+    ck_assert_double_eq(doc.v[PANO_SF_SN], 1);
+    ck_assert_double_eq(doc.v[PANO_SF_SLAST], 101.5);
+    pano_summary_merge(&doc, &p, true); /* counted: another event */
+    ck_assert_double_eq(doc.v[PANO_SF_SN], 2);
+    pano_summary_clear(&doc);
+    pano_summary_clear(&p);
 }
 END_TEST
 
 START_TEST(an_update_applied_once)
 {
-    pano_summary_part p = part_of(run_events[1], 1);
-    pano_json *doc = pano_json_object();
-    ck_assert(pano_summary_apply(doc, p.part, "0:17"));
-    char *once = pano_json_serialize(doc, NULL);
-    ck_assert(!pano_summary_apply(doc, p.part, "0:17")); /* its answer was lost: retried */
-    char *twice = pano_json_serialize(doc, NULL);
-    ck_assert_str_eq(once, twice);
-    ck_assert_double_eq(num(doc, "add.n"), 1);
-    free(once);
-    free(twice);
+    pano_run_summary p = part_of(run_events[1], 1), doc;
+    pano_summary_init(&doc);
+    ck_assert(pano_summary_apply(&doc, &p, "0:17"));
+    pano_buf once = {0}, twice = {0};
+    pano_summary_write(&doc, &once);
+    ck_assert(!pano_summary_apply(&doc, &p, "0:17")); /* its answer was lost: retried */
+    pano_summary_write(&doc, &twice);
+    ck_assert_str_eq(once.data, twice.data);
+    ck_assert_double_eq(doc.v[PANO_SF_N], 1);
+    pano_buf_free(&once);
+    pano_buf_free(&twice);
     /* the last 16 tokens are kept */
     char op[16];
     for (int i = 0; i < 20; i++) {
         snprintf(op, sizeof op, "0:%d", 100 + i);
-        ck_assert(pano_summary_apply(doc, p.part, op));
+        ck_assert(pano_summary_apply(&doc, &p, op));
     }
-    const pano_json *ops = pano_json_get(doc, "ops");
+    pano_json *j = as_json(&doc);
+    const pano_json *ops = pano_json_get(j, "ops");
     ck_assert_int_eq(pano_json_len(ops), 16);
     ck_assert_str_eq(pano_json_at(ops, 0)->u.string.text, "0:104");
     ck_assert_str_eq(pano_json_at(ops, 15)->u.string.text, "0:119");
-    ck_assert_double_eq(num(doc, "add.n"), 21);
-    pano_json_free(doc);
-    pano_summary_part_free(&p);
+    ck_assert_double_eq(num(j, "add.n"), 21);
+    pano_json_free(j);
+    pano_summary_clear(&doc);
+    pano_summary_clear(&p);
 }
 END_TEST
 
