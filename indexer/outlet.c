@@ -243,6 +243,9 @@ void outlet_land(indexer *ix, batch *b)
 
 /* ---- summaries ----------------------------------------------------------------- */
 
+/* Summary documents a bulk request holds at least, of up to
+ * pano.indexer.concurrency requests at once. */
+#define SUMMARY_SLICE 500
 #define MGET_PATH "/_mget?filter_path=docs._id,docs.found,docs._seq_no,docs._primary_term,docs._source"
 /* The version each write made comes back too: the document as written is
  * kept with it (summaries.h). */
@@ -294,20 +297,47 @@ static bool summaries_round(summary_call *c)
     }
     size_t *order = pano_calloc(r->n ? r->n : 1, sizeof *order);
     size_t n = summaries_write_body(r, &body, order);
+    /* consecutive slices of the body, sent at once as the events' are */
+    size_t k = (n + SUMMARY_SLICE - 1) / SUMMARY_SLICE;
+    if (k > c->ix->concurrency)
+        k = c->ix->concurrency;
+    pano_es_call *calls = pano_calloc(k ? k : 1, sizeof *calls);
+    for (size_t j = 0; j < k; j++) {
+        size_t from = r->docs[order[n * j / k]].line;
+        size_t to = j + 1 < k ? r->docs[order[n * (j + 1) / k]].line : body.len;
+        calls[j] = (pano_es_call){.method = "POST", .path = SUMMARY_BULK_PATH,
+                                  .body = body.data + from, .len = to - from};
+    }
+    double t0 = pano_monotonic();
+    if (k)
+        pano_es_request_many(c->ix->es, calls, k);
+    c->ix->n.summary_seconds += pano_monotonic() - t0;
+    c->ix->n.summary_requests += k;
     bool ok = true;
-    if (n > 0) {
-        ok = summary_request(c, SUMMARY_BULK_PATH, &body, &resp);
-        if (ok) {
-            pano_bulk_result *results = pano_calloc(n, sizeof *results);
-            if (pano_bulk_read_response(resp.body, resp.len, n, results, err, sizeof err) < 0) {
+    for (size_t j = 0; j < k; j++) {
+        pano_es_call *call = &calls[j];
+        size_t first = n * j / k, m = n * (j + 1) / k - first;
+        long status = call->rc < 0 ? 0 : call->resp.status;
+        if (status != 200) {
+            c->status = status;
+            snprintf(c->err, sizeof c->err, "%s", call->rc < 0 ? call->err : "");
+            if (status)
+                pano_warn("summaries: bulk request answered %ld: %.300s", status, call->resp.body);
+            ok = false;
+        } else {
+            pano_bulk_result *results = pano_calloc(m, sizeof *results);
+            if (pano_bulk_read_response(call->resp.body, call->resp.len, m, results, err,
+                                        sizeof err) < 0) {
                 pano_warn("summaries: %s", err);
                 ok = false;
             } else
-                summaries_apply_write(r, &body, order, n, results);
+                summaries_apply_write(r, &body, order + first, m, results);
             free(results);
-            pano_es_response_free(&resp);
         }
+        if (call->rc == 0)
+            pano_es_response_free(&call->resp);
     }
+    free(calls);
     free(order);
     pano_buf_free(&body);
     return ok;

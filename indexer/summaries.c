@@ -345,6 +345,7 @@ size_t summaries_write_body(summary_round *r, pano_buf *body, size_t *order)
         summary_doc *d = &r->docs[i];
         if (d->settled || !d->to_write)
             continue;
+        d->line = body->len;
         pano_buf_appendf(body, "{\"%s\":{\"_index\":\"%s\",\"_id\":\"%s\",\"routing\":\"%s\"",
                          d->found ? "index" : "create", d->index, d->update.id, d->update.wf);
         if (d->found)

@@ -77,7 +77,7 @@ typedef struct {
     bool found;          /* it exists: written with if_seq_no and if_primary_term */
     int64_t seq_no, primary_term;
     bool settled;
-    size_t at, len;      /* where its JSON is in the last bulk body */
+    size_t line, at, len; /* where its action line and its JSON are in the last bulk body */
 } summary_doc;
 
 typedef struct summary_cache summary_cache;

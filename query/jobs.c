@@ -1,9 +1,12 @@
 /*
- * jobs.c - a workflow's job runs, from the store's aggregations.
+ * jobs.c - a workflow's job runs, and the rows joined from them.
  *
+ * The runs come from pano-indexer's summaries when they cover the workflow
+ * (jobs_summaries.c, after request 1), else from the store's aggregations.
  * Requests (each skipped when the workflow has no such events):
  *   1. the workflow: label, first and last event, the stampede.xwf.end
- *      status, and how many events of each kind there are;
+ *      status, and how many events of each kind there are (and of each
+ *      kind of summary, with the earliest);
  *   2. pano-monitor's runs: a composite aggregation over kickstart.inv.start
  *      and .end per (dag_job_id, hostname, pid), the end's figures per run;
  *   3. the runs without an end: their latest sample (a few runs at a time

@@ -13,7 +13,9 @@
  *             of pegasus-monitord's stampede.job_inst.* / stampede.inv.end
  *             events, per (job_id, job_inst_id). A Pegasus job seen both
  *             ways is one row per attempt: the k-th run of a DAG job with
- *             its k-th instance.
+ *             its k-th instance. The runs are read from pano-indexer's
+ *             summaries (summary.h) when they cover the workflow, else
+ *             reduced from its events; the rows are the same.
  *   stats     computed from the rows (exact medians and percentiles).
  *   series    a date_histogram of the samples' delta fields: a counter's
  *             rate is the sum of its deltas in a bucket over the bucket's
