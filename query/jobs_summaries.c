@@ -196,8 +196,9 @@ static pano_json *page_body(const char *pit, const char *wf_uuid, const pano_jso
     pano_json_set(pano_json_set_object(b, "query"), "term", pano_json_object());
     pano_json_set_str(pano_json_get(pano_json_get(b, "query"), "term"), "set.wf", wf_uuid);
     pano_json_set(b, "sort", store_literal("[{\"set.id\":\"asc\"},{\"_shard_doc\":\"asc\"}]"));
-    /* what the runs are made of: not the writer's tokens, the workflow or
-     * the event ids that order the latest entries */
+    /* what the runs are made of: not the writers' tokens, the workflow or
+     * the arrivals that order the latest entries (a run's documents of two
+     * periods never tie) */
     pano_json_set(b, "_source",
                   store_literal("{\"excludes\":[\"ops\",\"set.wf\",\"latest.*.i\"]}"));
     if (after)
@@ -229,8 +230,9 @@ static int read_all(pano_query *q, const pano_jobs *jobs, reading *rd, char *err
     pano_arena arena;
     pano_arena_init(&arena, 1 << 20);
     pano_json *after = NULL;
-    pano_run_summary docs[1], *held = NULL; /* held: a document its run's next may follow */
-    pano_summary_init(&docs[0]);
+    pano_run_summary held; /* the last document read: the next may be of its run */
+    bool holding = false;
+    pano_summary_init(&held);
     int rc = 0;
     for (;;) {
         pano_json *body = page_body(pit, jobs->wf_uuid, after);
@@ -254,27 +256,25 @@ static int read_all(pano_query *q, const pano_jobs *jobs, reading *rd, char *err
             pano_run_summary cur;
             if (!pano_summary_read(pano_json_get(pano_json_at(hits, i), "_source"), &cur))
                 continue;
-            if (held && strcmp(held->id, cur.id) == 0) /* the same run, another period */
-                pano_summary_merge(held, &cur, true);
-            else {
-                if (held)
-                    on_document(rd, held);
-                else
-                    held = &docs[0];
-                pano_summary_clear(held);
-                *held = cur; /* the next may be of the same run */
+            if (holding && strcmp(held.id, cur.id) == 0) { /* its run, another period */
+                pano_summary_merge(&held, &cur, true);
+                pano_summary_clear(&cur);
                 continue;
             }
-            pano_summary_clear(&cur);
+            if (holding)
+                on_document(rd, &held);
+            pano_summary_clear(&held);
+            held = cur;
+            holding = true;
         }
         pano_json_free(after);
         after = n ? pano_json_clone(pano_json_get(pano_json_at(hits, n - 1), "sort")) : NULL;
         if (n < PAGE || !after)
             break;
     }
-    if (held && rc == 0)
-        on_document(rd, held);
-    pano_summary_clear(&docs[0]);
+    if (holding && rc == 0)
+        on_document(rd, &held);
+    pano_summary_clear(&held);
     pano_json_free(after);
     pano_arena_free(&arena);
     /* The point in time is let go now rather than after its keep-alive. */
