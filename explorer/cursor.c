@@ -9,8 +9,8 @@ static int64_t ms(double seconds) { return (int64_t)llround(seconds * 1000); }
 
 void explorer_cursor_format(const explorer_cursor *c, char *out, size_t size)
 {
-    snprintf(out, size, "%" PRId64 "-%" PRId64 "-%" PRId64, c->at.events, ms(c->at.latest),
-             ms(c->until));
+    snprintf(out, size, "%" PRId64 "-%" PRId64 "-%" PRId64 "-%" PRId64, c->at.events,
+             c->at.summarized, ms(c->at.latest), ms(c->until));
 }
 
 /* A whole number of at most 18 digits at *p, up to the character stop. */
@@ -33,11 +33,13 @@ static bool number(const char **p, char stop, int64_t *out)
 
 bool explorer_cursor_parse(const char *text, explorer_cursor *out)
 {
-    int64_t events, latest, until;
+    int64_t events, summarized, latest, until;
     const char *p = text;
-    if (!number(&p, '-', &events) || !number(&p, '-', &latest) || !number(&p, '\0', &until))
+    if (!number(&p, '-', &events) || !number(&p, '-', &summarized) ||
+        !number(&p, '-', &latest) || !number(&p, '\0', &until))
         return false;
     out->at.events = events;
+    out->at.summarized = summarized;
     out->at.latest = (double)latest / 1000;
     out->until = (double)until / 1000;
     return true;
@@ -45,7 +47,8 @@ bool explorer_cursor_parse(const char *text, explorer_cursor *out)
 
 bool explorer_cursor_holds(const explorer_cursor *c, const pano_changes *now, double t)
 {
-    return c->at.events == now->events && ms(c->at.latest) == ms(now->latest) &&
+    return c->at.events == now->events && c->at.summarized == now->summarized &&
+           ms(c->at.latest) == ms(now->latest) &&
            (c->until <= 0 || t < c->until);
 }
 

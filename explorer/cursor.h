@@ -9,9 +9,10 @@
  * the time until which the clock cannot have changed it: while the events
  * are the same and that time has not come, the answer still holds.
  *
- * Its text is three whole numbers, "EVENTS-LATEST-UNTIL": the count of the
- * events, their latest ts in milliseconds, and that time in milliseconds
- * (0: whatever the time).
+ * Its text is four whole numbers, "EVENTS-SUMMARIZED-LATEST-UNTIL": the
+ * count of the events, how many of them the summaries count (pano_changes),
+ * their latest ts in milliseconds, and that time in milliseconds (0:
+ * whatever the time).
  */
 #ifndef PANO_EXPLORER_CURSOR_H
 #define PANO_EXPLORER_CURSOR_H

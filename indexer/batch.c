@@ -9,6 +9,7 @@
 #include "kafka.h"
 #include "log.h"
 #include "mem.h"
+#include "summaries.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,7 @@ void batch_release(batch *b)
 {
     for (size_t i = 0; i < b->count; i++) {
         pano_bulk_doc_free(&b->items[i].doc);
+        summaries_free_note(b->items[i].summary);
         rd_kafka_message_destroy(b->items[i].msg);
     }
     batch_reset(b);
@@ -74,6 +76,7 @@ size_t batch_drop(batch *b, const rd_kafka_topic_partition_list_t *parts)
         if (!parts || rd_kafka_topic_partition_list_find(parts, rd_kafka_topic_name(it->msg->rkt),
                                                          it->msg->partition)) {
             pano_bulk_doc_free(&it->doc);
+            summaries_free_note(it->summary);
             rd_kafka_message_destroy(it->msg);
             dropped++;
         } else {

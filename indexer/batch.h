@@ -30,9 +30,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct batch_summary; /* summaries.h */
+
 typedef struct {
     rd_kafka_message_t *msg;
     pano_bulk_doc doc;
+    struct batch_summary *summary; /* its contribution to a summary, or NULL */
     bool settled;
     bool rejected; /* doc is now its dead-letter document */
     int status;    /* last HTTP status of the item */

@@ -24,15 +24,18 @@
 
 #include "buf.h"
 #include "event.h"
+#include "json.h"
 #include "partition.h"
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     const char *prefix;         /* index prefix, lowercase */
     const char *fallback_index; /* base name for events without a valid wf_uuid */
     const pano_stream_policy *policies; /* PANO_N_STREAMS, partition.h */
+    bool keep_event; /* hand the parsed event over in pano_bulk_doc.event */
 } pano_bulk_layout;
 
 typedef struct {
@@ -44,6 +47,7 @@ typedef struct {
     double ts;                          /* the event's, 0 when it had none */
     char *doc; /* the event with "@timestamp" added */
     size_t doc_len;
+    pano_json *event; /* the parsed event, with layout.keep_event (else NULL) */
 } pano_bulk_doc;
 
 typedef enum {
@@ -82,6 +86,8 @@ typedef struct {
     pano_bulk_outcome outcome;
     int status;
     char reason[256]; /* Elasticsearch's error type and reason */
+    /* the version written, when the answer gives it (-1 when not) */
+    int64_t seq_no, primary_term;
 } pano_bulk_result;
 
 /* Classify an HTTP status of one item. */

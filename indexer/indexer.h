@@ -40,6 +40,9 @@
  *              retention, the shard budget;
  *   batch.c    a batch's items and lifetime, dead-letter documents, the
  *              decisions over one batch (batch.h);
+ *   summaries.c what the batch's events contribute to the per-run
+ *              summaries, and what a round of updating them reads and
+ *              writes (summaries.h);
  *   backoff.c  the waits between attempts and the drain deadline.
  * This header is internal to pano-indexer.
  */
@@ -56,10 +59,12 @@
 #include "log.h"
 #include "partition.h"
 #include "status.h"
+#include "summaries.h"
 #include "template.h"
 
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,6 +82,8 @@ typedef struct {
     uint64_t bridge_dead, expired, indices_deleted;
     uint64_t offsets_stored, sent_ahead;
     double bulk_seconds;
+    uint64_t summary_requests; /* _mget and bulk requests of the summaries */
+    double summary_seconds;
 } counters;
 
 /* Where an event's time goes before it is searchable, per indexed document:
@@ -90,6 +97,9 @@ typedef struct {
     rd_kafka_t *consumer;
     pano_es *es;
     pano_bulk_layout layout;
+    summary_layout summary_layout; /* with layout.keep_event: summaries are kept */
+    summary_round summaries; /* the summaries of the batch being delivered, and
+                                what became of all of them */
     pano_stream_policy policies[PANO_N_STREAMS];
     const char *prefix;
     char fallback_index[256], dead_letter_index[256];
@@ -184,5 +194,21 @@ bool outlet_start(indexer *ix, batch *b, bool threaded);
 bool outlet_finish(indexer *ix, batch *b);
 /* outlet_finish() for a batch in flight; nothing for one that is not. */
 void outlet_land(indexer *ix, batch *b);
+/* One round over the unsettled summaries of a batch (summaries.h), the
+ * first one gathered from the batch first: read what must be, apply,
+ * write. It may run in a thread of its own while the
+ * loop gathers the next batch: it touches only the round, ix->es and the
+ * summaries' counters, and leaves what Elasticsearch answered in the call
+ * for indexer_es_answered(). */
+typedef struct {
+    indexer *ix;
+    summary_round *r;
+    const batch *gather; /* the batch to gather r from first (summaries_gather), or NULL */
+    bool answered;     /* every request got a usable answer */
+    long status;       /* the last request's HTTP status, 0: none came */
+    char err[512];     /* why, when none came */
+    atomic_bool done;  /* set when the round is over */
+} summary_call;
+void outlet_summaries(summary_call *c);
 
 #endif

@@ -55,6 +55,11 @@ void intake_add(indexer *ix, batch *b, rd_kafka_message_t *msg)
         ix->n.expired++;
     if (st != PANO_BULK_DOC_OK)
         batch_make_dead_letter(it, &ix->dead_letters, pano_now());
+    else if (it->doc.event) {
+        it->summary = summaries_note(&ix->summary_layout, &it->doc, msg->offset, pano_now());
+        pano_json_free(it->doc.event);
+        it->doc.event = NULL;
+    }
 }
 
 static void drop_message_list(rd_kafka_message_t **msgs, size_t *n,

@@ -13,7 +13,9 @@
  *             of pegasus-monitord's stampede.job_inst.* / stampede.inv.end
  *             events, per (job_id, job_inst_id). A Pegasus job seen both
  *             ways is one row per attempt: the k-th run of a DAG job with
- *             its k-th instance.
+ *             its k-th instance. The runs are read from pano-indexer's
+ *             summaries (summary.h) when they cover the workflow, else
+ *             reduced from its events; the rows are the same.
  *   stats     computed from the rows (exact medians and percentiles).
  *   series    a date_histogram of the samples' delta fields: a counter's
  *             rate is the sum of its deltas in a bucket over the bucket's
@@ -308,14 +310,20 @@ void pano_overview_free(pano_overview *o);
 /* ---- what changed --------------------------------------------------------- */
 
 /* What a workflow's stored events are: how many, and the latest ts. Any
- * event stored (or removed) changes them. */
+ * event stored (or removed) changes them. And how many of them its per-run
+ * summaries (summary.h) count, which pano-indexer writes after the events
+ * themselves: so an answer made from summaries that lagged the events
+ * changes once they catch up. */
 typedef struct {
     int64_t events;
     double latest;
+    int64_t summarized; /* 0 when pano.query.summaries is off */
 } pano_changes;
 
 /* One search of size 0, routed to the workflow: the count of its events
- * and the max of their ts, over every partition of the event streams.
+ * and the max of their ts, over every partition of the event streams; and
+ * when summaries are read, one more over the summary partitions: the sum
+ * of their events' counts.
  * -1 with a message in err when the store cannot be asked. */
 int pano_query_changes(pano_query *q, const char *wf_uuid, pano_changes *out, char *err,
                        size_t errlen);

@@ -4,6 +4,7 @@
 #include "event.h"
 #include "log.h"
 #include "mem.h"
+#include "summary.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,15 +15,11 @@
  * the stream (a request line must stay under Elasticsearch's 4 KB). */
 #define MAX_NAMED_PARTITIONS 24
 
-static void append_stream(pano_buf *path, const pano_query *q, const pano_jobs *jobs,
-                          const char *stream)
+/* The partitions of base (in period) that hold the workflow's span, or
+ * base-* for every one. */
+static void append_partitions(pano_buf *path, const pano_jobs *jobs, const char *base,
+                              pano_period period)
 {
-    char base[256];
-    snprintf(base, sizeof base, "%s%s", q->prefix, stream);
-    /* the unpartitioned index of earlier versions: samples were kickstart's */
-    pano_buf_appendf(path, "%s%s,", q->prefix, strcmp(stream, "samples") == 0 ? "kickstart" : stream);
-    int s = pano_stream_index(stream);
-    pano_period period = q->policies[s < 0 ? 0 : s].period;
     bool named = jobs && jobs->stored_from > 0 && jobs->stored_to >= jobs->stored_from;
     size_t count = 0;
     for (double t = named ? jobs->stored_from : 0; named && t <= jobs->stored_to;
@@ -37,6 +34,32 @@ static void append_stream(pano_buf *path, const pano_query *q, const pano_jobs *
         pano_period_suffix(period, t, suffix, sizeof suffix);
         pano_buf_appendf(path, "%s%s-%s", t > jobs->stored_from ? "," : "", base, suffix);
     }
+}
+
+static void append_stream(pano_buf *path, const pano_query *q, const pano_jobs *jobs,
+                          const char *stream)
+{
+    char base[256];
+    snprintf(base, sizeof base, "%s%s", q->prefix, stream);
+    /* the unpartitioned index of earlier versions: samples were kickstart's */
+    pano_buf_appendf(path, "%s%s,", q->prefix, strcmp(stream, "samples") == 0 ? "kickstart" : stream);
+    int s = pano_stream_index(stream);
+    append_partitions(path, jobs, base, q->policies[s < 0 ? 0 : s].period);
+}
+
+char *store_summary_indices(const pano_query *q, const pano_jobs *jobs)
+{
+    pano_buf list = {0};
+    for (int s = 0; s < PANO_N_STREAMS; s++) {
+        if (!pano_summary_stream(s))
+            continue;
+        char base[256];
+        pano_summary_base(q->prefix, s, base, sizeof base);
+        if (list.len)
+            pano_buf_append_str(&list, ",");
+        append_partitions(&list, jobs, base, q->policies[s].period);
+    }
+    return list.data;
 }
 
 /* The _search path over the given streams for one workflow, routed by its
@@ -240,6 +263,12 @@ static pano_json *search(pano_query *q, const char *path, const pano_json *body,
     }
     pano_es_response_free(&r);
     return answer;
+}
+
+pano_json *store_post(pano_query *q, const char *path, const pano_json *body, pano_arena *arena,
+                      char *err, size_t errlen)
+{
+    return search(q, path, body, arena, err, errlen);
 }
 
 pano_json *store_search(pano_query *q, const pano_jobs *jobs, const char *const *streams,

@@ -19,6 +19,7 @@ struct pano_query {
     char *prefix; /* pano.indexer.index_prefix */
     pano_stream_policy policies[PANO_N_STREAMS]; /* pano.indexer.partition */
     double ingest_delay; /* pano.query.ingest_delay */
+    bool use_summaries;  /* pano.query.summaries */
 };
 
 /* A search body {"size": 0, "track_total_hits": false, "query": {"bool":
@@ -81,6 +82,18 @@ pano_json *store_search(pano_query *q, const pano_jobs *jobs, const char *const 
  * "**.key_as_string,**.grid.buckets") left out by Elasticsearch. */
 pano_json *store_search_except(pano_query *q, const pano_jobs *jobs, const char *const *streams,
                                pano_json *body, const char *drop, char *err, size_t errlen);
+
+/* The summary partitions (summary.h) of the workflow's span, as a list of
+ * index names for a request path (the caller frees it): for each summary
+ * stream, the partitions from jobs->stored_from to jobs->stored_to, or all
+ * of them when there are too many to name. */
+char *store_summary_indices(const pano_query *q, const pano_jobs *jobs);
+
+/* POST body to path and parse the answer (into arena when given, else
+ * onto the heap): NULL with a message in err when none came or its status
+ * is not 2xx. Does not take body. */
+pano_json *store_post(pano_query *q, const char *path, const pano_json *body, pano_arena *arena,
+                      char *err, size_t errlen);
 
 /* Run the composite aggregation named `name` at the top of body's aggs to
  * its last page (page_size buckets a request), calling each() for every

@@ -104,6 +104,15 @@ for (let i = 0; i < 300 && !seenAt; i++) {
   else await sleep(50);
 }
 if (!seenAt) fail(`${env.NEW_JOB_ID}'s events never became searchable`);
+// pano-indexer writes a run's summary (which the rows are read from) after
+// its events: the claim holds from when pano-query lists the job
+const listedByQuery = () => new Promise(resolve => execFile(env.QUERY, ['jobs', uuid, '--json'],
+  (err, out) => resolve(!err && JSON.parse(out).jobs.some(j => j.id === env.NEW_JOB_ID))));
+const eventsAt = seenAt;
+for (seenAt = 0; !seenAt && Date.now() < eventsAt + 10000; await sleep(50))
+  if (await listedByQuery()) seenAt = Date.now();
+if (!seenAt) fail(`pano-query did not list ${env.NEW_JOB_ID} within 10 s of its events being searchable`);
+ok(`pano-query lists ${env.NEW_JOB_ID} ${seenAt - eventsAt} ms after its start is searchable`);
 // Each poll reads, at one instant, when the shown data was asked for and
 // whether the job is in it.
 const shown = () => page.evaluate(id => ({

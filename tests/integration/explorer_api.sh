@@ -106,7 +106,7 @@ expect "$P?bins=50" 200 '.runs == 450 and (has("jobs") | not) and .stats.jobs.to
     and .overview.bins == 50 and .overview.runs == 450 and .overview.from == '"$T0"'
     and (.overview.alive | keys) == ["failed","running","succeeded"]
     and .overview.alive.running[-1] == 10 and (.overview.alive.failed | max) == 1
-    and (.cursor | test("^[0-9]+-[0-9]+-[0-9]+$"))' "a workflow of 450 runs"
+    and (.cursor | test("^[0-9]+-[0-9]+-[0-9]+-[0-9]+$"))' "a workflow of 450 runs"
 (($(stat -c %s "$TEST_DIR/body") < 32768)) || fail "the answer of 450 runs is $(stat -c %s "$TEST_DIR/body") bytes"
 # its runs, a page at a time: newest first, then filtered
 expect "$P/jobs" 200 '.total == 450 and .runs == 450 and .offset == 0 and .limit == 500

@@ -11,20 +11,23 @@
 
 START_TEST(cursor_text)
 {
-    explorer_cursor c = {.at = {.events = 1234, .latest = 1700000000.123}, .until = 1700000060.5};
+    explorer_cursor c = {.at = {.events = 1234, .summarized = 1200, .latest = 1700000000.123},
+                         .until = 1700000060.5};
     char text[64];
     explorer_cursor_format(&c, text, sizeof text);
-    ck_assert_str_eq(text, "1234-1700000000123-1700000060500");
+    ck_assert_str_eq(text, "1234-1200-1700000000123-1700000060500");
     explorer_cursor back;
     ck_assert(explorer_cursor_parse(text, &back));
     ck_assert_int_eq(back.at.events, 1234);
+    ck_assert_int_eq(back.at.summarized, 1200);
     ck_assert_double_eq_tol(back.at.latest, 1700000000.123, 1e-6);
     ck_assert_double_eq_tol(back.until, 1700000060.5, 1e-6);
     c.until = 0;
     explorer_cursor_format(&c, text, sizeof text);
-    ck_assert_str_eq(text, "1234-1700000000123-0");
-    static const char *const bad[] = {"", "1-2", "1-2-3-4", "a-2-3", "1-2-3x", "1--3", "-1-2-3",
-                                      "1-2-1234567890123456789", " 1-2-3", "1-2-3 "};
+    ck_assert_str_eq(text, "1234-1200-1700000000123-0");
+    static const char *const bad[] = {"", "1-2", "1-2-3", "1-2-3-4-5", "a-2-3-4", "1-2-3-4x",
+                                      "1--3-4", "-1-2-3-4", "1-2-3-1234567890123456789",
+                                      " 1-2-3-4", "1-2-3-4 "};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         ck_assert_msg(!explorer_cursor_parse(bad[i], &back), "'%s' was taken", bad[i]);
 }
@@ -36,10 +39,13 @@ START_TEST(cursor_holds)
     pano_changes same = {.events = 10, .latest = 500.25};
     pano_changes more = {.events = 11, .latest = 500.25};
     pano_changes later = {.events = 10, .latest = 500.5};
+    pano_changes caught_up = {.events = 10, .latest = 500.25, .summarized = 10};
     ck_assert(explorer_cursor_holds(&c, &same, 999.9));
     ck_assert(!explorer_cursor_holds(&c, &same, 1000)); /* the clock may have changed it */
     ck_assert(!explorer_cursor_holds(&c, &more, 999));
     ck_assert(!explorer_cursor_holds(&c, &later, 999));
+    /* the summaries written after the events they count */
+    ck_assert(!explorer_cursor_holds(&c, &caught_up, 999));
     c.until = 0;
     ck_assert(explorer_cursor_holds(&c, &same, 1e12));
     /* what went through the text still holds: milliseconds compared */
