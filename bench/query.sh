@@ -20,7 +20,9 @@
 #    documents (one request, the least a query over this workflow costs).
 #
 # Environment: PANO_ES_URL, PANO_KAFKA_BROKERS (default the local stack),
-# BENCH_SHAPE, BENCH_JOBS, BENCH_SAMPLES, BENCH_REPS (5), BUILD; BENCH_KEEP=1
+# BENCH_SHAPE, BENCH_JOBS, BENCH_SAMPLES, BENCH_REPS (5), BENCH_QUERIES (the
+# names timed, all by default: status stats anomalies jobs_failed series_cpu
+# series_rss series_cpu_cold series_rss_cold), BUILD; BENCH_KEEP=1
 # leaves the indices in place for profiling, BENCH_REUSE measures them again
 # (bench/workflow.sh).
 # Last line: RESULT query shape=... jobs=... events=... status_ms=... stats_ms=...
@@ -43,7 +45,7 @@ fi
 log "pano-query sees $(jq -c .jobs.by_state "$DIR/status.json")"
 
 declare -A result
-names=(status stats anomalies jobs_failed series_cpu series_rss series_cpu_cold series_rss_cold)
+read -ra names <<<"${BENCH_QUERIES:-status stats anomalies jobs_failed series_cpu series_rss series_cpu_cold series_rss_cold}"
 # cold CMD...: CMD's milliseconds after Elasticsearch's request cache is cleared
 cold() { curl -fsS -X POST "$ES/$ID-*/_cache/clear?request=true" >/dev/null && ms "$@"; }
 for name in "${names[@]}"; do

@@ -9,6 +9,7 @@
  * run_of mirrors on_monitor_run and on_open_run, instance_of on_instance,
  * and the side counts go through runs_side as on_side's do.
  */
+#include "log.h"
 #include "mem.h"
 #include "runs.h"
 #include "store_es.h"
@@ -31,8 +32,9 @@ typedef struct {
     collect monitor, inst;
     side_count *sides;
     size_t nsides, cap_sides;
-    double first[RUNS_KINDS]; /* the earliest event each kind's summaries hold */
+    double first[RUNS_KINDS];  /* the earliest event each kind's summaries hold */
     bool seen[RUNS_KINDS];
+    int64_t summed[RUNS_KINDS]; /* how many events each kind's summaries hold */
 } reading;
 
 /* A string of a summary as a new string ("" when absent). */
@@ -169,6 +171,7 @@ static void on_document(reading *rd, const pano_run_summary *d)
             : d->kind == PANO_SUMMARY_INST ? RUNS_KIND_INST
                                            : RUNS_KIND_SIDE;
     double t0 = d->v[PANO_SF_T0];
+    rd->summed[k] += (int64_t)or(d->v[PANO_SF_N], 0);
     if (!isnan(t0) && (!rd->seen[k] || t0 < rd->first[k])) {
         rd->first[k] = t0;
         rd->seen[k] = true;
@@ -320,17 +323,73 @@ static void free_runs(collect *c)
     memset(c, 0, sizeof *c);
 }
 
+static void reading_clear(reading *rd)
+{
+    free_runs(&rd->monitor);
+    free_runs(&rd->inst);
+    for (size_t i = 0; i < rd->nsides; i++) {
+        free(rd->sides[i].job);
+        free(rd->sides[i].host);
+    }
+    free(rd->sides);
+    memset(rd, 0, sizeof *rd);
+}
+
+/* Whether the summaries read cover the store's events: a store written (or
+ * partly) before summaries existed lacks the summaries of its earliest
+ * events. */
+static bool covers(const reading *rd, const runs_coverage *events)
+{
+    for (int k = 0; k < RUNS_KINDS; k++)
+        if (events->events[k] > 0 && !(rd->seen[k] && rd->first[k] <= events->first[k] + 1e-6))
+            return false;
+    return true;
+}
+
+/* Whether the summaries read hold fewer events of a kind than the store. */
+static bool behind(const reading *rd, const runs_coverage *events)
+{
+    for (int k = 0; k < RUNS_KINDS; k++)
+        if (rd->summed[k] < events->events[k])
+            return true;
+    return false;
+}
+
+/* Makes what was written to the workflow's summary partitions searchable
+ * (a refresh, which Elasticsearch skips where nothing changed). A failure
+ * (a user without the right to refresh) leaves the summaries as read. */
+static void refresh(pano_query *q, const pano_jobs *jobs)
+{
+    char *indices = store_summary_indices(q, jobs);
+    char *path =
+        pano_asprintf("/%s/_refresh?ignore_unavailable=true&allow_no_indices=true", indices);
+    free(indices);
+    pano_es_response r = {0};
+    char why[256];
+    if (pano_es_request(q->es, "POST", path, NULL, 0, &r, why, sizeof why) < 0)
+        pano_debug("POST %s: %s", path, why);
+    else {
+        pano_debug("POST %s: HTTP %ld", path, r.status);
+        pano_es_response_free(&r);
+    }
+    free(path);
+}
+
 int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverage *events,
                         bool with_side, collect *c, char *err, size_t errlen)
 {
     reading rd = {0};
     int rc = read_all(q, jobs, &rd, err, errlen);
-    /* A store written (or partly) before summaries existed lacks the
-     * summaries of its earliest events. */
-    bool covered = rc == 0;
-    for (int k = 0; k < RUNS_KINDS && covered; k++)
-        if (events->events[k] > 0)
-            covered = rd.seen[k] && rd.first[k] <= events->first[k] + 1e-6;
+    /* pano-indexer writes a batch's summaries just after its events, so
+     * the events may be searchable before them: then they are refreshed
+     * and read once more. Still behind (a batch's summaries in flight, or
+     * counts left short by a crash, indexer.md), they are taken as read. */
+    if (rc == 0 && covers(&rd, events) && behind(&rd, events)) {
+        refresh(q, jobs);
+        reading_clear(&rd);
+        rc = read_all(q, jobs, &rd, err, errlen);
+    }
+    bool covered = rc == 0 && covers(&rd, events);
     if (covered) {
         store_sort(rd.monitor.runs, rd.monitor.n, sizeof *rd.monitor.runs, by_run_key);
         store_sort(rd.inst.runs, rd.inst.n, sizeof *rd.inst.runs, by_instance_key);
@@ -343,14 +402,9 @@ int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverag
         for (size_t i = 0; with_side && i < rd.nsides; i++)
             runs_side(c, rd.sides[i].job, rd.sides[i].host, rd.sides[i].darshan,
                       rd.sides[i].transfer);
-    } else {
-        free_runs(&rd.monitor);
-        free_runs(&rd.inst);
+        rd.monitor = (collect){0};
+        rd.inst = (collect){0};
     }
-    for (size_t i = 0; i < rd.nsides; i++) {
-        free(rd.sides[i].job);
-        free(rd.sides[i].host);
-    }
-    free(rd.sides);
+    reading_clear(&rd);
     return rc < 0 ? -1 : covered ? 1 : 0;
 }

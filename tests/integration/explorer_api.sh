@@ -98,6 +98,7 @@ expect /api/metrics 200 '[.[].metric] | index("cpu") != null' "the metrics"
 # what a screen shows of a workflow of 450 runs
 wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=wf_uuid:$PAGE_WF' | jq .count) == 890 ]]" ||
     fail "the 450 runs of the paging workflow did not arrive"
+wait_until 30 es_summarized_is 890 "$PAGE_WF" || fail "the summaries hold $(es_summarized "$PAGE_WF") of its 890 events"
 P=/api/workflows/$PAGE_WF
 # the workflow: counts and an overview, not its runs
 expect "$P?bins=50" 200 '.runs == 450 and (has("jobs") | not) and .stats.jobs.total == 450
@@ -138,6 +139,7 @@ expect "$P?since=${cursor%-*}-1000" 200 '.runs == 450 and (.cursor | startswith(
 page_event 450 kickstart.inv.start $((T0 + 450)) | kcat -P -b "$KAFKA" -t "${PANO_KAFKA_TOPIC_PREFIX}kickstart" -K $'\t'
 wait_until 30 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=wf_uuid:$PAGE_WF' | jq .count) == 891 ]]" ||
     fail "the new run's event did not arrive"
+wait_until 30 es_summarized_is 891 "$PAGE_WF" || fail "the summaries hold $(es_summarized "$PAGE_WF") of its 891 events"
 expect "$P?since=$cursor" 200 '(has("unchanged") | not) and .runs == 451 and .cursor != "'"$cursor"'"
     and .stats.jobs.by_state.running == 11' "a refresh after a new event"
 expect "$P/jobs?limit=1" 200 '.total == 451 and .jobs[0].id == "p_ID0450"' "the new run listed"

@@ -180,5 +180,32 @@ curl -fsS -H 'Content-Type: application/x-ndjson' -X POST "$ES/_bulk?refresh=tru
 compare "${P}b-" "summaries without the first runs"
 reduced "${P}b-" || fail "summaries missing the first runs were used"
 log "stores without (all) summaries: read from the events, the same answers"
+
+# Summaries not yet searchable when their events are: pano-query refreshes
+# them. Refreshes of A's summaries are turned off; the open run's end is
+# indexed, its summary written (a real-time GET sees it) but not
+# searchable; pano-query must still show the run ended.
+doc=$(es -X POST "$ES/${P}summary-kickstart-*/_search?routing=$WF" -d '{"size":1000,"query":{"term":{"set.wf":"'"$WF"'"}}}' |
+    jq -c '[.hits.hits[] | select(._source.set.job == "work_ID11")][0] | {_index, _id}')
+[[ $doc != null ]] || fail "no summary of work_ID11"
+es -X PUT "$ES/${P}summary-*/_settings" -d '{"index":{"refresh_interval":"-1"}}' >/dev/null
+start=$(jq -r 'select(.event == "kickstart.inv.start" and .dag_job_id == "work_ID11") | .ts' "$TEST_DIR/events.jsonl")
+jq -cn --arg wf "$WF" --argjson t "$start" '{event: "kickstart.inv.end", ts: ($t + 6.5), event_id: "late-end",
+    wf_uuid: $wf, dag_job_id: "work_ID11", hostname: "node2", pid: 1110, xformation: "work", site: "condor",
+    exe: "/bin/work", exitcode: 0, signal: 0, duration: 6.375, remote_cpu_time: 4.5, maxrss: 17005, samples: 6}' \
+    >"$TEST_DIR/late.jsonl"
+produce "$PANO_KAFKA_TOPIC_PREFIX" "$TEST_DIR/late.jsonl"
+realtime() { es "$ES/$(jq -r ._index <<<"$doc")/_doc/$(jq -r ._id <<<"$doc")?routing=$WF"; }
+wait_until 30 bash -c "curl -fsS -X POST '$ES/$(events_in "$P")/_refresh' >/dev/null &&
+    [[ \$(curl -fsS '$ES/$(events_in "$P")/_count' | jq .count) == $((N + 1)) ]]" || fail "the late end was not indexed"
+wait_until 30 bash -c "$(declare -f es realtime); doc='$doc' ES='$ES' WF='$WF'; realtime | jq -e '._source.max.end == 1' >/dev/null" ||
+    fail "the late end's summary was not written: $(realtime)"
+[[ $(summaries "$P" | jq '[.[].add.n] | add') == "$N" ]] || fail "the summaries were refreshed on their own"
+PANO_INDEXER_INDEX_PREFIX=$P "$QUERY" jobs "$WF" --json --log-level debug >"$TEST_DIR/late.json" 2>"$TEST_DIR/late.log" ||
+    fail "jobs: $(tail -3 "$TEST_DIR/late.log")"
+jq -e '[.jobs[] | select(.id == "work_ID11")][0] | .state == "succeeded" and .exitcode == 0' "$TEST_DIR/late.json" >/dev/null ||
+    fail "the run whose summary was not searchable: $(jq -c '.jobs[] | select(.id == "work_ID11")' "$TEST_DIR/late.json")"
+grep -q "POST /.*${P}summary-.*_refresh" "$TEST_DIR/late.log" || fail "pano-query did not refresh the summaries"
+log "summaries written after their events: refreshed by pano-query when they hold fewer events"
 stop_all
 log "PASS"

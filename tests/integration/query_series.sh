@@ -103,8 +103,9 @@ run_delta T2_ID1 402 3174 1 0.1 0.3 0.5 0.7 0.9
 publish kickstart.inv.start R_ID1 403 "$t0" '{"argv": ["x"]}'
 for k in 0 1 2 3 4; do publish kickstart.inv.online R_ID1 403 "$(at "0.$((2 * k + 1))")" "$(sample $((1000 * k)))"; done
 end_event R_ID1 403 1
-wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count' | jq .count) == $n ]]" ||
-    fail "the $n events did not arrive: $(curl -fsS "$ES/$TEST_ID-*/_count")"
+wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*,-$TEST_ID-summary-*/_count' | jq .count) == $n ]]" ||
+    fail "the $n events did not arrive: $(curl -fsS "$ES/$TEST_ID-*,-$TEST_ID-summary-*/_count")"
+wait_until 30 es_summarized_is "$n" || fail "the summaries hold $(es_summarized) of the $n events"
 dead=$(curl -fsS "$ES/$TEST_ID-dead-letter-*/_search?size=1" | jq -c '[.hits.total.value, .hits.hits[0]._source.reason]')
 [[ $dead == '[0,null]' ]] || fail "events refused (count, first reason): $dead"
 
