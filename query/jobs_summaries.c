@@ -199,11 +199,9 @@ static pano_json *page_body(const char *pit, const char *wf_uuid, const pano_jso
     pano_json_set(pano_json_set_object(b, "query"), "term", pano_json_object());
     pano_json_set_str(pano_json_get(pano_json_get(b, "query"), "term"), "set.wf", wf_uuid);
     pano_json_set(b, "sort", store_literal("[{\"set.id\":\"asc\"},{\"_shard_doc\":\"asc\"}]"));
-    /* what the runs are made of: not the writers' tokens, the workflow or
-     * the arrivals that order the latest entries (a run's documents of two
-     * periods never tie) */
-    pano_json_set(b, "_source",
-                  store_literal("{\"excludes\":[\"ops\",\"set.wf\",\"latest.*.i\"]}"));
+    /* Whole documents: Elasticsearch sends a stored _source as it is, but
+     * filters one (leaving out the writers' tokens, say) by parsing and
+     * writing it again, which took twice as long for a quarter fewer bytes. */
     if (after)
         pano_json_set(b, "search_after", pano_json_clone(after));
     return b;
