@@ -3,7 +3,7 @@
  * hold. */
 #include "cursor.h"
 #include "jobs_cache.h"
-#include "mem.h"
+#include "jobs_fixture.h"
 #include "testutil.h"
 
 #include <stdio.h>
@@ -62,20 +62,13 @@ END_TEST
 /* A workflow of n runs, the state and interval of each given. */
 static pano_jobs make(const char *uuid, size_t n, double now)
 {
-    pano_jobs w = {.now = now, .first_event = now - 100};
-    snprintf(w.wf_uuid, sizeof w.wf_uuid, "%s", uuid);
-    w.wf_label = pano_strdup("");
-    w.jobs = pano_calloc(n ? n : 1, sizeof *w.jobs);
-    w.n = n;
+    pano_jobs w = pano_test_workflow(uuid, "", n, now);
+    w.first_event = now - 100;
     for (size_t i = 0; i < n; i++) {
         pano_job *j = &w.jobs[i];
-        j->id = pano_asprintf("job_%zu", i);
-        j->dag_job_id = pano_strdup(j->id);
-        j->transformation = pano_strdup("x");
-        j->site = pano_strdup("");
-        j->host = pano_strdup("h");
-        j->exe = pano_strdup("");
-        j->state = PANO_JOB_SUCCEEDED;
+        char id[32];
+        snprintf(id, sizeof id, "job_%zu", i);
+        pano_test_name_job(j, id, "x", "h", "", "");
         j->from_monitor = true;
     }
     return w;

@@ -1,6 +1,7 @@
 /* What a screen shows of a workflow's rows, worked out by hand: a page of
  * them by a filter and an order (pano_jobs_select), and a timeline's
  * overview, the runs alive per bin and state (pano_jobs_overview). */
+#include "jobs_fixture.h"
 #include "mem.h"
 #include "query.h"
 #include "testutil.h"
@@ -17,19 +18,10 @@ typedef struct {
 
 static pano_jobs make(const row *rows, size_t n, double now)
 {
-    pano_jobs w = {.now = now};
-    snprintf(w.wf_uuid, sizeof w.wf_uuid, "2fe0d1b0-8916-4d5a-b4f7-bc975b17c87b");
-    w.wf_label = pano_strdup("test");
-    w.jobs = pano_calloc(n, sizeof *w.jobs);
-    w.n = n;
+    pano_jobs w = pano_test_workflow("2fe0d1b0-8916-4d5a-b4f7-bc975b17c87b", "test", n, now);
     for (size_t i = 0; i < n; i++) {
         pano_job *j = &w.jobs[i];
-        j->id = pano_strdup(rows[i].id);
-        j->dag_job_id = pano_strdup(rows[i].id);
-        j->transformation = pano_strdup(rows[i].transformation);
-        j->host = pano_strdup(rows[i].host);
-        j->site = pano_strdup("");
-        j->exe = pano_strdup("");
+        pano_test_name_job(j, rows[i].id, rows[i].transformation, rows[i].host, "", "");
         j->state = rows[i].state;
         j->start = rows[i].start;
         j->end = rows[i].end;
