@@ -481,6 +481,16 @@ static void write_number(pano_json_writer *w, double v)
         pano_json_write_double(w, v, -1);
 }
 
+/* Opens group g's object before its first member. */
+static void open_group(pano_json_writer *w, group g, bool *open)
+{
+    if (*open)
+        return;
+    pano_json_write_key(w, group_names[g]);
+    pano_json_write_object_open(w);
+    *open = true;
+}
+
 /* The members of group g, opening it when there is one. */
 static void write_group(pano_json_writer *w, const pano_run_summary *s, group g)
 {
@@ -498,22 +508,14 @@ static void write_group(pano_json_writer *w, const pano_run_summary *s, group g)
     for (int t = 0; t < PANO_ST_COUNT; t++) {
         if (texts[t].g != g || !s->t[t])
             continue;
-        if (!open) {
-            pano_json_write_key(w, group_names[g]);
-            pano_json_write_object_open(w);
-            open = true;
-        }
+        open_group(w, g, &open);
         pano_json_write_key(w, texts[t].name);
         pano_json_write_str(w, s->t[t]);
     }
     for (int f = 0; f < PANO_SF_COUNT; f++) {
         if (numbers[f].g != g || isnan(s->v[f]))
             continue;
-        if (!open) {
-            pano_json_write_key(w, group_names[g]);
-            pano_json_write_object_open(w);
-            open = true;
-        }
+        open_group(w, g, &open);
         pano_json_write_key(w, numbers[f].name);
         write_number(w, s->v[f]);
     }

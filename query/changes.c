@@ -3,38 +3,11 @@
  * one small search: their count and their latest ts.
  */
 #include "event.h"
-#include "mem.h"
 #include "query.h"
 #include "store_es.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-
-/* The sum of the events the workflow's summaries count (add.n, mapped for
- * this by pano-indexer's template), over every summary partition. */
-static int summarized(pano_query *q, const pano_jobs *where, int64_t *out, char *err,
-                      size_t errlen)
-{
-    char *indices = store_summary_indices(q, where);
-    char *path = pano_asprintf("/%s/_search?routing=%s&ignore_unavailable=true"
-                               "&allow_no_indices=true&filter_path=aggregations",
-                               indices, where->wf_uuid);
-    free(indices);
-    pano_json *body = pano_json_object();
-    pano_json_set_int(body, "size", 0);
-    pano_json *term = pano_json_set_object(pano_json_set_object(body, "query"), "term");
-    pano_json_set_str(term, "set.wf", where->wf_uuid);
-    pano_json_set(pano_json_set_object(body, "aggs"), "n", store_metric("sum", "add.n"));
-    pano_json *answer = store_post(q, path, body, NULL, err, errlen);
-    pano_json_free(body);
-    free(path);
-    if (!answer)
-        return -1;
-    *out = (int64_t)store_value(pano_json_get(answer, "aggregations"), "n", 0);
-    pano_json_free(answer);
-    return 0;
-}
 
 int pano_query_changes(pano_query *q, const char *wf_uuid, pano_changes *out, char *err,
                        size_t errlen)
@@ -61,5 +34,5 @@ int pano_query_changes(pano_query *q, const char *wf_uuid, pano_changes *out, ch
     }
     out->latest = store_value(pano_json_get(answer, "aggregations"), "latest", 0);
     pano_json_free(answer);
-    return q->use_summaries ? summarized(q, &where, &out->summarized, err, errlen) : 0;
+    return q->use_summaries ? store_summarized(q, &where, &out->summarized, err, errlen) : 0;
 }

@@ -34,7 +34,6 @@ typedef struct {
     size_t nsides, cap_sides;
     double first[RUNS_KINDS];  /* the earliest event each kind's summaries hold */
     bool seen[RUNS_KINDS];
-    int64_t summed[RUNS_KINDS]; /* how many events each kind's summaries hold */
 } reading;
 
 /* A string of a summary as a new string ("" when absent). */
@@ -171,7 +170,6 @@ static void on_document(reading *rd, const pano_run_summary *d)
             : d->kind == PANO_SUMMARY_INST ? RUNS_KIND_INST
                                            : RUNS_KIND_SIDE;
     double t0 = d->v[PANO_SF_T0];
-    rd->summed[k] += (int64_t)or(d->v[PANO_SF_N], 0);
     if (!isnan(t0) && (!rd->seen[k] || t0 < rd->first[k])) {
         rd->first[k] = t0;
         rd->seen[k] = true;
@@ -344,15 +342,6 @@ static bool covers(const reading *rd, const runs_coverage *events)
     return true;
 }
 
-/* Whether the summaries read hold fewer events of a kind than the store. */
-static bool behind(const reading *rd, const runs_coverage *events)
-{
-    for (int k = 0; k < RUNS_KINDS; k++)
-        if (rd->summed[k] < events->events[k])
-            return true;
-    return false;
-}
-
 /* Makes what was written to the workflow's summary partitions searchable
  * (a refresh, which Elasticsearch skips where nothing changed). A failure
  * (a user without the right to refresh) leaves the summaries as read. */
@@ -376,17 +365,21 @@ static void refresh(pano_query *q, const pano_jobs *jobs)
 int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverage *events,
                         bool with_side, collect *c, char *err, size_t errlen)
 {
+    /* pano-indexer writes a batch's summaries just after its events, so
+     * the events may be searchable before them: summaries that count fewer
+     * events than the store holds are refreshed before they are read.
+     * Still behind (a batch's summaries in flight, or counts left short by
+     * a crash, indexer.md), they are taken as read. */
+    int64_t summarized;
+    if (store_summarized(q, jobs, &summarized, err, errlen) < 0)
+        return -1;
+    int64_t stored = 0;
+    for (int k = 0; k < RUNS_KINDS; k++)
+        stored += events->events[k];
+    if (summarized > 0 && summarized < stored)
+        refresh(q, jobs);
     reading rd = {0};
     int rc = read_all(q, jobs, &rd, err, errlen);
-    /* pano-indexer writes a batch's summaries just after its events, so
-     * the events may be searchable before them: then they are refreshed
-     * and read once more. Still behind (a batch's summaries in flight, or
-     * counts left short by a crash, indexer.md), they are taken as read. */
-    if (rc == 0 && covers(&rd, events) && behind(&rd, events)) {
-        refresh(q, jobs);
-        reading_clear(&rd);
-        rc = read_all(q, jobs, &rd, err, errlen);
-    }
     bool covered = rc == 0 && covers(&rd, events);
     if (covered) {
         store_sort(rd.monitor.runs, rd.monitor.n, sizeof *rd.monitor.runs, by_run_key);

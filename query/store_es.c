@@ -62,6 +62,29 @@ char *store_summary_indices(const pano_query *q, const pano_jobs *jobs)
     return list.data;
 }
 
+int store_summarized(pano_query *q, const pano_jobs *where, int64_t *out, char *err,
+                     size_t errlen)
+{
+    char *indices = store_summary_indices(q, where);
+    char *path = pano_asprintf("/%s/_search?routing=%s&ignore_unavailable=true"
+                               "&allow_no_indices=true&filter_path=aggregations",
+                               indices, where->wf_uuid);
+    free(indices);
+    pano_json *body = pano_json_object();
+    pano_json_set_int(body, "size", 0);
+    pano_json *term = pano_json_set_object(pano_json_set_object(body, "query"), "term");
+    pano_json_set_str(term, "set.wf", where->wf_uuid);
+    pano_json_set(pano_json_set_object(body, "aggs"), "n", store_metric("sum", "add.n"));
+    pano_json *answer = store_post(q, path, body, NULL, err, errlen);
+    pano_json_free(body);
+    free(path);
+    if (!answer)
+        return -1;
+    *out = (int64_t)store_value(pano_json_get(answer, "aggregations"), "n", 0);
+    pano_json_free(answer);
+    return 0;
+}
+
 /* The _search path over the given streams for one workflow, routed by its
  * UUID, or for every workflow (jobs NULL): see store_search in store_es.h. */
 static char *search_path(const pano_query *q, const pano_jobs *jobs, const char *const *streams)

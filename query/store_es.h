@@ -89,6 +89,12 @@ pano_json *store_search_except(pano_query *q, const pano_jobs *jobs, const char 
  * of them when there are too many to name. */
 char *store_summary_indices(const pano_query *q, const pano_jobs *jobs);
 
+/* How many events the workflow's summaries count (the sum of their add.n,
+ * mapped for this by pano-indexer's template), over the summary partitions
+ * of its span (store_summary_indices). 0, or -1 with a message in err. */
+int store_summarized(pano_query *q, const pano_jobs *jobs, int64_t *out, char *err,
+                     size_t errlen);
+
 /* POST body to path and parse the answer (into arena when given, else
  * onto the heap): NULL with a message in err when none came or its status
  * is not 2xx. Does not take body. */
