@@ -40,6 +40,14 @@ pano_bulk_doc_status pano_bulk_doc_prepare(const char *json, size_t len,
                                            const pano_bulk_layout *layout, double now,
                                            pano_bulk_doc *out, char *reason, size_t reason_len)
 {
+    return pano_bulk_doc_prepare_event(json, len, layout, now, out, reason, reason_len, NULL);
+}
+
+pano_bulk_doc_status pano_bulk_doc_prepare_event(const char *json, size_t len,
+                                                 const pano_bulk_layout *layout, double now,
+                                                 pano_bulk_doc *out, char *reason,
+                                                 size_t reason_len, pano_json **event)
+{
     memset(out, 0, sizeof *out);
     char err[200];
     pano_json *ev = pano_json_parse(json, len, PANO_JSON_DEFAULT_DEPTH, err, sizeof err);
@@ -109,7 +117,10 @@ pano_bulk_doc_status pano_bulk_doc_prepare(const char *json, size_t len,
         }
         out->doc_len = strlen(out->doc);
     }
-    pano_json_free(ev);
+    if (ok && event)
+        *event = ev;
+    else
+        pano_json_free(ev);
     return ok ? PANO_BULK_DOC_OK : expired ? PANO_BULK_DOC_EXPIRED : PANO_BULK_DOC_INVALID;
 }
 

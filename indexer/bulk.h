@@ -24,6 +24,7 @@
 
 #include "buf.h"
 #include "event.h"
+#include "json.h"
 #include "partition.h"
 
 #include <stdbool.h>
@@ -57,6 +58,13 @@ typedef enum {
 pano_bulk_doc_status pano_bulk_doc_prepare(const char *json, size_t len,
                                            const pano_bulk_layout *layout, double now,
                                            pano_bulk_doc *out, char *reason, size_t reason_len);
+
+/* The same, handing the event as parsed to *event when it is OK (the
+ * caller frees it; its @timestamp may be gone). */
+pano_bulk_doc_status pano_bulk_doc_prepare_event(const char *json, size_t len,
+                                                 const pano_bulk_layout *layout, double now,
+                                                 pano_bulk_doc *out, char *reason,
+                                                 size_t reason_len, pano_json **event);
 
 /* The name of the partition of the index base holding ts. */
 void pano_bulk_partition(const char *base, pano_period period, double ts, char *out,
