@@ -105,7 +105,7 @@ kill -TERM "$IX_PID"
 wait "$IX_PID"
 IX_PID=
 curl -fsS -X POST "$ES/$ID-*/_refresh" >/dev/null
-got=$(curl -fsS "$ES/$ID-*/_count" | jq .count)
+got=$(curl -fsS "$ES/$ID-*,-$ID-summary-*/_count" | jq .count)
 [[ $got == "$N" ]] || { log "indexer run: $got documents in Elasticsearch, expected $N"; exit 1; }
 curl -fsS -X DELETE "$ES/$ID-*" >/dev/null
 grep -E "consumed" "$DIR/indexer.log" | tail -n1 >&2

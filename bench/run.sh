@@ -4,9 +4,14 @@
 #
 #   bench/run.sh                 all of them
 #   bench/run.sh monitor bridge  some of them (monitor darshan transfer bridge
-#                                indexer e2e query explorer store)
+#                                indexer e2e query query-pegasus explorer
+#                                explorer-pegasus store)
 #
 # e2e runs twice: 2,000 events/s for 60 s and 10,000 events/s for 30 s.
+# query and explorer measure a workflow in pano-monitor's shape,
+# query-pegasus and explorer-pegasus the same jobs in Pegasus's (kickstart
+# samples without delta, stampede job instances: BENCH_SHAPE=pegasus);
+# BENCH_JOBS (10,000) sets the size of both.
 #
 # Needs a build (meson setup build && ninja -C build) and, for bridge,
 # indexer, e2e, query, explorer and store, the local stack
@@ -20,7 +25,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 names=("$@")
-((${#names[@]})) || names=(monitor darshan transfer bridge indexer e2e query explorer store)
+((${#names[@]})) || names=(monitor darshan transfer bridge indexer e2e query query-pegasus explorer
+                           explorer-pegasus store)
 settle_max=${PANO_BENCH_SETTLE:-120}
 tmp=$(mktemp -d /tmp/pano-bench-run.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
@@ -42,18 +48,20 @@ run() { # NAME [VAR=VALUE...]
     echo "==== bench/$name.sh $*" >&2
     env "$@" bash "bench/$name.sh" 2>&1 | tee "$tmp/$name.log" >&2
     out=$(grep '^RESULT ' "$tmp/$name.log" | tail -n 1)
-    results+=("${out:-RESULT $name failed}")
+    results+=("${out:-RESULT $name failed $*}")
 }
 for i in "${!names[@]}"; do
     name=${names[$i]}
     ((i == 0)) || settle
-    if [[ $name == e2e ]]; then
-        run e2e BENCH_RATE=2000 BENCH_DURATION=60
-        settle
-        run e2e BENCH_RATE=10000 BENCH_DURATION=30
-    else
-        run "$name"
-    fi
+    case $name in
+        e2e)
+            run e2e BENCH_RATE=2000 BENCH_DURATION=60
+            settle
+            run e2e BENCH_RATE=10000 BENCH_DURATION=30
+            ;;
+        *-pegasus) run "${name%-pegasus}" BENCH_SHAPE=pegasus ;;
+        *) run "$name" ;;
+    esac
 done
 echo
 printf '%s\n' "${results[@]}"

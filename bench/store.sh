@@ -30,7 +30,7 @@ for t in curl jq; do command -v $t >/dev/null || { echo "bench: needs $t" >&2; e
 pipeline_setup store
 pipeline_start
 
-count() { curl -fsS "$ES/$ID-*/_count" | jq .count; }
+count() { curl -fsS "$ES/$ID-*,-$ID-summary-*/_count" | jq .count; }
 metadata_bytes() { curl -fsS "$ES/_cluster/state/metadata" | wc -c; }
 # searchable N [amqp_load options]: publish N events; seconds until all of
 # them (and what was there before) are found

@@ -1,24 +1,36 @@
 # Shared by bench/query.sh and bench/explorer.sh (sourced, not run): a big
 # workflow, indexed by the real pano-indexer into indices of its own.
 #
-# BENCH_JOBS jobs (default 10,000) of 10 transformations on 50 hosts, each
-# with BENCH_SAMPLES samples 1 s apart (start, online samples with their
-# delta, end; 3 % fail, the last 20 still run), written by awk as
-# pano-monitor would publish them, produced to Kafka keyed by wf_uuid and
-# indexed by pano-indexer (the pipeline from Kafka on; the templates,
-# routing and mappings are the real ones).
+# BENCH_JOBS jobs (default 10,000) of 10 transformations on 50 hosts, in the
+# shape BENCH_SHAPE gives them (tests/tools/bench_workflow.h):
+#   monitor  (default) pano-monitor's: per job a start, BENCH_SAMPLES (100)
+#            samples 1 s apart WITH their delta, an end; 3 % fail, the last
+#            20 never end;
+#   pegasus  Pegasus's: per job a kickstart start, BENCH_SAMPLES (12)
+#            cumulative samples WITHOUT delta, an end, and
+#            pegasus-monitord's stampede.job_inst.main.start and .end; 1 %
+#            fail, the last 10 never end; the workflow's stampede.xwf.start.
+# kafka_load writes the events into the Kafka topics of their families,
+# keyed by wf_uuid, and pano-indexer indexes them (the pipeline from Kafka
+# on; the templates, routing and mappings are the real ones). Nothing is
+# measured before every event is in Elasticsearch (the workflow's _count
+# equals the events written) and none was dead-lettered.
 #
 # Sets BUILD, ES, ID (the index prefix without its "-"), DIR (scratch), WF
-# (the workflow), JOBS, total (events indexed), and exports the
-# PANO_* settings that point pano-query and pano-explorer at those indices.
+# (the workflow), SHAPE, JOBS, total (events indexed), FAILED (the jobs that
+# fail; empty for BENCH_REUSE), and exports the PANO_* settings that point
+# pano-query and pano-explorer at those indices.
 # Timing helpers: ms CMD..., median, percentile P.
 # The EXIT trap deletes the indices, unless BENCH_KEEP=1; a script that needs
 # its own cleanup sets BENCH_CLEANUP to a command run first.
-# BENCH_REUSE="PREFIX WORKFLOW" (as a BENCH_KEEP=1 run prints them) measures
-# those indices again instead of writing new ones.
+# BENCH_REUSE="PREFIX WORKFLOW" (as a BENCH_KEEP=1 run prints them, with
+# BENCH_SHAPE and BENCH_JOBS) measures those indices again instead of
+# writing new ones.
 source bench/common.sh
+SHAPE=${BENCH_SHAPE:-monitor}
 JOBS=${BENCH_JOBS:-10000}
-SAMPLES=${BENCH_SAMPLES:-100}
+FAILED=
+[[ $SHAPE == monitor || $SHAPE == pegasus ]] || { echo "bench: BENCH_SHAPE is monitor or pegasus" >&2; exit 2; }
 bench_names bench
 export PANO_INDEXER_STATUS_FILE="$DIR/status.prom"
 WF=$(cat /proc/sys/kernel/random/uuid)
@@ -35,13 +47,13 @@ cleanup() {
     [[ -n $IX_PID ]] && kill -TERM "$IX_PID" 2>/dev/null && wait "$IX_PID" 2>/dev/null
     rm -rf "$DIR"
     if [[ -n ${BENCH_KEEP:-} ]]; then
-        log "kept: BENCH_REUSE=\"$ID- $WF\" measures them again"
+        log "kept: BENCH_REUSE=\"$ID- $WF\" BENCH_SHAPE=$SHAPE BENCH_JOBS=$JOBS measures them again"
         return
     fi
     bench_delete
 }
 trap cleanup EXIT
-for t in kcat jq curl awk ${BENCH_NEEDS:-}; do command -v $t >/dev/null || { echo "bench: needs $t" >&2; exit 1; }; done
+for t in jq curl awk ${BENCH_NEEDS:-}; do command -v $t >/dev/null || { echo "bench: needs $t" >&2; exit 1; }; done
 
 # start_indexer: pano-indexer on the bench's indices, in the background (IX_PID)
 start_indexer() {
@@ -59,52 +71,28 @@ if [[ -n ${BENCH_REUSE:-} ]]; then
     log "reusing $total events of workflow $WF in $ID-*"
     BENCH_KEEP=1
 else
-    log "writing $JOBS jobs x $SAMPLES samples of workflow $WF"
-    now=$(date +%s)
-    awk -v jobs="$JOBS" -v samples="$SAMPLES" -v wf="$WF" -v now="$now" -v id="$ID" '
-function ev(name, ts, seq, rest) {
-    printf "%s\t{\"event\":\"%s\",\"ts\":%.6f,\"event_id\":\"%s-%d-%d\",\"seq\":%d,\"hostname\":\"node-%02d.example.org\",\"wf_uuid\":\"%s\",\"wf_label\":\"bench\",\"dag_job_id\":\"job_ID%05d\",\"xformation\":\"xf_%d\",\"site\":\"bench\",\"pid\":%d%s}\n",
-        wf, name, ts, id, j, seq, seq, j % 50, wf, j, j % 10, 10000 + j, rest
-}
-BEGIN {
-    # the jobs start one every 0.35 s so that the workflow lasts a few hours
-    t0 = now - (jobs * 0.35 + samples + 60)
-    for (j = 0; j < jobs; j++) {
-        start = t0 + j * 0.35
-        running = j >= jobs - 20
-        n = running ? samples / 2 : samples
-        cpu_rate = 0.5 + (j % 10) * 0.05
-        ev("kickstart.inv.start", start, 1, ",\"exe\":\"/opt/app/xf\",\"interval\":1.000")
-        u = 0; rchar = 0; rss = 0
-        for (s = 0; s < n; s++) {
-            du = s ? cpu_rate : 0; dr = s ? 65536 : 1580; nrss = s ? 20000 + (j % 7) * 1000 : 0
-            u += du; rchar += dr
-            kind = s == 0 ? "start" : (s == n - 1 && !running ? "end" : "periodic")
-            procs = kind == "end" ? 0 : 1; drss = (kind == "end" ? 0 : nrss) - rss; rss += drss
-            dprocs = kind == "end" ? -1 : (s == 0 ? 1 : 0)
-            ev("kickstart.inv.online", start + s, s + 2, sprintf(",\"exe\":\"/opt/app/xf\",\"utime\":%.3f,\"stime\":0.0,\"iowait\":0.0,\"vm\":%d,\"rss\":%d,\"procs\":%d,\"threads\":%d,\"bread\":0,\"bwrite\":0,\"rchar\":%d,\"wchar\":0,\"syscr\":%d,\"syscw\":0,\"sample\":\"%s\",\"interval\":1.000,\"delta\":{\"utime\":%.3f,\"stime\":0,\"iowait\":0,\"vm\":%d,\"rss\":%d,\"procs\":%d,\"threads\":%d,\"bread\":0,\"bwrite\":0,\"rchar\":%d,\"wchar\":0,\"syscr\":%d,\"syscw\":0}", u, rss * 2, rss, procs, procs, rchar, s + 1, kind, du, drss * 2, drss, dprocs, dprocs, dr, s ? 1 : 1))
-        }
-        if (!running) {
-            code = j % 33 == 5 ? 1 : 0
-            dur = n - 1
-            ev("kickstart.inv.end", start + dur, n + 2, sprintf(",\"exe\":\"/opt/app/xf\",\"exitcode\":%d,\"signal\":0,\"status\":%d,\"duration\":%.3f,\"utime\":%.3f,\"stime\":0.0,\"remote_cpu_time\":%.3f,\"maxrss\":%d,\"final\":{\"utime\":%.3f,\"stime\":0.0,\"rchar\":%d,\"wchar\":0,\"rss\":0,\"procs\":0},\"samples\":%d", code, code ? 1 : 0, dur, u, u, 20000 + (j % 7) * 1000, u, rchar, n))
-        }
-    }
-}' >"$DIR/events.tsv"
-    total=$(wc -l <"$DIR/events.tsv")
-    log "$total events; producing them to $ID.kickstart"
+    log "writing $JOBS jobs of workflow $WF in $SHAPE's shape"
     start_indexer
     t0=$SECONDS
-    kcat -P -l -b "$PANO_KAFKA_BROKERS" -t "$ID.kickstart" -K $'\t' -z lz4 "$DIR/events.tsv"
-    log "produced in $((SECONDS - t0)) s; indexing"
-    for _ in $(seq 1800); do
-        n=$(awk '$1 == "pano_indexer_indexed_total" {print $2}' "$DIR/status.prom" 2>/dev/null || echo 0)
-        [[ ${n:-0} -ge $total ]] && break
+    "$BUILD/tests/tools/kafka_load" --shape "$SHAPE" --jobs "$JOBS" ${BENCH_SAMPLES:+--samples "$BENCH_SAMPLES"} \
+        --wf "$WF" --run-id "$ID" >"$DIR/load.log" 2>&1 || { tail "$DIR/load.log" >&2; exit 1; }
+    # "kafka_load: workflow UUID jobs=N events=N failed=N unended=N"
+    total=$(sed -n 's/^kafka_load: workflow .* events=\([0-9]*\) .*/\1/p' "$DIR/load.log")
+    FAILED=$(sed -n 's/^kafka_load: workflow .* failed=\([0-9]*\) .*/\1/p' "$DIR/load.log")
+    log "$(tail -n1 "$DIR/load.log"); indexing"
+    metric() { awk -v m="pano_indexer_$1" '$1 == m {print $2}' "$DIR/status.prom" 2>/dev/null; }
+    settled=0
+    for _ in $(seq 3600); do
+        settled=$(($(metric indexed_total || true) + $(metric dead_lettered_total || true) + 0))
+        ((settled >= total)) && break
         kill -0 $IX_PID || { tail "$DIR/indexer.log" >&2; exit 1; }
         sleep 1
     done
-    log "indexed $n events in $((SECONDS - t0)) s"
+    log "indexed $(metric indexed_total) events in $((SECONDS - t0)) s"
     curl -fsS -X POST "$ES/$ID-*/_refresh" >/dev/null
+    dead=$(metric dead_lettered_total)
+    stored=$(curl -fsS "$ES/$ID-*/_count?q=wf_uuid:$WF" | jq .count)
+    [[ ${dead:-0} == 0 && $stored == "$total" ]] ||
+        { echo "bench: $stored of $total events stored, ${dead:-0} dead-lettered" >&2; exit 1; }
     curl -fsS -X POST "$ES/$ID-*/_forcemerge?max_num_segments=1" >/dev/null || true
 fi
-

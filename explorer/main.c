@@ -55,7 +55,12 @@ typedef struct {
     pano_config *cfg;
     char *www;
     const char *chartjs;
+    explorer_context api;
 } explorer;
+
+/* The rows kept for the workflows looked at lately (jobs_cache.h), beyond
+ * the latest workflow's: about 400 bytes each. */
+#define CACHED_RUNS 1000000
 
 /* The pages: a fixed list, so no request names a file of its own. */
 static const struct {
@@ -77,7 +82,7 @@ static void handle(void *user, const pano_http_request *req, pano_http_reply *re
     explorer *e = user;
     const char *path = pano_http_path(req);
     if (strncmp(path, "/api/", 5) == 0) {
-        explorer_api(e->cfg, stopping, req, reply);
+        explorer_api(&e->api, req, reply);
         return;
     }
     static _Thread_local char file[4096];
@@ -199,6 +204,8 @@ int main(int argc, char **argv)
                    "file)", bind);
         goto out;
     }
+    e.api = (explorer_context){.cfg = cfg, .stopping = stopping,
+                               .cache = jobs_cache_new(CACHED_RUNS)};
     e.www = find_www(cfg);
     e.chartjs = pano_config_str(cfg, "pano.explorer.chartjs");
     if (!has_index(e.www))
@@ -246,6 +253,7 @@ int main(int argc, char **argv)
     rc = 0;
 out:
     pano_http_stop(server);
+    jobs_cache_free(e.api.cache);
     if (password) {
         memset(password, 0, strlen(password));
         free(password);

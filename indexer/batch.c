@@ -7,8 +7,10 @@
 #include "deltas.h"
 #include "event.h"
 #include "json.h"
+#include "kafka.h"
 #include "log.h"
 #include "mem.h"
+#include "summaries.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +48,7 @@ static void item_free(batch_item *it)
 {
     pano_bulk_doc_free(&it->doc);
     delta_event_free(it->run);
+    summaries_free_note(it->summary);
     if (!it->closing)
         rd_kafka_message_destroy(it->msg);
 }
@@ -283,12 +286,7 @@ rd_kafka_topic_partition_list_t *batch_offsets(const batch *b)
                 p->offset = it->msg->offset;
         }
     }
-    rd_kafka_topic_partition_list_t *store = rd_kafka_topic_partition_list_new(seen->cnt);
-    for (int i = 0; i < seen->cnt; i++)
-        if (seen->elems[i].offset >= 0)
-            rd_kafka_topic_partition_list_add(store, seen->elems[i].topic,
-                                              seen->elems[i].partition)
-                ->offset = seen->elems[i].offset;
+    rd_kafka_topic_partition_list_t *store = pano_kafka_with_offsets(seen);
     rd_kafka_topic_partition_list_destroy(seen);
     return store;
 }

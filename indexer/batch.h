@@ -30,11 +30,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct batch_summary; /* summaries.h */
+
 typedef struct {
     rd_kafka_message_t *msg; /* a closing sample's: the item's before it, not its own */
     pano_bulk_doc doc;
     struct delta_event *run; /* what a run event says (deltas.h), or NULL */
     bool closing;  /* a closing sample the indexer made (deltas.h), after its end's item */
+    struct batch_summary *summary; /* its contribution to a summary, or NULL */
     bool settled;
     bool rejected; /* doc is now its dead-letter document */
     int status;    /* last HTTP status of the item */

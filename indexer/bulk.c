@@ -40,14 +40,6 @@ pano_bulk_doc_status pano_bulk_doc_prepare(const char *json, size_t len,
                                            const pano_bulk_layout *layout, double now,
                                            pano_bulk_doc *out, char *reason, size_t reason_len)
 {
-    return pano_bulk_doc_prepare_event(json, len, layout, now, out, reason, reason_len, NULL);
-}
-
-pano_bulk_doc_status pano_bulk_doc_prepare_event(const char *json, size_t len,
-                                                 const pano_bulk_layout *layout, double now,
-                                                 pano_bulk_doc *out, char *reason,
-                                                 size_t reason_len, pano_json **event)
-{
     memset(out, 0, sizeof *out);
     char err[200];
     pano_json *ev = pano_json_parse(json, len, PANO_JSON_DEFAULT_DEPTH, err, sizeof err);
@@ -117,8 +109,8 @@ pano_bulk_doc_status pano_bulk_doc_prepare_event(const char *json, size_t len,
         }
         out->doc_len = strlen(out->doc);
     }
-    if (ok && event)
-        *event = ev;
+    if (ok && layout->keep_event)
+        out->event = ev;
     else
         pano_json_free(ev);
     return ok ? PANO_BULK_DOC_OK : expired ? PANO_BULK_DOC_EXPIRED : PANO_BULK_DOC_INVALID;
@@ -128,6 +120,8 @@ void pano_bulk_doc_free(pano_bulk_doc *doc)
 {
     free(doc->doc);
     doc->doc = NULL;
+    pano_json_free(doc->event);
+    doc->event = NULL;
 }
 
 void pano_bulk_append_json_string(pano_buf *b, const char *s, size_t len)
@@ -220,6 +214,9 @@ int pano_bulk_read_response(const char *body, size_t len, size_t n, pano_bulk_re
             status = 0;
         results[i].status = (int)status;
         results[i].outcome = pano_bulk_classify((int)status);
+        if (!pano_json_get_int(op, "_seq_no", &results[i].seq_no) ||
+            !pano_json_get_int(op, "_primary_term", &results[i].primary_term))
+            results[i].seq_no = results[i].primary_term = -1;
         results[i].reason[0] = '\0';
         pano_json *error = pano_json_get(op, "error");
         if (error) {

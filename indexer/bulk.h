@@ -29,11 +29,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct {
     const char *prefix;         /* index prefix, lowercase */
     const char *fallback_index; /* base name for events without a valid wf_uuid */
     const pano_stream_policy *policies; /* PANO_N_STREAMS, partition.h */
+    bool keep_event; /* hand the parsed event over in pano_bulk_doc.event */
 } pano_bulk_layout;
 
 typedef struct {
@@ -45,6 +47,7 @@ typedef struct {
     double ts;                          /* the event's, 0 when it had none */
     char *doc; /* the event with "@timestamp" added */
     size_t doc_len;
+    pano_json *event; /* the parsed event, with layout.keep_event (else NULL) */
 } pano_bulk_doc;
 
 typedef enum {
@@ -58,13 +61,6 @@ typedef enum {
 pano_bulk_doc_status pano_bulk_doc_prepare(const char *json, size_t len,
                                            const pano_bulk_layout *layout, double now,
                                            pano_bulk_doc *out, char *reason, size_t reason_len);
-
-/* The same, handing the event as parsed to *event when it is OK (the
- * caller frees it; its @timestamp may be gone). */
-pano_bulk_doc_status pano_bulk_doc_prepare_event(const char *json, size_t len,
-                                                 const pano_bulk_layout *layout, double now,
-                                                 pano_bulk_doc *out, char *reason,
-                                                 size_t reason_len, pano_json **event);
 
 /* The name of the partition of the index base holding ts. */
 void pano_bulk_partition(const char *base, pano_period period, double ts, char *out,
@@ -90,6 +86,8 @@ typedef struct {
     pano_bulk_outcome outcome;
     int status;
     char reason[256]; /* Elasticsearch's error type and reason */
+    /* the version written, when the answer gives it (-1 when not) */
+    int64_t seq_no, primary_term;
 } pano_bulk_result;
 
 /* Classify an HTTP status of one item. */

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "upkeep.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +134,22 @@ void indexer_publish_status(indexer *ix)
     GAUGE("delta_runs", "Runs in the table of runs (pano.indexer.delta_runs at most).", "%zu",
           ix->deltas ? deltas_runs(ix->deltas) : 0);
     GAUGE("bulk_seconds_total", "Time spent in bulk requests.", "%.3f", n->bulk_seconds);
+    const summary_round *r = &ix->summaries;
+    COUNTER("summaries_written_total", "Summary documents written.", r->written);
+    COUNTER("summaries_unchanged_total",
+            "Summary updates found applied already (their answer was lost).", r->unchanged);
+    COUNTER("summary_conflicts_total",
+            "Summary documents written by another or not new (409), read and applied again.",
+            r->conflicts);
+    COUNTER("summary_retries_total", "Summary documents retried (429, 5xx).", r->retries);
+    COUNTER("summary_reads_total",
+            "Summary documents read (_mget): not as this indexer last wrote them.", r->reads);
+    COUNTER("summaries_refused_total", "Summary documents refused (other 4xx): left out.",
+            r->refused);
+    COUNTER("summary_requests_total", "_mget and bulk requests of the summaries.",
+            n->summary_requests);
+    GAUGE("summary_seconds_total", "Time spent in the summaries' requests.", "%.3f",
+          n->summary_seconds);
     GAUGE("in_hand", "Messages held: the batch being settled and those polled meanwhile.", "%zu",
           ix->cur->count + ix->next->count + ix->npending);
     GAUGE("elasticsearch_up", "1 when the last request to Elasticsearch was answered.", "%d",
@@ -309,6 +326,76 @@ static void settle_batch(indexer *ix)
     intake_set_paused(ix, false);
 }
 
+/* Bring the summaries of the current batch's events up to date (after its
+ * events are settled, before its offsets are stored): rounds until every
+ * document is written or refused, backing off (polling, the partitions
+ * paused) while Elasticsearch does not answer; after a shutdown request,
+ * at most until pano.indexer.drain_timeout. */
+static void *summaries_thread(void *arg)
+{
+    outlet_summaries(arg);
+    return NULL;
+}
+
+/* A round; the first one in a thread of its own while the next batch is
+ * gathered (and sent ahead when complete), as for the events' first
+ * attempt. */
+static bool summaries_round(indexer *ix, summary_round *r, bool first)
+{
+    summary_call c = {.ix = ix, .r = r, .gather = first ? ix->cur : NULL};
+    atomic_init(&c.done, false);
+    pthread_t t;
+    bool threaded = false;
+    if (first && !stopping(ix)) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        threaded = pthread_create(&t, NULL, summaries_thread, &c) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    if (threaded) {
+        prefetch(ix, &c.done);
+        pthread_join(t, NULL);
+    } else
+        outlet_summaries(&c);
+    indexer_es_answered(ix, c.status, c.err);
+    return c.answered;
+}
+
+static void settle_summaries(indexer *ix)
+{
+    summary_round *r = &ix->summaries;
+    double backoff = BACKOFF_FIRST;
+    double deadline = backoff_deadline(0, stopping(ix), pano_monotonic(), ix->drain_timeout);
+    for (bool first = true; first || summaries_unsettled(r); first = false) {
+        uint64_t conflicts = r->conflicts;
+        bool answered = summaries_round(ix, r, first);
+        size_t left = summaries_unsettled(r);
+        if (left == 0)
+            break;
+        if (answered && r->conflicts - conflicts == left)
+            continue; /* written meanwhile by another: read them again at once */
+        deadline = backoff_deadline(deadline, stopping(ix), pano_monotonic(), ix->drain_timeout);
+        if (backoff_expired(deadline, pano_monotonic())) {
+            pano_warn("giving up on %zu summaries at shutdown", left);
+            break;
+        }
+        double wait = backoff * backoff_jitter();
+        if (!answered) {
+            intake_set_paused(ix, true);
+            pano_info("Elasticsearch unavailable; writing %zu summaries again in %.1f s", left,
+                      wait);
+        } else
+            pano_debug("%zu summaries to write again in %.1f s", left, wait);
+        if (pano_monotonic() - ix->last_publish >= 1)
+            indexer_publish_status(ix);
+        wait_polling(ix, wait, deadline);
+        backoff = backoff_next(backoff, ix->max_backoff);
+    }
+    intake_set_paused(ix, false);
+    summaries_clear(r);
+}
+
 /* Record where the time of the current batch's indexed events went (a
  * replayed or late event's to_kafka is its age: the histogram shows it as
  * such). */
@@ -332,6 +419,8 @@ static void observe_stages(indexer *ix)
 static void deliver_batch(indexer *ix)
 {
     settle_batch(ix);
+    if (ix->summarize)
+        settle_summaries(ix);
     observe_stages(ix);
     rd_kafka_topic_partition_list_t *offsets = batch_offsets(ix->cur);
     intake_store_offsets(ix, offsets);
@@ -482,9 +571,12 @@ int main(int argc, char **argv)
         pano_error("pano.indexer.fallback_index / dead_letter_index: not valid index names");
         goto usage_error;
     }
+    ix.summarize = pano_config_bool(cfg, "pano.indexer.summaries");
     ix.layout = (pano_bulk_layout){.prefix = ix.prefix,
                                    .fallback_index = ix.fallback_index,
-                                   .policies = ix.policies};
+                                   .policies = ix.policies,
+                                   .keep_event = ix.summarize};
+    ix.summary_layout = (summary_layout){.prefix = ix.prefix, .policies = ix.policies};
     snprintf(ix.dead_letter_topic, sizeof ix.dead_letter_topic, "%s",
              pano_config_str(cfg, "pano.kafka.dead_letter_topic"));
     ix.retention_interval = pano_config_double(cfg, "pano.indexer.retention_interval");
@@ -518,6 +610,8 @@ int main(int argc, char **argv)
     }
     if (delta_runs > 0)
         ix.deltas = deltas_new((size_t)delta_runs, ix.prefix);
+    /* Both the summaries and the deltas read the event as parsed. */
+    ix.layout.keep_event = ix.summarize || ix.deltas;
     pano_kafka_topic(cfg, "kickstart", ix.kickstart_topic, sizeof ix.kickstart_topic);
 
     int rc = 1;
@@ -594,6 +688,7 @@ out:
         batch_free(&ix.batches[k]);
     free(ix.pending);
     deltas_free(ix.deltas);
+    summaries_free(&ix.summaries);
     pano_config_free(cfg);
     return rc;
 usage_error:

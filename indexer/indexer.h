@@ -43,6 +43,9 @@
  *              decisions over one batch (batch.h);
  *   deltas.c   the delta of samples that come without one, per run
  *              (deltas.h), kept in run_table.c;
+ *   summaries.c what the batch's events contribute to the per-run
+ *              summaries, and what a round of updating them reads and
+ *              writes (summaries.h);
  *   backoff.c  the waits between attempts and the drain deadline.
  * This header is internal to pano-indexer.
  */
@@ -60,10 +63,12 @@
 #include "log.h"
 #include "partition.h"
 #include "status.h"
+#include "summaries.h"
 #include "template.h"
 
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -82,6 +87,8 @@ typedef struct {
     uint64_t offsets_stored, sent_ahead;
     uint64_t closings; /* closing samples stored (created, or there already) */
     double bulk_seconds;
+    uint64_t summary_requests; /* _mget and bulk requests of the summaries */
+    double summary_seconds;
 } counters;
 
 /* Where an event's time goes before it is searchable, per indexed document:
@@ -95,6 +102,10 @@ typedef struct {
     rd_kafka_t *consumer;
     pano_es *es;
     pano_bulk_layout layout;
+    bool summarize;                /* pano.indexer.summaries: summaries are kept */
+    summary_layout summary_layout;
+    summary_round summaries; /* the summaries of the batch being delivered, and
+                                what became of all of them */
     pano_stream_policy policies[PANO_N_STREAMS];
     const char *prefix;
     char fallback_index[256], dead_letter_index[256];
@@ -195,5 +206,21 @@ bool outlet_start(indexer *ix, batch *b, bool threaded);
 bool outlet_finish(indexer *ix, batch *b);
 /* outlet_finish() for a batch in flight; nothing for one that is not. */
 void outlet_land(indexer *ix, batch *b);
+/* One round over the unsettled summaries of a batch (summaries.h), the
+ * first one gathered from the batch first: read what must be, apply,
+ * write. It may run in a thread of its own while the
+ * loop gathers the next batch: it touches only the round, ix->es and the
+ * summaries' counters, and leaves what Elasticsearch answered in the call
+ * for indexer_es_answered(). */
+typedef struct {
+    indexer *ix;
+    summary_round *r;
+    const batch *gather; /* the batch to gather r from first (summaries_gather), or NULL */
+    bool answered;     /* every request got a usable answer */
+    long status;       /* the last request's HTTP status, 0: none came */
+    char err[512];     /* why, when none came */
+    atomic_bool done;  /* set when the round is over */
+} summary_call;
+void outlet_summaries(summary_call *c);
 
 #endif

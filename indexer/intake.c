@@ -48,20 +48,23 @@ void intake_add(indexer *ix, batch *b, rd_kafka_message_t *msg)
         batch_make_dead_letter(it, &ix->dead_letters, pano_now());
         return;
     }
-    /* Run events (deltas.h) come through the kickstart topic. */
-    pano_json *ev = NULL;
-    bool runs = ix->deltas && strcmp(rd_kafka_topic_name(msg->rkt), ix->kickstart_topic) == 0;
-    pano_bulk_doc_status st = pano_bulk_doc_prepare_event(
-        msg->payload ? msg->payload : "", msg->len, &ix->layout, pano_now(), &it->doc, it->reason,
-        sizeof it->reason, runs ? &ev : NULL);
-    if (ev) {
-        it->run = delta_event_read(ev, it->doc.wf_uuid, msg->partition, msg->offset);
-        pano_json_free(ev);
-    }
+    pano_bulk_doc_status st =
+        pano_bulk_doc_prepare(msg->payload ? msg->payload : "", msg->len, &ix->layout, pano_now(),
+                              &it->doc, it->reason, sizeof it->reason);
     if (st == PANO_BULK_DOC_EXPIRED)
         ix->n.expired++;
     if (st != PANO_BULK_DOC_OK)
         batch_make_dead_letter(it, &ix->dead_letters, pano_now());
+    else if (it->doc.event) {
+        /* Run events (deltas.h) come through the kickstart topic. */
+        if (ix->deltas && strcmp(rd_kafka_topic_name(msg->rkt), ix->kickstart_topic) == 0)
+            it->run = delta_event_read(it->doc.event, it->doc.wf_uuid, msg->partition,
+                                       msg->offset);
+        if (ix->summarize)
+            it->summary = summaries_note(&ix->summary_layout, &it->doc, msg->offset, pano_now());
+        pano_json_free(it->doc.event);
+        it->doc.event = NULL;
+    }
 }
 
 static void drop_message_list(rd_kafka_message_t **msgs, size_t *n,
@@ -143,6 +146,36 @@ static void rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         pano_error("rebalance: %s", rd_kafka_err2str(r));
 }
 
+/* librdkafka resumes a partition where it noted the application stood at
+ * the pause, and a pause or resume racing another operation on the
+ * partition can lose that note (librdkafka #2190): the partition then
+ * starts over from its reset policy or waits forever. Its maintainers'
+ * advice is a seek after the resume; the position is the message after the
+ * last one the indexer received, so nothing is skipped or received twice.
+ * A partition the indexer received nothing from since its assignment is
+ * left where librdkafka's fetcher has it. */
+static void seek_to_positions(indexer *ix, rd_kafka_topic_partition_list_t *parts)
+{
+    rd_kafka_resp_err_t e = rd_kafka_position(ix->consumer, parts);
+    if (e) {
+        pano_warn("cannot read the partitions' positions: %s", rd_kafka_err2str(e));
+        return;
+    }
+    rd_kafka_topic_partition_list_t *seek = pano_kafka_with_offsets(parts);
+    rd_kafka_error_t *error = seek->cnt ? rd_kafka_seek_partitions(ix->consumer, seek, 10000)
+                                        : NULL;
+    if (error) {
+        pano_warn("cannot seek the resumed partitions: %s", rd_kafka_error_string(error));
+        rd_kafka_error_destroy(error);
+    } else
+        for (int i = 0; i < seek->cnt; i++)
+            if (seek->elems[i].err)
+                pano_warn("cannot seek %s [%d] to offset %lld: %s", seek->elems[i].topic,
+                          (int)seek->elems[i].partition, (long long)seek->elems[i].offset,
+                          rd_kafka_err2str(seek->elems[i].err));
+    rd_kafka_topic_partition_list_destroy(seek);
+}
+
 void intake_set_paused(indexer *ix, bool pause)
 {
     if (ix->paused == pause)
@@ -152,6 +185,8 @@ void intake_set_paused(indexer *ix, bool pause)
     if (!e) {
         e = pause ? rd_kafka_pause_partitions(ix->consumer, parts)
                   : rd_kafka_resume_partitions(ix->consumer, parts);
+        if (!e && !pause)
+            seek_to_positions(ix, parts);
         rd_kafka_topic_partition_list_destroy(parts);
     }
     if (e)

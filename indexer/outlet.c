@@ -338,3 +338,115 @@ void outlet_land(indexer *ix, batch *b)
     if (b->in_flight)
         outlet_finish(ix, b);
 }
+
+/* ---- summaries ----------------------------------------------------------------- */
+
+/* Summary documents a bulk request holds at least, of up to
+ * pano.indexer.concurrency requests at once. */
+#define SUMMARY_SLICE 500
+#define MGET_PATH "/_mget?filter_path=docs._id,docs.found,docs._seq_no,docs._primary_term,docs._source"
+/* The version each write made comes back too: the document as written is
+ * kept with it (summaries.h). */
+#define SUMMARY_BULK_PATH                                                                      \
+    "/_bulk?filter_path=items.*.status,items.*.error.type,items.*.error.reason,items.*._seq_no,"  \
+    "items.*._primary_term"
+
+/* One request; its answer is the caller's when the status is 200, else
+ * logged and freed. */
+static bool summary_request(summary_call *c, const char *path, const pano_buf *body,
+                            pano_es_response *resp)
+{
+    indexer *ix = c->ix;
+    double t0 = pano_monotonic();
+    int rc = pano_es_request(ix->es, "POST", path, body->data, body->len, resp, c->err,
+                             sizeof c->err);
+    ix->n.summary_seconds += pano_monotonic() - t0;
+    ix->n.summary_requests++;
+    c->status = rc < 0 ? 0 : resp->status;
+    if (c->status && c->status != 200)
+        pano_warn("summaries: %s answered %ld: %.300s", path, c->status, resp->body);
+    if (c->status == 200)
+        return true;
+    if (rc == 0)
+        pano_es_response_free(resp);
+    return false;
+}
+
+static bool summaries_round(summary_call *c)
+{
+    summary_round *r = c->r;
+    pano_buf body = {0};
+    pano_es_response resp = {0};
+    char err[512];
+    if (summaries_to_read(r)) {
+        summaries_read_body(r, &body);
+        if (!summary_request(c, MGET_PATH, &body, &resp)) {
+            pano_buf_free(&body);
+            return false;
+        }
+        int rc = summaries_apply_read(r, resp.body, resp.len, err, sizeof err);
+        pano_es_response_free(&resp);
+        if (rc < 0) {
+            pano_warn("summaries: %s", err);
+            pano_buf_free(&body);
+            return false;
+        }
+        pano_buf_clear(&body);
+    }
+    size_t *order = pano_calloc(r->n ? r->n : 1, sizeof *order);
+    size_t n = summaries_write_body(r, &body, order);
+    /* consecutive slices of the body, sent at once as the events' are */
+    size_t k = (n + SUMMARY_SLICE - 1) / SUMMARY_SLICE;
+    if (k > c->ix->concurrency)
+        k = c->ix->concurrency;
+    pano_es_call *calls = pano_calloc(k ? k : 1, sizeof *calls);
+    for (size_t j = 0; j < k; j++) {
+        size_t from = r->docs[order[n * j / k]].line;
+        size_t to = j + 1 < k ? r->docs[order[n * (j + 1) / k]].line : body.len;
+        calls[j] = (pano_es_call){.method = "POST", .path = SUMMARY_BULK_PATH,
+                                  .body = body.data + from, .len = to - from};
+    }
+    double t0 = pano_monotonic();
+    if (k)
+        pano_es_request_many(c->ix->es, calls, k);
+    c->ix->n.summary_seconds += pano_monotonic() - t0;
+    c->ix->n.summary_requests += k;
+    bool ok = true;
+    for (size_t j = 0; j < k; j++) {
+        pano_es_call *call = &calls[j];
+        size_t first = n * j / k, m = n * (j + 1) / k - first;
+        long status = call->rc < 0 ? 0 : call->resp.status;
+        if (status != 200) {
+            c->status = status;
+            snprintf(c->err, sizeof c->err, "%s", call->rc < 0 ? call->err : "");
+            if (status)
+                pano_warn("summaries: bulk request answered %ld: %.300s", status, call->resp.body);
+            ok = false;
+        } else {
+            pano_bulk_result *results = pano_calloc(m, sizeof *results);
+            if (pano_bulk_read_response(call->resp.body, call->resp.len, m, results, err,
+                                        sizeof err) < 0) {
+                pano_warn("summaries: %s", err);
+                ok = false;
+            } else
+                summaries_apply_write(r, &body, order + first, m, results);
+            free(results);
+        }
+        if (call->rc == 0)
+            pano_es_response_free(&call->resp);
+    }
+    free(calls);
+    free(order);
+    pano_buf_free(&body);
+    return ok;
+}
+
+void outlet_summaries(summary_call *c)
+{
+    c->status = 200;
+    c->err[0] = '\0';
+    if (c->gather)
+        summaries_gather(c->r, c->gather);
+    c->answered = summaries_round(c);
+    atomic_store(&c->done, true);
+}

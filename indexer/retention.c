@@ -1,5 +1,7 @@
 #include "retention.h"
 
+#include "summary.h"
+
 #include <math.h>
 #include <string.h>
 
@@ -29,7 +31,7 @@ bool pano_retention_expired(const char *index, const char *const bases[PANO_N_ST
 }
 
 long pano_retention_shards(const pano_stream_policy policies[PANO_N_STREAMS], int shards,
-                           int replicas, long *forever_per_year)
+                           int replicas, bool summaries, long *forever_per_year)
 {
     /* the shortest length of each period, and how many a year has */
     static const double shortest[] = {86400, 28 * 86400.0, 365 * 86400.0};
@@ -38,12 +40,13 @@ long pano_retention_shards(const pano_stream_policy policies[PANO_N_STREAMS], in
     *forever_per_year = 0;
     for (int s = 0; s < PANO_N_STREAMS; s++) {
         pano_period p = policies[s].period;
+        long copies = 1 + (summaries && pano_summary_stream(s));
         if (policies[s].retention > 0)
             /* the current period, those within the retention, and the one
              * that ended just less than the retention ago */
-            kept += per_index * (long)(ceil(policies[s].retention / shortest[p]) + 2);
+            kept += copies * per_index * (long)(ceil(policies[s].retention / shortest[p]) + 2);
         else
-            *forever_per_year += per_index * per_year[p];
+            *forever_per_year += copies * per_index * per_year[p];
     }
     return kept;
 }

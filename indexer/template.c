@@ -243,7 +243,11 @@ int pano_replicas_parse(const char *value)
     return (int)n;
 }
 
-static pano_json *settings(const pano_template_options *opt, bool dead_letter)
+/* The kinds of index: events of a family, events of every family (the
+ * fallback index), dead letters, summaries. */
+typedef enum { INDEX_EVENTS, INDEX_MIXED, INDEX_DEAD_LETTERS, INDEX_SUMMARIES } index_kind;
+
+static pano_json *settings(const pano_template_options *opt, index_kind kind)
 {
     pano_json *s = pano_json_object();
     pano_json_set_int(s, "number_of_shards", opt->shards);
@@ -251,7 +255,7 @@ static pano_json *settings(const pano_template_options *opt, bool dead_letter)
         pano_json_set_str(s, "auto_expand_replicas", "0-1");
     else
         pano_json_set_int(s, "number_of_replicas", opt->replicas);
-    if (!dead_letter)
+    if (kind != INDEX_DEAD_LETTERS)
         pano_json_set_str(s, "refresh_interval", opt->refresh_interval);
     pano_json_set_int(pano_json_set_object(pano_json_set_object(s, "mapping"), "total_fields"),
                       "limit", opt->total_fields_limit);
@@ -286,12 +290,14 @@ static void fixed_fields(pano_json *props)
     pano_json_set(props, "event_id", leaf("keyword"));
 }
 
-/* dead_letter: no dynamic fields at all. mixed (the fallback index, where
- * events of every family meet): fields no schema knows are keywords, which
- * take any value, so one family's number cannot refuse another's string. */
+/* Dead letters and summaries: no dynamic fields at all. Mixed (the
+ * fallback index, where events of every family meet): fields no schema
+ * knows are keywords, which take any value, so one family's number cannot
+ * refuse another's string. */
 static char *template_body(const pano_template_options *opt, const char *const *patterns,
-                           const pano_json *props, bool dead_letter, bool mixed)
+                           const pano_json *props, index_kind kind)
 {
+    bool mixed = kind == INDEX_MIXED;
     pano_json *t = pano_json_object();
     pano_json *pat = pano_json_set_array(t, "index_patterns");
     for (size_t i = 0; patterns[i]; i++)
@@ -300,9 +306,9 @@ static char *template_body(const pano_template_options *opt, const char *const *
     pano_json *meta = pano_json_set_object(t, "_meta");
     pano_json_set_str(meta, "generator", "pano-indexer (from schemas/)");
     pano_json *tt = pano_json_set_object(t, "template");
-    pano_json_set(tt, "settings", settings(opt, dead_letter));
+    pano_json_set(tt, "settings", settings(opt, kind));
     pano_json *m = pano_json_set_object(tt, "mappings");
-    if (dead_letter)
+    if (kind == INDEX_DEAD_LETTERS || kind == INDEX_SUMMARIES)
         pano_json_set_bool(m, "dynamic", false);
     else {
         pano_json_set_bool(m, "date_detection", false);
@@ -394,8 +400,9 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
 
     /* One template per stream (partition.h), for its partitions
      * <base>-<period>: the families, the samples (kickstart's fields), the
-     * fallback index (every family's), then the dead letters. */
-    size_t nt = nfam + 3;
+     * fallback index (every family's), the dead letters, then one for the
+     * partitions of every summary stream. */
+    size_t nt = nfam + 4;
     pano_template *t = pano_calloc(nt, sizeof *t);
     for (size_t f = 0; f <= nfam; f++) {
         const char *stream = f < nfam ? pano_event_families[f] : "samples";
@@ -404,13 +411,13 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
         char pattern[260];
         snprintf(pattern, sizeof pattern, "%s-*", t[f].name);
         const char *patterns[] = {pattern, NULL};
-        t[f].body = template_body(opt, patterns, props, false, false);
+        t[f].body = template_body(opt, patterns, props, INDEX_EVENTS);
     }
     char fallback[260];
     snprintf(fallback, sizeof fallback, "%.250s-*", opt->fallback_index);
     const char *fallback_patterns[] = {fallback, NULL};
     snprintf(t[nfam + 1].name, sizeof t[nfam + 1].name, "%s", opt->fallback_index);
-    t[nfam + 1].body = template_body(opt, fallback_patterns, all, false, true);
+    t[nfam + 1].body = template_body(opt, fallback_patterns, all, INDEX_MIXED);
 
     pano_json *dl = pano_json_object();
     pano_json_set(dl, "@timestamp", leaf("date"));
@@ -436,9 +443,32 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
     snprintf(dead, sizeof dead, "%.250s-*", opt->dead_letter_index);
     const char *dead_patterns[] = {dead, NULL};
     snprintf(t[nfam + 2].name, sizeof t[nfam + 2].name, "%s", opt->dead_letter_index);
-    t[nfam + 2].body = template_body(opt, dead_patterns, dl, true, false);
+    t[nfam + 2].body = template_body(opt, dead_patterns, dl, INDEX_DEAD_LETTERS);
     pano_json_free(dl);
     pano_json_free(all);
+
+    /* The per-run summaries (summary.h), of every summarized stream: only
+     * what a reader asks by is mapped, the workflow (searched), the _id
+     * (sorted by, not searched) and the count of events (summed by
+     * pano_query_changes); the rest is kept in _source. */
+    pano_json *sp = pano_json_object();
+    pano_json *set = pano_json_set_object(pano_json_set_object(sp, "set"), "properties");
+    pano_json *swf = leaf("keyword");
+    pano_json_set_str(swf, "normalizer", "pano_lowercase");
+    pano_json_set(set, "wf", swf);
+    pano_json *sid = leaf("keyword");
+    pano_json_set_bool(sid, "index", false);
+    pano_json_set(set, "id", sid);
+    pano_json *add = pano_json_set_object(pano_json_set_object(sp, "add"), "properties");
+    pano_json *n = leaf("long");
+    pano_json_set_bool(n, "index", false);
+    pano_json_set(add, "n", n);
+    char summaries[260];
+    snprintf(t[nfam + 3].name, sizeof t[nfam + 3].name, "%.200ssummary", opt->prefix);
+    snprintf(summaries, sizeof summaries, "%s-*", t[nfam + 3].name);
+    const char *summary_patterns[] = {summaries, NULL};
+    t[nfam + 3].body = template_body(opt, summary_patterns, sp, INDEX_SUMMARIES);
+    pano_json_free(sp);
 
     *out = t;
     *count = nt;

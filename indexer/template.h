@@ -14,6 +14,8 @@
  *                           fields
  *   <prefix>dead-letter-*   rejected messages: the reason, where they came
  *                           from and the original bytes as text
+ *   <prefix>summary-*       the per-run summaries (summary.h): set.wf and
+ *                           set.id (sorted by only) mapped, nothing dynamic
  *
  * Types: string -> keyword (format date-time -> date), integer -> long,
  * number -> double, boolean -> boolean, object -> object with its

@@ -10,6 +10,7 @@
 #include "log.h"
 #include "mem.h"
 #include "retention.h"
+#include "summary.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,13 +63,28 @@ static void stream_bases(const indexer *ix, char names[PANO_N_STREAMS][256],
     }
 }
 
+/* The base names of the summary streams' partitions, by the stream they
+ * summarize (summary.h; "" for a stream without summaries, which no index
+ * name matches). */
+static void summary_bases(const indexer *ix, char names[PANO_N_STREAMS][256],
+                          const char *bases[PANO_N_STREAMS])
+{
+    for (int i = 0; i < PANO_N_STREAMS; i++) {
+        names[i][0] = '\0';
+        if (ix->summarize && pano_summary_stream(i))
+            pano_summary_base(ix->prefix, i, names[i], 256);
+        bases[i] = names[i];
+    }
+}
+
 /* Delete the partitions past their stream's retention (a dry run lists
  * them on stdout). How many, or -1 when Elasticsearch did not answer. */
 long upkeep_retention_pass(indexer *ix, bool dry_run)
 {
-    char names[PANO_N_STREAMS][256], path[1024], *answer;
-    const char *bases[PANO_N_STREAMS];
+    char names[PANO_N_STREAMS][256], snames[PANO_N_STREAMS][256], path[1024], *answer;
+    const char *bases[PANO_N_STREAMS], *sbases[PANO_N_STREAMS];
     stream_bases(ix, names, bases);
+    summary_bases(ix, snames, sbases);
     snprintf(path, sizeof path,
              "/_cat/indices/%s*,%s-*,%s-*?h=index&format=json&expand_wildcards=open,closed",
              ix->prefix, ix->fallback_index, ix->dead_letter_index);
@@ -83,7 +99,8 @@ long upkeep_retention_pass(indexer *ix, bool dry_run)
     double now = pano_now();
     for (size_t i = 0; i < pano_json_len(list); i++) {
         const char *index = pano_json_get_str(pano_json_at(list, i), "index");
-        if (!index || !pano_retention_expired(index, bases, ix->policies, now))
+        if (!index || !(pano_retention_expired(index, bases, ix->policies, now) ||
+                        pano_retention_expired(index, sbases, ix->policies, now)))
             continue;
         n++;
         if (dry_run) {
@@ -150,7 +167,8 @@ int upkeep_check_shard_budget(indexer *ix)
         return 0;
     }
     int replicas = ix->replicas == PANO_REPLICAS_AUTO ? (nodes > 1) : ix->replicas;
-    long per_year, kept = pano_retention_shards(ix->policies, shards, replicas, &per_year);
+    long per_year, kept = pano_retention_shards(ix->policies, shards, replicas,
+                                                ix->summarize, &per_year);
     if (kept > limit) {
         pano_error("pano.indexer.retention and .partition keep up to %ld shards (%d primary "
                    "and %d replica per index), more than the %ld the cluster allows "
@@ -173,16 +191,18 @@ int upkeep_check_shard_budget(indexer *ix)
 #define PREPARE_AHEAD 3600
 void upkeep_prepare_partitions(indexer *ix)
 {
-    char names[PANO_N_STREAMS][256], index[256], last[256] = "", path[300];
-    const char *bases[PANO_N_STREAMS];
+    char names[2 * PANO_N_STREAMS][256], index[256], last[256] = "", path[300];
+    const char *bases[2 * PANO_N_STREAMS];
     double now = pano_now();
     ix->last_prepared = pano_monotonic();
     if (!ix->indices_ready)
         return; /* without the templates, an index would get no mappings */
     stream_bases(ix, names, bases);
-    for (int i = 0; i < PANO_N_STREAMS; i++)
-        for (double t = now; t <= now + PREPARE_AHEAD; t += PREPARE_AHEAD) {
-            pano_bulk_partition(bases[i], ix->policies[i].period, t, index, sizeof index);
+    summary_bases(ix, names + PANO_N_STREAMS, bases + PANO_N_STREAMS);
+    for (int i = 0; i < 2 * PANO_N_STREAMS; i++)
+        for (double t = now; *bases[i] && t <= now + PREPARE_AHEAD; t += PREPARE_AHEAD) {
+            pano_bulk_partition(bases[i], ix->policies[i % PANO_N_STREAMS].period, t, index,
+                                sizeof index);
             if (strcmp(index, last) == 0)
                 continue;
             snprintf(last, sizeof last, "%s", index);

@@ -164,6 +164,9 @@ const pano_config_key pano_config_keys[] = {
 
     /* ---- pano-indexer ---- */
     /* ---- pano-query and pano-explorer ---- */
+    {"pano.query.summaries", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "Read a workflow's runs from the indexer's summaries when they cover it (false: always "
+     "reduce its events, as for a store written before summaries existed)."},
     {"pano.query.ingest_delay", PANO_CFG_DOUBLE, "5", 0, 3600, false, {0}, {0},
      "Seconds an event may take from its publisher to being searchable (bridge, Kafka, "
      "indexer, refresh): a run without an end is lost when its latest stored sample is older "
@@ -214,6 +217,9 @@ const pano_config_key pano_config_keys[] = {
      "without delta (Pegasus's kickstart) their delta; the least recently seen run goes "
      "first, and is looked up in Elasticsearch if it comes back. At least twice "
      "pano.indexer.batch_docs; 0 stores such samples as they come."},
+    {"pano.indexer.summaries", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "Keep a summary document per job run (<prefix>summary-<stream>-<period>), updated as its "
+     "events arrive, that pano-query reads instead of reducing the events."},
     {"pano.indexer.partition", PANO_CFG_STR, "month", NOLIMIT, false, {0}, {0},
      "Period of each index: events go to <prefix><stream>-<period> by their own ts (UTC): "
      "day (2026.11.25), month (2026.11) or year (2026). DEFAULT[,STREAM=VALUE...] sets "

@@ -198,8 +198,12 @@ void pano_event_id_of(const void *data, size_t len, char out[33])
         pano_error("SHA-256 failed");
         abort();
     }
-    for (int i = 0; i < 16; i++)
-        snprintf(out + 2 * i, 3, "%02x", digest[i]);
+    static const char hex[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        out[2 * i] = hex[digest[i] >> 4];
+        out[2 * i + 1] = hex[digest[i] & 15];
+    }
+    out[32] = '\0';
 }
 
 bool pano_wf_uuid_normalize(const char *in, char out[PANO_WF_UUID_LEN + 1])

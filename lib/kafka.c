@@ -216,3 +216,13 @@ int pano_kafka_ensure_topics(rd_kafka_t *rk, const pano_config *cfg, char *err, 
         wait_until_visible(rk, names, n);
     return rc;
 }
+
+rd_kafka_topic_partition_list_t *pano_kafka_with_offsets(const rd_kafka_topic_partition_list_t *parts)
+{
+    rd_kafka_topic_partition_list_t *out = rd_kafka_topic_partition_list_new(parts->cnt);
+    for (int i = 0; i < parts->cnt; i++)
+        if (parts->elems[i].offset >= 0)
+            rd_kafka_topic_partition_list_add(out, parts->elems[i].topic, parts->elems[i].partition)
+                ->offset = parts->elems[i].offset;
+    return out;
+}

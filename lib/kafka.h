@@ -39,6 +39,10 @@ int pano_kafka_conf_apply(rd_kafka_conf_t *conf, const pano_kafka_property *own,
 /* The topic of an event family: prefix + family. */
 void pano_kafka_topic(const pano_config *cfg, const char *family, char *out, size_t size);
 
+/* A new list of the partitions of parts whose offset is a real one (>= 0),
+ * with those offsets; the caller destroys it. */
+rd_kafka_topic_partition_list_t *pano_kafka_with_offsets(const rd_kafka_topic_partition_list_t *parts);
+
 /* Create the family topics and the dead-letter topic if they do not exist
  * yet, so that consumers can subscribe before the first event. Replication
  * comes from pano.kafka.replication_factor (0: 3, or every broker when the

@@ -1,9 +1,12 @@
 /*
- * jobs.c - a workflow's job runs, from the store's aggregations.
+ * jobs.c - a workflow's job runs, and the rows joined from them.
  *
+ * The runs come from pano-indexer's summaries when they cover the workflow
+ * (jobs_summaries.c, after request 1), else from the store's aggregations.
  * Requests (each skipped when the workflow has no such events):
  *   1. the workflow: label, first and last event, the stampede.xwf.end
- *      status, and how many events of each kind there are;
+ *      status, and how many events of each kind there are (and of each
+ *      kind of summary, with the earliest);
  *   2. pano-monitor's runs: a composite aggregation over kickstart.inv.start
  *      and .end per (dag_job_id, hostname, pid), the end's figures per run;
  *   3. the runs without an end: their latest sample (a few runs at a time
@@ -15,7 +18,9 @@
 #include "event.h"
 #include "mem.h"
 #include "query.h"
+#include "runs.h"
 #include "store_es.h"
+#include "summary.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -80,6 +85,7 @@ pano_query *pano_query_new(const pano_config *cfg, char *err, size_t errlen)
     q->prefix = pano_strdup(pano_config_str(cfg, "pano.indexer.index_prefix"));
     memcpy(q->policies, policies, sizeof policies);
     q->ingest_delay = pano_config_double(cfg, "pano.query.ingest_delay");
+    q->use_summaries = pano_config_bool(cfg, "pano.query.summaries");
     return q;
 }
 
@@ -99,21 +105,7 @@ void pano_query_set_abort(pano_query *q, bool (*should_stop)(void *user), void *
 
 /* ---- collecting runs -------------------------------------------------------- */
 
-typedef struct {
-    pano_job job;
-    int64_t inst_id;   /* stampede job_inst_id, -1 for a monitor run */
-    bool ended;
-    double submitted;  /* stampede: first submit, for ordering instances */
-} run;
-
-typedef struct {
-    run *runs;
-    size_t n, cap;
-    double now;
-    size_t open_first; /* runs from here on came from request 4 (stampede) */
-} collect;
-
-static run *add_run(collect *c)
+run *runs_add(collect *c)
 {
     if (c->n == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 64;
@@ -142,10 +134,7 @@ static const char *basename_of(const char *path)
     return slash ? slash + 1 : path;
 }
 
-/* Exit code and signal of a raw wait status as Pegasus stores them
- * (512 = exit 2, a signal in the low 7 bits, negative when kickstart itself
- * failed): the state it means. */
-static pano_job_state decode_raw_status(double raw, int *exitcode, int *signal)
+pano_job_state runs_decode_status(double raw, int *exitcode, int *signal)
 {
     long v = (long)raw;
     *signal = 0;
@@ -166,6 +155,7 @@ static pano_job_state decode_raw_status(double raw, int *exitcode, int *signal)
 
 typedef struct {
     int64_t monitor_events, stampede_events, side_events;
+    runs_coverage cover; /* when the summaries are asked */
 } wf_counts;
 
 static int64_t filter_count(const pano_json *aggs, const char *name)
@@ -173,6 +163,43 @@ static int64_t filter_count(const pano_json *aggs, const char *name)
     int64_t n = 0;
     const pano_json *a = store_agg(aggs, name);
     return a && pano_json_get_int(a, "doc_count", &n) ? n : 0;
+}
+
+/* The events each kind of summary is made of (summary.h), how many and the
+ * earliest: kickstart.inv.*; stampede.job_inst.* and stampede.inv.end with
+ * a job_id and a job_inst_id; darshan.* and transfer.*. */
+static const char *const cover_names[RUNS_KINDS] = {"cover_run", "cover_inst", "cover_side"};
+
+static void coverage_aggs(pano_json *aggs)
+{
+    pano_json *f[RUNS_KINDS], *sub, *b, *should;
+    f[RUNS_KIND_RUN] = store_prefix("event", "kickstart.inv.");
+    f[RUNS_KIND_INST] = pano_json_object();
+    b = pano_json_set_object(f[RUNS_KIND_INST], "bool");
+    pano_json *all = pano_json_set_array(b, "filter");
+    pano_json *either = pano_json_object();
+    should = pano_json_set_array(pano_json_set_object(either, "bool"), "should");
+    pano_json_append(should, store_prefix("event", "stampede.job_inst."));
+    pano_json_append(should, store_term("event", "stampede.inv.end"));
+    pano_json_append(all, either);
+    pano_json_append(all, store_exists("job_id"));
+    pano_json_append(all, store_exists("job_inst_id"));
+    f[RUNS_KIND_SIDE] = pano_json_object();
+    should = pano_json_set_array(pano_json_set_object(f[RUNS_KIND_SIDE], "bool"), "should");
+    pano_json_append(should, store_prefix("event", "darshan."));
+    pano_json_append(should, store_prefix("event", "transfer."));
+    for (int k = 0; k < RUNS_KINDS; k++) {
+        pano_json_set(aggs, cover_names[k], store_filter_agg(f[k], &sub));
+        pano_json_set(sub, "first", store_metric("min", "ts"));
+    }
+}
+
+static void coverage_read(const pano_json *aggs, runs_coverage *c)
+{
+    for (int k = 0; k < RUNS_KINDS; k++) {
+        c->events[k] = filter_count(aggs, cover_names[k]);
+        c->first[k] = store_value(store_agg(aggs, cover_names[k]), "first", 0);
+    }
 }
 
 static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *err,
@@ -198,6 +225,8 @@ static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *
     pano_json_append(should, store_terms("event", side));
     pano_json_append(should, store_prefix("event", "transfer."));
     pano_json_set(aggs, "side", store_filter_agg(either, &sub));
+    if (q->use_summaries)
+        coverage_aggs(aggs);
     pano_json *end = store_filter_agg(store_term("event", "stampede.xwf.end"), &sub);
     pano_json *top = pano_json_set_object(pano_json_set_object(sub, "latest"), "top_hits");
     pano_json_set_int(top, "size", 1);
@@ -221,6 +250,8 @@ static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *
     counts->monitor_events = filter_count(a, "monitor");
     counts->stampede_events = filter_count(a, "stampede");
     counts->side_events = filter_count(a, "side");
+    if (q->use_summaries)
+        coverage_read(a, &counts->cover);
     const pano_json *xwf = store_top_hit(store_agg(a, "xwf_end"), "latest");
     if (xwf) {
         out->wf_ended = true;
@@ -273,7 +304,7 @@ static void on_monitor_run(const pano_json *b, void *user)
 {
     collect *c = user;
     const pano_json *key = pano_json_get(b, "key");
-    run *r = add_run(c);
+    run *r = runs_add(c);
     pano_job *j = &r->job;
     j->from_monitor = true;
     j->dag_job_id = key_str(key, "job");
@@ -409,20 +440,7 @@ static int ask_open_runs(pano_query *q, const pano_jobs *jobs, collect *c, char 
 
 /* ---- 4. pegasus-monitord's job instances --------------------------------------------- */
 
-/* The job_inst events that move a job instance from one state to another. */
-static const char *const state_events[] = {
-    "stampede.job_inst.submit.start", "stampede.job_inst.submit.end",
-    "stampede.job_inst.pre.start",    "stampede.job_inst.pre.term",
-    "stampede.job_inst.pre.end",      "stampede.job_inst.main.start",
-    "stampede.job_inst.main.term",    "stampede.job_inst.main.end",
-    "stampede.job_inst.post.start",   "stampede.job_inst.post.term",
-    "stampede.job_inst.post.end",     "stampede.job_inst.held.start",
-    "stampede.job_inst.held.end",     "stampede.job_inst.abort.info",
-    NULL,
-};
-
-/* The state an instance is in after its latest state event. */
-static pano_job_state state_after(const char *event, double status)
+pano_job_state runs_state_after(const char *event, double status)
 {
     const char *e = event + strlen("stampede.job_inst.");
     if (strcmp(e, "main.start") == 0 || strncmp(e, "post.", 5) == 0 ||
@@ -441,7 +459,7 @@ static void on_instance(const pano_json *b, void *user)
 {
     collect *c = user;
     const pano_json *key = pano_json_get(b, "key");
-    run *r = add_run(c);
+    run *r = runs_add(c);
     pano_job *j = &r->job;
     j->from_stampede = true;
     j->dag_job_id = key_str(key, "job");
@@ -468,13 +486,13 @@ static void on_instance(const pano_json *b, void *user)
     const pano_json *main_end = store_top_hit(store_agg(b, "main_end"), "doc");
     const pano_json *post_end = store_top_hit(store_agg(b, "post_end"), "doc");
     const char *event = latest ? pano_json_get_str(latest, "event") : NULL;
-    j->state = event ? state_after(event, store_num(latest, "status", 0)) : PANO_JOB_QUEUED;
+    j->state = event ? runs_state_after(event, store_num(latest, "status", 0)) : PANO_JOB_QUEUED;
     /* The verdict is the POST script's when it ran, else the job's own. */
     const pano_json *verdict = post_end ? post_end : main_end;
     bool final_verdict = post_end || (event && strcmp(event, "stampede.job_inst.main.end") == 0);
     if (verdict && final_verdict && !isnan(store_num(verdict, "exitcode", NAN))) {
         r->ended = true;
-        j->state = decode_raw_status(store_num(verdict, "exitcode", 0), &j->exitcode, &j->signal);
+        j->state = runs_decode_status(store_num(verdict, "exitcode", 0), &j->exitcode, &j->signal);
         j->end = store_num(verdict, "ts", j->last_seen);
     }
     double local = store_num(main_end, "local_dur", NAN);
@@ -516,7 +534,7 @@ static int ask_instances(pano_query *q, const pano_jobs *jobs, collect *c, char 
                   &sub);
     pano_json_set(sub, "last", store_metric("max", "ts"));
 
-    pano_json *f = store_terms("event", state_events);
+    pano_json *f = store_terms("event", pano_job_inst_state_events);
     static const char *const state_fields[] = {"event", "ts", "status", NULL};
     pano_json_set(sub, "state", top_hit_agg(f, state_fields, true));
     pano_json_free(f);
@@ -564,15 +582,8 @@ static int ask_instances(pano_query *q, const pano_jobs *jobs, collect *c, char 
 
 /* ---- 5. Darshan and transfer events per job ---------------------------------------- */
 
-/* The events go to the latest run of the DAG job on their host (or on any
- * host when none ran there). */
-static void on_side(const pano_json *b, void *user)
+void runs_side(collect *c, const char *job, const char *host, int64_t darshan, int64_t transfer)
 {
-    collect *c = user;
-    const pano_json *key = pano_json_get(b, "key");
-    char job[512], host[512];
-    store_str(key, "job", job, sizeof job);
-    store_str(key, "host", host, sizeof host);
     run *best = NULL;
     for (size_t i = 0; i < c->n; i++) {
         run *r = &c->runs[i];
@@ -585,9 +596,18 @@ static void on_side(const pano_json *b, void *user)
     }
     if (!best)
         return;
+    best->job.darshan_events += darshan;
+    best->job.transfer_events += transfer;
+}
+
+static void on_side(const pano_json *b, void *user)
+{
+    const pano_json *key = pano_json_get(b, "key");
+    char job[512], host[512];
+    store_str(key, "job", job, sizeof job);
+    store_str(key, "host", host, sizeof host);
     const pano_json *buckets = pano_json_get(store_agg(b, "kinds"), "buckets");
-    best->job.darshan_events += filter_count(buckets, "darshan");
-    best->job.transfer_events += filter_count(buckets, "transfer");
+    runs_side(user, job, host, filter_count(buckets, "darshan"), filter_count(buckets, "transfer"));
 }
 
 static int ask_side_events(pano_query *q, const pano_jobs *jobs, collect *c, char *err, size_t errlen)
@@ -656,7 +676,7 @@ static void merge(run *m, run *s)
         j->last_seen = k->last_seen;
 }
 
-static void free_job(pano_job *j)
+void runs_free_job(pano_job *j)
 {
     free(j->id);
     free(j->dag_job_id);
@@ -707,7 +727,7 @@ static void make_rows(collect *c, pano_jobs *out, double ingest_delay)
             run *r = m ? m : s;
             if (m && s) {
                 merge(m, s);
-                free_job(&s->job);
+                runs_free_job(&s->job);
             }
             pano_job *j = &r->job;
             j->attempt = (int)k + 1;
@@ -738,12 +758,17 @@ int pano_query_jobs(pano_query *q, const char *wf_uuid, double now, pano_jobs *o
                  wf_uuid);
         return -1;
     }
-    wf_counts counts;
+    wf_counts counts = {0};
     if (ask_workflow(q, out, &counts, err, errlen) < 0)
         return -1;
-    collect c = {.now = now};
+    collect c = {0};
     int rc = 0;
-    if (counts.monitor_events > 0)
+    /* From the summaries when they cover the workflow; else from its events. */
+    const runs_coverage *cover = &counts.cover;
+    if (q->use_summaries &&
+        cover->events[RUNS_KIND_RUN] + cover->events[RUNS_KIND_INST] + cover->events[RUNS_KIND_SIDE])
+        rc = runs_from_summaries(q, out, cover, counts.side_events > 0, &c, err, errlen);
+    if (rc == 0 && counts.monitor_events > 0)
         rc = ask_monitor_runs(q, out, &c, err, errlen);
     if (rc == 0 && counts.monitor_events > 0)
         rc = ask_open_runs(q, out, &c, err, errlen);
@@ -751,9 +776,11 @@ int pano_query_jobs(pano_query *q, const char *wf_uuid, double now, pano_jobs *o
         rc = ask_instances(q, out, &c, err, errlen);
     if (rc == 0 && counts.side_events > 0 && c.n > 0)
         rc = ask_side_events(q, out, &c, err, errlen);
+    if (rc > 0)
+        rc = 0;
     if (rc < 0) {
         for (size_t i = 0; i < c.n; i++)
-            free_job(&c.runs[i].job);
+            runs_free_job(&c.runs[i].job);
         free(c.runs);
         free(out->wf_label);
         out->wf_label = NULL;
@@ -767,7 +794,7 @@ int pano_query_jobs(pano_query *q, const char *wf_uuid, double now, pano_jobs *o
 void pano_jobs_free(pano_jobs *jobs)
 {
     for (size_t i = 0; i < jobs->n; i++)
-        free_job(&jobs->jobs[i]);
+        runs_free_job(&jobs->jobs[i]);
     free(jobs->jobs);
     free(jobs->wf_label);
     memset(jobs, 0, sizeof *jobs);

@@ -60,8 +60,9 @@ static void usage(FILE *out)
             "                               latest attempt), with its Darshan, transfer and\n"
             "                               custom events\n"
             "  series UUID --metric M [--step D] [--job JOB]\n"
-            "                               a metric over time (`metrics` lists them), the rates\n"
-            "                               of counters, the sums of gauges; step default 10s\n"
+            "                               a metric over time (`metrics` lists them): the rates\n"
+            "                               of counters, the mean and peak of gauges in each\n"
+            "                               step; step default 10s\n"
             "  anomalies UUID [--publish] [--watch S]\n"
             "                               outliers within a transformation (modified z-score\n"
             "                               > 3.5 over >= 5 ended runs), running jobs longer\n"
@@ -603,15 +604,20 @@ static int cmd_series(opts *o, const char *uuid)
     if (o->json)
         print_json(pano_series_to_json(&s));
     else {
-        char header[64];
-        snprintf(header, sizeof header, "%s (%s)", s.metric->name, s.metric->unit);
-        table_column cols[] = {{"TIME", false}, {header, true}};
-        table *t = table_new(cols, 2);
+        /* a gauge: its mean over each bucket, and its peak */
+        bool gauge = !s.metric->rate;
+        char header[64], peak[64];
+        snprintf(header, sizeof header, "%s%s (%s)", gauge ? "MEAN " : "", s.metric->name,
+                 s.metric->unit);
+        snprintf(peak, sizeof peak, "PEAK %s (%s)", s.metric->name, s.metric->unit);
+        table_column cols[] = {{"TIME", false}, {header, true}, {peak, true}};
+        table *t = table_new(cols, gauge ? 3 : 2);
         int decimals = time_decimals(s.step);
         for (size_t i = 0; i < s.n; i++) {
-            char a[40], b[32];
+            char a[40], b[32], c[32];
             const char *row[] = {fmt_time_fraction(a, sizeof a, s.points[i].t, o->tsv, decimals),
-                                 fmt_number(b, sizeof b, s.points[i].value, 3)};
+                                 fmt_number(b, sizeof b, s.points[i].value, 3),
+                                 fmt_number(c, sizeof c, s.points[i].peak, 3)};
             table_row(t, row);
         }
         table_print(t, stdout, o->tsv);

@@ -13,15 +13,19 @@
  *             of pegasus-monitord's stampede.job_inst.* / stampede.inv.end
  *             events, per (job_id, job_inst_id). A Pegasus job seen both
  *             ways is one row per attempt: the k-th run of a DAG job with
- *             its k-th instance.
+ *             its k-th instance. The runs are read from pano-indexer's
+ *             summaries (summary.h) when they cover the workflow, else
+ *             reduced from its events; the rows are the same.
  *   stats     computed from the rows (exact medians and percentiles).
  *   series    a date_histogram of the samples' delta fields: a counter's
  *             rate is the sum of its deltas in a bucket over the bucket's
  *             length (the per-job differences between consecutive samples,
- *             summed over jobs); a gauge is the running sum of its deltas,
- *             i.e. the sum over jobs of each one's last value. Samples
- *             without deltas (Pegasus's own kickstart) are reduced per job
- *             from their cumulative values to the same figures.
+ *             summed over jobs); a gauge (the sum over jobs of each one's
+ *             latest value, the running sum of its deltas) gets its mean
+ *             over the bucket, each level weighted by the time it held,
+ *             and its peak (gauge.h). Samples without deltas (Pegasus's own
+ *             kickstart) are reduced per job from their cumulative values
+ *             to the same figures.
  *   anomalies robust outliers within a transformation (median and MAD),
  *             running jobs longer than their transformation's p95, failures.
  *
@@ -250,6 +254,80 @@ const char *pano_anomaly_kind_name(pano_anomaly_kind kind); /* "outlier", ... */
  * outliers and overdue runs by transformation. Free *out with free(). */
 size_t pano_anomalies_find(const pano_jobs *jobs, pano_anomaly **out);
 
+/* ---- what a screen shows of the rows: a page of them, a timeline ---------- */
+
+typedef enum {
+    PANO_SORT_NEWEST, /* waiting runs (queued, held, not started) first, then by start, latest first */
+    PANO_SORT_OLDEST, /* by start, earliest first; runs not started last */
+    PANO_SORT_LONGEST, /* by duration, longest first */
+    PANO_SORT_ID,     /* by id */
+} pano_job_sort;
+
+/* "newest", "oldest", "longest", "id". */
+bool pano_job_sort_parse(const char *name, pano_job_sort *out);
+
+typedef struct {
+    const char *text;  /* case-insensitive, in "ID STATE TRANSFORMATION HOST"; NULL or "": any */
+    unsigned states;   /* a bit (1u << state) per state kept; 0: any */
+    pano_job_sort sort; /* ties: by id */
+} pano_job_filter;
+
+/* The rows that match f, in f's order: the indices into jobs->jobs of at
+ * most limit of them from the offset-th on, into page[limit]. Returns how
+ * many rows match in all; *n_page is how many were put in page. */
+size_t pano_jobs_select(const pano_jobs *jobs, const pano_job_filter *f, size_t offset,
+                        size_t limit, size_t *page, size_t *n_page);
+
+/* Where a run ends on a timeline: its end, now while it runs, else its start
+ * plus its duration (a lost run's last event, a queued run's start). */
+double pano_job_timeline_end(const pano_jobs *jobs, const pano_job *j);
+
+/* Whether a started run was alive during part of [from, to): it started
+ * before to and ended after from; a run of no length, when its start is in
+ * the window. closed: [from, to], a run starting at to counts too. */
+bool pano_job_alive_in(const pano_jobs *jobs, const pano_job *j, double from, double to,
+                       bool closed);
+
+/* A timeline at a screen's resolution: [from, to] cut into bins equal bins
+ * (the last one closed at to), and in each how many runs of each state were
+ * alive during part of it (a run counts in its state of now, in every bin
+ * it touched). */
+typedef struct {
+    double from, to;
+    size_t bins;
+    size_t *alive; /* alive[bin * PANO_JOB_STATES + state] */
+    size_t runs;   /* the runs alive in the window */
+    size_t peak;   /* the most runs of all states in one bin */
+} pano_overview;
+
+/* The overview of [from, to] in bins bins (at least 1); from >= to: the
+ * span of the started runs (first start to last timeline end). O(runs +
+ * bins). */
+void pano_jobs_overview(const pano_jobs *jobs, double from, double to, size_t bins,
+                        pano_overview *out);
+void pano_overview_free(pano_overview *o);
+
+/* ---- what changed --------------------------------------------------------- */
+
+/* What a workflow's stored events are: how many, and the latest ts. Any
+ * event stored (or removed) changes them. And how many of them its per-run
+ * summaries (summary.h) count, which pano-indexer writes after the events
+ * themselves: so an answer made from summaries that lagged the events
+ * changes once they catch up. */
+typedef struct {
+    int64_t events;
+    double latest;
+    int64_t summarized; /* 0 when pano.query.summaries is off */
+} pano_changes;
+
+/* One search of size 0, routed to the workflow: the count of its events
+ * and the max of their ts, over every partition of the event streams; and
+ * when summaries are read, one more over the summary partitions: the sum
+ * of their events' counts.
+ * -1 with a message in err when the store cannot be asked. */
+int pano_query_changes(pano_query *q, const char *wf_uuid, pano_changes *out, char *err,
+                       size_t errlen);
+
 /* ---- time series ---------------------------------------------------------- */
 
 typedef struct {
@@ -257,7 +335,7 @@ typedef struct {
     const char *unit;  /* "CPUs", "kB", "bytes/s" ... */
     const char *help;
     bool rate;         /* a counter shown per second; else a gauge */
-    const char *fields[2]; /* the sample fields summed (the second may be NULL) */
+    const char *fields[2]; /* the sample fields summed (the second may be NULL; a gauge has one) */
 } pano_metric_info;
 
 /* The metrics series() knows, NULL-name terminated. */
@@ -265,7 +343,8 @@ extern const pano_metric_info pano_series_metrics[];
 
 typedef struct {
     double t;     /* start of the bucket, epoch s */
-    double value;
+    double value; /* a rate: per second over the bucket; a gauge: its time-weighted mean */
+    double peak;  /* a gauge: the highest level in the bucket (docs/query.md); rates: NAN */
 } pano_point;
 
 typedef struct {
@@ -317,6 +396,12 @@ void pano_workflows_free(pano_workflow *w, size_t n);
 
 pano_json *pano_job_to_json(const pano_job *job);
 pano_json *pano_jobs_to_json(const pano_jobs *jobs); /* the workflow and its rows */
+/* The workflow (wf_uuid, wf_label, now, first_event, last_event, wf_status)
+ * and "runs", its number of rows, without the rows. */
+pano_json *pano_workflow_to_json(const pano_jobs *jobs);
+/* {"from", "to", "bins", "runs", "peak", "alive": {STATE: [a count per bin],
+ * ...}}, the states no run of the window is in left out. */
+pano_json *pano_overview_to_json(const pano_overview *o);
 /* The statistics; with pegasus-monitord's figures when pegasus is given and
  * present (they then take pegasus-statistics' names and meaning). */
 pano_json *pano_stats_to_json(const pano_jobs *jobs, const pano_stats *stats,

@@ -88,6 +88,37 @@ pano_json *pano_jobs_to_json(const pano_jobs *jobs)
     return o;
 }
 
+pano_json *pano_workflow_to_json(const pano_jobs *jobs)
+{
+    pano_json *o = pano_json_object();
+    put_workflow(o, jobs);
+    pano_json_set_int(o, "runs", (int64_t)jobs->n);
+    return o;
+}
+
+pano_json *pano_overview_to_json(const pano_overview *o)
+{
+    pano_json *out = pano_json_object();
+    set_num(out, "from", o->from, 3);
+    set_num(out, "to", o->to, 3);
+    pano_json_set_int(out, "bins", (int64_t)o->bins);
+    pano_json_set_int(out, "runs", (int64_t)o->runs);
+    pano_json_set_int(out, "peak", (int64_t)o->peak);
+    pano_json *alive = pano_json_set_object(out, "alive");
+    for (size_t s = 0; s < PANO_JOB_STATES; s++) {
+        size_t any = 0;
+        for (size_t b = 0; b < o->bins && !any; b++)
+            any = o->alive[b * PANO_JOB_STATES + s];
+        if (!any)
+            continue;
+        pano_json *counts = pano_json_array();
+        for (size_t b = 0; b < o->bins; b++)
+            pano_json_append(counts, pano_json_int((int64_t)o->alive[b * PANO_JOB_STATES + s]));
+        pano_json_set(alive, pano_job_state_name((pano_job_state)s), counts);
+    }
+    return out;
+}
+
 static pano_json *summary_json(const pano_summary *s, int decimals)
 {
     pano_json *o = pano_json_object();
@@ -241,9 +272,11 @@ pano_json *pano_series_to_json(const pano_series *s)
     pano_json_set_int(o, "samples", s->samples);
     pano_json *pts = pano_json_set_array(o, "points");
     for (size_t i = 0; i < s->n; i++) {
-        pano_json *p = pano_json_array();
-        pano_json_append(p, pano_json_double(s->points[i].t, 3));
-        pano_json_append(p, pano_json_double(s->points[i].value, 6));
+        pano_json *p = pano_json_object();
+        pano_json_set(p, "t", pano_json_double(s->points[i].t, 3));
+        pano_json_set(p, "value", pano_json_double(s->points[i].value, 6));
+        if (s->metric && !s->metric->rate)
+            pano_json_set(p, "peak", pano_json_double(s->points[i].peak, 6));
         pano_json_append(pts, p);
     }
     return o;

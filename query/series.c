@@ -7,16 +7,19 @@
  * change since the previous sample, so:
  *   counter rate in a bucket = sum of its deltas in the bucket / step
  *     (= the per-job differences of consecutive samples, summed over jobs);
- *   gauge in a bucket        = sum of its deltas up to the bucket's end
+ *   gauge                    = the running sum of its deltas
  *     (= the sum over jobs of each one's latest value; an ended job's last
- *      sample brings its share back to zero).
- * One date_histogram of sums does it, whatever the number of jobs. A lost
- * run (no end, samples stopped) has no last sample to bring its gauges back
- * to zero: its share ends after the bucket of its last sample. Samples
- * without delta (Pegasus's own kickstart) are reduced per run: the last
- * cumulative value per bucket, differenced (counters) or carried forward
- * (gauges) per run, then summed.
+ *      sample brings its share back to zero), a step function of time whose
+ *      mean and peak per bucket gauge.c computes from the deltas' sums, the
+ *      sums of delta x time, and the highest running sum on a grid.
+ * One date_histogram does it, whatever the number of jobs. A lost run (no
+ * end, samples stopped) has no last sample to bring its gauges back to
+ * zero: its share ends at its last sample. Samples without delta (Pegasus's
+ * own kickstart) are reduced per run: a run's last value in each bucket,
+ * differenced (counters), or its first, last and the mean of those between
+ * made into the changes of the run's level (gauges), then summed.
  */
+#include "gauge.h"
 #include "mem.h"
 #include "query.h"
 #include "store_es.h"
@@ -28,6 +31,17 @@
 
 /* At most this many buckets in one series (Elasticsearch's limit is 65,536). */
 #define MAX_POINTS 20000
+/* A gauge's peak is read on a grid of GRID_CELLS cells a bucket, fewer when
+ * the series has more than GRID_BUDGET / GRID_CELLS buckets: Elasticsearch
+ * spends about 10 us a cell on the histogram under each bucket. */
+#define GRID_CELLS 16
+#define GRID_BUDGET 4096
+/* The buckets whose samples are asked cell by cell are named as at most this
+ * many time ranges (else one range from the first to the last). */
+#define MAX_RANGES 64
+/* What a series' answer leaves out: the dates as text, the grid's cells
+ * (only their highest running sum is read) and the cells that hold it. */
+static const char SERIES_DROP[] = "**.key_as_string,**.value_as_string,**.grid.buckets,**.keys";
 
 const pano_metric_info pano_series_metrics[] = {
     {"cpu", "CPUs", "CPU time used per second (user + system)", true, {"utime", "stime"}},
@@ -71,162 +85,280 @@ static const pano_metric_info *find_metric(const char *name)
     return NULL;
 }
 
+/* The buckets of a series: n of step ms from first (ms since the epoch), on
+ * multiples of the step as date_histogram makes them. */
 typedef struct {
-    double from, step; /* the first bucket's start, epoch s; bucket length */
+    int64_t first, step, grid; /* grid: a gauge's peak is read every grid ms (gauge.h) */
     size_t n;
-    double *sum;       /* per bucket: deltas (or differences) summed */
-} buckets;
+} frame;
 
-static size_t bucket_of(const buckets *b, double t)
+/* The bucket of an answer's key (ms); false when it is outside the frame. */
+static bool bucket_of(const frame *f, double key, size_t *k)
 {
-    double i = floor((t - b->from) / b->step);
-    return i < 0 ? 0 : i >= (double)b->n ? b->n - 1 : (size_t)i;
+    if (isnan(key) || key < (double)f->first)
+        return false;
+    int64_t i = ((int64_t)key - f->first) / f->step;
+    *k = (size_t)i;
+    return i < (int64_t)f->n;
 }
 
-/* A date_histogram over [from, to] in steps, empty buckets included. */
-static pano_json *histogram(pano_json *aggs, const char *name, const buckets *b, pano_json **sub)
+/* One metric: a counter's changes summed per bucket, or a gauge's changes. */
+typedef struct {
+    const pano_metric_info *m;
+    double *sum; /* counters */
+    gauge g;     /* gauges, whose one field is m->fields[0] */
+} track;
+
+/* A date_histogram named name in aggs, of interval ms on its multiples since
+ * the epoch: every bucket of the frame when given, else those from the
+ * first sample to the last (min_doc_count 0) or those with a sample (1).
+ * *sub is its aggs. */
+static void histogram(pano_json *aggs, const char *name, int64_t interval, int min_doc_count,
+                      const frame *bounds, pano_json **sub)
 {
-    pano_json *h = pano_json_set_object(pano_json_set_object(aggs, name), "date_histogram");
+    pano_json *a = pano_json_set_object(aggs, name);
+    pano_json *h = pano_json_set_object(a, "date_histogram");
     pano_json_set_str(h, "field", "@timestamp");
-    char interval[32];
-    snprintf(interval, sizeof interval, "%lldms", (long long)llround(b->step * 1000));
-    pano_json_set_str(h, "fixed_interval", interval);
-    pano_json_set_int(h, "min_doc_count", 0);
+    char text[32];
+    snprintf(text, sizeof text, "%lldms", (long long)interval);
+    pano_json_set_str(h, "fixed_interval", text);
+    pano_json_set_int(h, "min_doc_count", min_doc_count);
     pano_json_set_int(h, "offset", 0);
-    pano_json *bounds = pano_json_set_object(h, "extended_bounds");
-    pano_json_set_int(bounds, "min", (int64_t)llround(b->from * 1000));
-    pano_json_set_int(bounds, "max",
-                      (int64_t)llround((b->from + b->step * (double)(b->n - 1)) * 1000));
-    *sub = pano_json_set_object(pano_json_get(aggs, name), "aggs");
-    return h;
+    if (bounds) {
+        pano_json *b = pano_json_set_object(h, "extended_bounds");
+        pano_json_set_int(b, "min", bounds->first);
+        pano_json_set_int(b, "max", bounds->first + bounds->step * (int64_t)(bounds->n - 1));
+    }
+    *sub = pano_json_set_object(a, "aggs");
 }
 
-static void field_name(char *out, size_t size, const char *prefix, const char *field)
+/* A search of the samples of the workflow (or of one job); *filter to add to. */
+static pano_json *samples_body(const pano_jobs *jobs, const pano_job *job, pano_json **filter)
 {
-    snprintf(out, size, "%s%s", prefix, field);
+    pano_json *body = store_body(jobs->wf_uuid, filter);
+    pano_json_append(*filter, store_term("event", "kickstart.inv.online"));
+    if (job)
+        pano_json_append(*filter, store_run_filter(job));
+    return body;
 }
 
-/* The sum of a metric's fields in one bucket of an answer. */
-static double bucket_sum(const pano_json *bucket, const pano_metric_info *m)
+static pano_json *without_delta(void)
 {
-    double v = 0;
-    for (size_t f = 0; f < 2 && m->fields[f]; f++)
-        v += store_value(bucket, m->fields[f], 0);
-    return v;
+    pano_json *none = pano_json_object();
+    pano_json_append(pano_json_set_array(pano_json_set_object(none, "bool"), "must_not"),
+                     store_exists("delta"));
+    return none;
 }
 
-static void add_bucket_values(buckets *b, const pano_json *hist, const pano_metric_info *m)
+static const char *agg_name(char *out, size_t size, const char *field, const char *suffix)
 {
-    const pano_json *list = pano_json_get_array(hist, "buckets");
-    for (size_t i = 0; i < pano_json_len(list); i++) {
-        const pano_json *bk = pano_json_at(list, i);
-        double key = store_num(bk, "key", NAN);
-        if (!isnan(key))
-            b->sum[bucket_of(b, key / 1000)] += bucket_sum(bk, m);
+    snprintf(out, size, "%s%s", field, suffix);
+    return out;
+}
+
+static pano_json *sum_of_delta(const char *field)
+{
+    char name[64];
+    return store_metric("sum", agg_name(name, sizeof name, "delta.", field));
+}
+
+/* ---- the samples with delta: one date_histogram ---------------------------------- */
+
+/* Under each bucket: the sum of every field's deltas; for gauges also the
+ * sums of delta x time (weighted_avg by @timestamp x the sum of @timestamp),
+ * the first sample's time, and the highest running sum of the deltas on the
+ * grid (cumulative_sum and max_bucket over a date_histogram of grid ms). */
+static void add_bucket_aggs(pano_json *sub, const frame *f, const track *t, size_t count)
+{
+    pano_json *grid = NULL;
+    char name[64];
+    for (size_t i = 0; i < count; i++) {
+        const pano_metric_info *m = t[i].m;
+        for (size_t k = 0; k < 2 && m->fields[k]; k++)
+            pano_json_set(sub, m->fields[k], sum_of_delta(m->fields[k]));
+        if (m->rate)
+            continue;
+        const char *field = m->fields[0];
+        if (!grid) {
+            pano_json_set(sub, "time", store_metric("sum", "@timestamp"));
+            pano_json_set(sub, "first", store_metric("min", "@timestamp"));
+            histogram(sub, "grid", f->grid, 0, NULL, &grid);
+        }
+        pano_json *w = pano_json_set_object(
+            pano_json_set_object(sub, agg_name(name, sizeof name, field, "_by_time")),
+            "weighted_avg");
+        pano_json *value = pano_json_set_object(w, "value");
+        pano_json_set_str(value, "field", agg_name(name, sizeof name, "delta.", field));
+        pano_json_set_int(value, "missing", 0);
+        pano_json_set_str(pano_json_set_object(w, "weight"), "field", "@timestamp");
+        pano_json_set(grid, field, sum_of_delta(field));
+        pano_json_set_str(
+            pano_json_set_object(
+                pano_json_set_object(grid, agg_name(name, sizeof name, field, "_run")),
+                "cumulative_sum"),
+            "buckets_path", field);
+        char path[80];
+        snprintf(path, sizeof path, "grid>%s_run", field);
+        pano_json_set_str(
+            pano_json_set_object(
+                pano_json_set_object(sub, agg_name(name, sizeof name, field, "_top")),
+                "max_bucket"),
+            "buckets_path", path);
     }
 }
 
-/* The runs whose samples came without delta, by "job host pid": their
- * share of a gauge already ends after their last sample. */
+/* One bucket of the answer into every metric; *docs its samples. */
+static void read_bucket(const pano_json *bk, size_t k, track *t, size_t count, int64_t *docs)
+{
+    pano_json_get_int(bk, "doc_count", docs);
+    char name[64];
+    for (size_t i = 0; i < count; i++) {
+        const pano_metric_info *m = t[i].m;
+        if (m->rate) {
+            for (size_t f = 0; f < 2 && m->fields[f]; f++)
+                t[i].sum[k] += store_value(bk, m->fields[f], 0);
+            continue;
+        }
+        if (*docs == 0)
+            continue;
+        const char *field = m->fields[0];
+        double by_time = store_value(bk, agg_name(name, sizeof name, field, "_by_time"), 0) *
+                         store_value(bk, "time", 0);
+        gauge_add_stored(&t[i].g, k, store_value(bk, field, 0), by_time,
+                         store_value(bk, agg_name(name, sizeof name, field, "_top"), NAN),
+                         (int64_t)store_value(bk, "first", 0));
+    }
+}
+
+/* ---- the runs whose samples came without delta ------------------------------------- */
+
+/* The rows of pano-monitor's runs by "job host pid", to tell how a run whose
+ * samples came without delta ended, and which runs those are. */
 typedef struct {
-    char **keys; /* sorted once filled */
-    size_t n, cap;
-} run_set;
+    char *key;
+    const pano_job *job;
+    bool raw; /* its samples came without delta */
+} run_entry;
+
+typedef struct {
+    run_entry *e; /* sorted by key */
+    size_t n;
+} run_index;
 
 static char *run_key(const char *job, const char *host, const char *pid)
 {
     return pano_asprintf("%s\x1f%s\x1f%s", job ? job : "", host ? host : "", pid);
 }
 
-static int by_key(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static bool run_set_has(const run_set *s, const pano_job *j)
+static char *job_key(const pano_job *j)
 {
     char pid[32];
     snprintf(pid, sizeof pid, "%lld", (long long)j->pid);
-    char *key = run_key(j->dag_job_id, j->host, pid);
-    bool found = s->n && store_find(&key, s->keys, s->n, sizeof *s->keys, by_key) != NULL;
-    free(key);
-    return found;
+    return run_key(j->dag_job_id, j->host, pid);
 }
 
-static void run_set_free(run_set *s)
+static int by_key(const void *a, const void *b)
 {
-    for (size_t i = 0; i < s->n; i++)
-        free(s->keys[i]);
-    free(s->keys);
-    memset(s, 0, sizeof *s);
+    return strcmp(((const run_entry *)a)->key, ((const run_entry *)b)->key);
 }
 
-/* Runs of samples without delta: the last cumulative value per bucket, per
- * run, made into differences (counters) or carried forward (gauges). */
+static void run_index_build(run_index *x, const pano_jobs *jobs)
+{
+    x->e = pano_calloc(jobs->n ? jobs->n : 1, sizeof *x->e);
+    x->n = 0;
+    for (size_t i = 0; i < jobs->n; i++)
+        if (jobs->jobs[i].from_monitor)
+            x->e[x->n++] = (run_entry){job_key(&jobs->jobs[i]), &jobs->jobs[i], false};
+    store_sort(x->e, x->n, sizeof *x->e, by_key);
+}
+
+static run_entry *run_index_find(const run_index *x, char *key)
+{
+    run_entry probe = {.key = key};
+    return store_find(&probe, x->e, x->n, sizeof *x->e, by_key);
+}
+
+static void run_index_free(run_index *x)
+{
+    for (size_t i = 0; i < x->n; i++)
+        free(x->e[i].key);
+    free(x->e);
+    memset(x, 0, sizeof *x);
+}
+
 typedef struct {
-    buckets *b;
-    const pano_metric_info *m;
-    double *run;  /* per bucket, this run's last value (NAN: no sample) */
-    run_set *raw; /* the runs seen, when not NULL */
+    const frame *f;
+    track *t;
+    run_index *runs;
 } raw_ctx;
 
+/* A sample's value of the metric: its fields summed. */
+static double sample_value(const pano_json *doc, const pano_metric_info *m)
+{
+    double v = 0;
+    for (size_t f = 0; f < 2 && m->fields[f]; f++)
+        v += store_num(doc, m->fields[f], 0);
+    return v;
+}
+
+/* One run's samples, bucket by bucket in time order: a counter's last value
+ * in each, differenced; a gauge's level, in a bucket of n samples, moves to
+ * the first one's value at its time, to the mean of the n - 2 between at
+ * the second one's time (taken as if they came evenly spaced), to the last
+ * one's value at its time; and back to zero where the run ended (its end
+ * event), or at its last sample when it is lost. */
 static void on_raw_run(const pano_json *run_bucket, void *user)
 {
     raw_ctx *c = user;
-    buckets *b = c->b;
-    if (c->raw) {
-        const pano_json *key = pano_json_get(run_bucket, "key");
-        char job[256], host[256], pid[32];
-        run_set *s = c->raw;
-        if (s->n == s->cap) {
-            s->cap = s->cap ? 2 * s->cap : 64;
-            s->keys = pano_reallocarray(s->keys, s->cap, sizeof *s->keys);
-        }
-        s->keys[s->n++] = run_key(store_str(key, "job", job, sizeof job),
-                                  store_str(key, "host", host, sizeof host),
-                                  store_str(key, "pid", pid, sizeof pid));
-    }
-    for (size_t i = 0; i < b->n; i++)
-        c->run[i] = NAN;
+    const pano_json *key = pano_json_get(run_bucket, "key");
+    char job[256], host[256], pid[32];
+    char *rk = run_key(store_str(key, "job", job, sizeof job),
+                       store_str(key, "host", host, sizeof host),
+                       store_str(key, "pid", pid, sizeof pid));
+    run_entry *row = run_index_find(c->runs, rk);
+    free(rk);
+    if (row)
+        row->raw = true;
     const pano_json *list = pano_json_get_array(store_agg(run_bucket, "t"), "buckets");
-    size_t last = 0;
+    double prev = 0;
+    int64_t last = 0;
     for (size_t i = 0; i < pano_json_len(list); i++) {
         const pano_json *bk = pano_json_at(list, i);
         const pano_json *doc = store_top_hit(bk, "last");
-        double key = store_num(bk, "key", NAN);
-        if (!doc || isnan(key))
+        size_t k;
+        if (!doc || !bucket_of(c->f, store_num(bk, "key", NAN), &k))
             continue;
-        double v = 0;
-        for (size_t f = 0; f < 2 && c->m->fields[f]; f++)
-            v += store_num(doc, c->m->fields[f], 0);
-        size_t k = bucket_of(b, key / 1000);
-        c->run[k] = v;
-        if (k > last)
-            last = k;
+        double v = sample_value(doc, c->t->m);
+        last = store_ms(store_num(doc, "ts", 0));
+        if (c->t->m->rate) {
+            c->t->sum[k] += v - prev;
+        } else {
+            const pano_json *first = store_top_hit(bk, "first");
+            double v0 = first ? sample_value(first, c->t->m) : v;
+            int64_t t0 = first ? store_ms(store_num(first, "ts", 0)) : last, n = 0;
+            pano_json_get_int(bk, "doc_count", &n);
+            gauge_add(&c->t->g, t0, v0 - prev);
+            if (n > 2) {
+                double between = (store_value(bk, "total", 0) - v0 - v) / (double)(n - 2);
+                gauge_add(&c->t->g, t0 + (last - t0) / (n - 1), between - v0);
+                v0 = between;
+            }
+            gauge_add(&c->t->g, last, v - v0);
+        }
+        prev = v;
     }
-    double prev = 0;
-    for (size_t k = 0; k <= last && k < b->n; k++) {
-        if (isnan(c->run[k]))
-            continue;
-        b->sum[k] += c->run[k] - prev; /* a difference, summed up again for gauges */
-        prev = c->run[k];
-    }
-    if (!c->m->rate && last + 1 < b->n)
-        b->sum[last + 1] -= prev; /* the run's samples stopped: its share ends */
+    if (c->t->m->rate || (row && row->job->state == PANO_JOB_RUNNING))
+        return;
+    int64_t end = row && row->job->end > 0 ? store_ms(row->job->end) : last;
+    gauge_add(&c->t->g, end > last ? end : last, -prev);
 }
 
-static int ask_raw(pano_query *q, const pano_jobs *jobs, const pano_job *job, buckets *b,
-                   const pano_metric_info *m, run_set *raw, char *err, size_t errlen)
+static int ask_raw(pano_query *q, const pano_jobs *jobs, const pano_job *job, const frame *f,
+                   track *t, run_index *runs, char *err, size_t errlen)
 {
     static const char *const fam[] = {"samples", NULL};
-    pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
-    pano_json_append(filter, store_term("event", "kickstart.inv.online"));
-    if (job)
-        pano_json_append(filter, store_run_filter(job));
-    pano_json *no_delta = pano_json_object();
-    pano_json_append(pano_json_set_array(pano_json_set_object(no_delta, "bool"), "must_not"),
-                     store_exists("delta"));
-    pano_json_append(filter, no_delta);
+    pano_json *filter, *body = samples_body(jobs, job, &filter);
+    pano_json_append(filter, without_delta());
     static const char *const keys[][2] = {{"job", "dag_job_id"}, {"host", "hostname"},
                                           {"pid", "pid"}};
     pano_json *a = pano_json_set_object(pano_json_set_object(body, "aggs"), "runs");
@@ -235,48 +367,212 @@ static int ask_raw(pano_query *q, const pano_jobs *jobs, const pano_job *job, bu
     pano_json *sources = pano_json_set_array(c, "sources");
     for (size_t i = 0; i < 3; i++) {
         pano_json *s = pano_json_object();
-        pano_json *t = pano_json_set_object(pano_json_set_object(s, keys[i][0]), "terms");
-        pano_json_set_str(t, "field", keys[i][1]);
-        pano_json_set_bool(t, "missing_bucket", true);
+        pano_json *terms = pano_json_set_object(pano_json_set_object(s, keys[i][0]), "terms");
+        pano_json_set_str(terms, "field", keys[i][1]);
+        pano_json_set_bool(terms, "missing_bucket", true);
         pano_json_append(sources, s);
     }
-    pano_json *sub, *per = pano_json_set_object(a, "aggs");
-    histogram(per, "t", b, &sub);
-    pano_json *h = pano_json_get(pano_json_get(per, "t"), "date_histogram");
-    pano_json_set_int(h, "min_doc_count", 1);
-    pano_json_remove(h, "extended_bounds");
-    pano_json *top = pano_json_set_object(pano_json_set_object(sub, "last"), "top_hits");
-    pano_json_set_int(top, "size", 1);
-    pano_json_set(top, "sort", store_literal("[{\"ts\":\"desc\"}]"));
-    pano_json *src = pano_json_set_array(top, "_source");
-    for (size_t f = 0; f < 2 && m->fields[f]; f++)
-        pano_json_append(src, pano_json_string(m->fields[f]));
-    raw_ctx ctx = {b, m, pano_calloc(b->n, sizeof(double)), raw};
-    int rc = store_composite_each(q, jobs, fam, body, "runs", on_raw_run, &ctx, err, errlen);
-    free(ctx.run);
-    if (raw)
-        store_sort(raw->keys, raw->n, sizeof *raw->keys, by_key);
-    return rc;
+    pano_json *sub;
+    histogram(pano_json_set_object(a, "aggs"), "t", f->step, 1, NULL, &sub);
+    if (!t->m->rate)
+        pano_json_set(sub, "total", store_metric("sum", t->m->fields[0]));
+    for (int end = 0; end < 2; end++) {
+        if (end == 0 && t->m->rate)
+            continue; /* a counter's last value in each bucket is enough */
+        pano_json *top =
+            pano_json_set_object(pano_json_set_object(sub, end ? "last" : "first"), "top_hits");
+        pano_json_set_int(top, "size", 1);
+        pano_json_set(top, "sort",
+                      store_literal(end ? "[{\"ts\":\"desc\"}]" : "[{\"ts\":\"asc\"}]"));
+        pano_json *src = pano_json_set_array(top, "_source");
+        pano_json_append(src, pano_json_string("ts"));
+        for (size_t k = 0; k < 2 && t->m->fields[k]; k++)
+            pano_json_append(src, pano_json_string(t->m->fields[k]));
+    }
+    raw_ctx ctx = {f, t, runs};
+    return store_composite_each(q, jobs, fam, body, "runs", on_raw_run, &ctx, err, errlen);
 }
 
-/* The gauges of lost runs whose samples carry delta: their share ends after
- * their last sample. (Nothing brings their deltas back to zero; the runs
- * without delta, in raw, end there already.) */
-static void end_lost_runs(const pano_jobs *jobs, const pano_job *job, buckets *b,
-                          const pano_metric_info *m, const run_set *raw)
+/* The lost runs whose samples carry delta: nothing brings their gauges back
+ * to zero, so their latest sample's values leave the level at its time. */
+static void end_lost_runs(const pano_jobs *jobs, const pano_job *job, track *t,
+                          const run_index *runs)
 {
     static const char *const gauges[] = {"rss", "vm", "procs", "threads"};
     for (size_t i = 0; i < jobs->n; i++) {
         const pano_job *j = &jobs->jobs[i];
-        if (j->state != PANO_JOB_LOST || !j->from_monitor || (job && j != job) ||
-            run_set_has(raw, j))
+        if (j->state != PANO_JOB_LOST || !j->from_monitor || (job && j != job))
             continue;
-        size_t k = bucket_of(b, j->last_seen) + 1;
-        int64_t last[] = {j->rss, j->vm, j->procs, j->threads};
-        for (size_t g = 0; g < 4 && k < b->n; g++)
-            if (strcmp(m->fields[0], gauges[g]) == 0)
-                b->sum[k] -= (double)last[g];
+        if (runs->n) {
+            char *key = job_key(j);
+            const run_entry *row = run_index_find(runs, key);
+            free(key);
+            if (row && row->raw)
+                continue; /* ended in on_raw_run */
+        }
+        int64_t latest[] = {j->rss, j->vm, j->procs, j->threads};
+        for (size_t g = 0; g < 4; g++)
+            if (strcmp(t->m->fields[0], gauges[g]) == 0)
+                gauge_add(&t->g, store_ms(j->last_seen), -(double)latest[g]);
     }
+}
+
+/* ---- the buckets with changes of both kinds: their samples cell by cell ------------ */
+
+static pano_json *time_range(int64_t from, int64_t to)
+{
+    pano_json *r = pano_json_object();
+    pano_json *t = pano_json_set_object(pano_json_set_object(r, "range"), "@timestamp");
+    pano_json_set_int(t, "gte", from);
+    pano_json_set_int(t, "lt", to);
+    pano_json_set_str(t, "format", "epoch_millis");
+    return r;
+}
+
+/* The buckets that have changes known in the client and samples with delta
+ * get those samples' deltas summed per cell of the grid (gauge.h). */
+static int ask_cells(pano_query *q, const pano_jobs *jobs, const pano_job *job, const frame *f,
+                     track *t, size_t count, const int64_t *docs, char *err, size_t errlen)
+{
+    pano_json *ranges = pano_json_array();
+    size_t n_ranges = 0;
+    int64_t from = 0, to = 0, lo = 0, hi = 0;
+    for (size_t k = 0; k < f->n; k++) {
+        bool need = false;
+        for (size_t i = 0; i < count && !need; i++)
+            need = !t[i].m->rate && docs[k] > 0 && gauge_has_cells(&t[i].g, k);
+        if (!need)
+            continue;
+        int64_t a = f->first + (int64_t)k * f->step;
+        if (n_ranges && a == to) {
+            to = a + f->step; /* the range goes on */
+        } else {
+            if (n_ranges)
+                pano_json_append(ranges, time_range(from, to));
+            else
+                lo = a;
+            from = a;
+            to = a + f->step;
+            n_ranges++;
+        }
+        hi = a + f->step;
+    }
+    if (n_ranges == 0) {
+        pano_json_free(ranges);
+        return 0;
+    }
+    pano_json_append(ranges, time_range(from, to));
+    static const char *const fam[] = {"samples", NULL};
+    pano_json *filter, *body = samples_body(jobs, job, &filter);
+    pano_json_append(filter, store_exists("delta"));
+    if (n_ranges > MAX_RANGES) {
+        pano_json_free(ranges);
+        pano_json_append(filter, time_range(lo, hi));
+    } else {
+        pano_json *any = pano_json_object();
+        pano_json *b = pano_json_set_object(any, "bool");
+        pano_json_set(b, "should", ranges);
+        pano_json_set_int(b, "minimum_should_match", 1);
+        pano_json_append(filter, any);
+    }
+    pano_json *sub, *cells;
+    histogram(pano_json_set_object(body, "aggs"), "t", f->step, 1, NULL, &sub);
+    histogram(sub, "cells", f->grid, 1, NULL, &cells);
+    for (size_t i = 0; i < count; i++)
+        if (!t[i].m->rate)
+            pano_json_set(cells, t[i].m->fields[0], sum_of_delta(t[i].m->fields[0]));
+    pano_json *answer = store_search_except(q, jobs, fam, body, "**.key_as_string", err, errlen);
+    if (!answer)
+        return -1;
+    const pano_json *list =
+        pano_json_get_array(store_agg(pano_json_get(answer, "aggregations"), "t"), "buckets");
+    for (size_t b = 0; b < pano_json_len(list); b++) {
+        const pano_json *bk = pano_json_at(list, b);
+        size_t k;
+        if (!bucket_of(f, store_num(bk, "key", NAN), &k))
+            continue;
+        const pano_json *in = pano_json_get_array(store_agg(bk, "cells"), "buckets");
+        for (size_t c = 0; c < pano_json_len(in); c++) {
+            const pano_json *cell = pano_json_at(in, c);
+            int64_t start = (int64_t)store_num(cell, "key", 0);
+            for (size_t i = 0; i < count; i++)
+                if (!t[i].m->rate)
+                    gauge_add_cell(&t[i].g, k, start, store_value(cell, t[i].m->fields[0], 0));
+        }
+    }
+    pano_json_free(answer);
+    return 0;
+}
+
+/* ---- a series ------------------------------------------------------------------- */
+
+/* The frame of a series over [from, to] (epoch s) in steps of step s; false
+ * with a message in err when it would have too many points. */
+static bool frame_of(double from, double to, double step, frame *f, char *err, size_t errlen)
+{
+    f->step = llround(step * 1000);
+    if (f->step < 1) {
+        snprintf(err, errlen, "a step of %g s is under a millisecond", step);
+        return false;
+    }
+    f->first = store_ms(from) / f->step * f->step;
+    int64_t n = (store_ms(to) - f->first) / f->step + 1;
+    if (n > MAX_POINTS) {
+        snprintf(err, errlen, "a step of %g s gives %lld points over %.0f s; at most %d "
+                 "(take a step of %g s or more)", step, (long long)n, to - from, MAX_POINTS,
+                 ceil((to - from) / MAX_POINTS));
+        return false;
+    }
+    f->n = (size_t)n;
+    int64_t cells = GRID_BUDGET / n;
+    cells = cells < 1 ? 1 : cells > GRID_CELLS ? GRID_CELLS : cells;
+    f->grid = f->step / cells > 0 ? f->step / cells : 1;
+    return true;
+}
+
+static int ask_series(pano_query *q, const pano_jobs *jobs, const pano_job *job, const frame *f,
+                      track *t, size_t count, pano_series *out, char *err, size_t errlen)
+{
+    static const char *const fam[] = {"samples", NULL};
+    pano_json *filter, *body = samples_body(jobs, job, &filter);
+    pano_json *aggs = pano_json_set_object(body, "aggs"), *with, *sub, *unused;
+    pano_json_set(aggs, "with", store_filter_agg(store_exists("delta"), &with));
+    histogram(with, "t", f->step, 0, f, &sub);
+    add_bucket_aggs(sub, f, t, count);
+    pano_json_set(aggs, "without", store_filter_agg(without_delta(), &unused));
+    pano_json *answer = store_search_except(q, jobs, fam, body, SERIES_DROP, err, errlen);
+    if (!answer)
+        return -1;
+    const pano_json *a = pano_json_get(answer, "aggregations");
+    int64_t raw = 0, delta = 0;
+    pano_json_get_int(store_agg(a, "without"), "doc_count", &raw);
+    pano_json_get_int(store_agg(a, "with"), "doc_count", &delta);
+    int64_t *docs = pano_calloc(f->n, sizeof *docs);
+    const pano_json *list = pano_json_get_array(store_agg(store_agg(a, "with"), "t"), "buckets");
+    for (size_t i = 0; i < pano_json_len(list); i++) {
+        const pano_json *bk = pano_json_at(list, i);
+        size_t k;
+        if (bucket_of(f, store_num(bk, "key", NAN), &k))
+            read_bucket(bk, k, t, count, &docs[k]);
+    }
+    pano_json_free(answer);
+    for (size_t i = 0; i < count; i++)
+        out[i].samples = delta + raw;
+    run_index runs = {0};
+    int rc = 0;
+    if (raw > 0) { /* Pegasus's own kickstart: a request per metric */
+        run_index_build(&runs, jobs);
+        for (size_t i = 0; i < count && rc == 0; i++)
+            rc = ask_raw(q, jobs, job, f, &t[i], &runs, err, errlen);
+    }
+    for (size_t i = 0; i < count && rc == 0; i++)
+        if (!t[i].m->rate)
+            end_lost_runs(jobs, job, &t[i], &runs);
+    if (rc == 0)
+        rc = ask_cells(q, jobs, job, f, t, count, docs, err, errlen);
+    run_index_free(&runs);
+    free(docs);
+    return rc;
 }
 
 int pano_query_series_many(pano_query *q, const pano_jobs *jobs, const pano_job *job,
@@ -296,79 +592,37 @@ int pano_query_series_many(pano_query *q, const pano_jobs *jobs, const pano_job 
         out[i].step = step;
     }
     double from, to;
+    frame f;
     if (count == 0 || !(step > 0) || !pano_jobs_span(jobs, job, &from, &to))
         return 0; /* nothing to show yet */
-    /* Buckets on multiples of the step, as date_histogram makes them. */
-    double first = floor(from / step) * step;
-    double n = floor((to - first) / step) + 1;
-    if (n > MAX_POINTS) {
-        snprintf(err, errlen, "a step of %g s gives %.0f points over %.0f s; at most %d "
-                 "(take a step of %g s or more)", step, n, to - from, MAX_POINTS,
-                 ceil((to - from) / MAX_POINTS));
+    if (!frame_of(from, to, step, &f, err, errlen))
         return -1;
-    }
-    buckets *b = pano_calloc(count, sizeof *b);
-    for (size_t i = 0; i < count; i++)
-        b[i] = (buckets){.from = first, .step = step, .n = (size_t)n,
-                         .sum = pano_calloc((size_t)n, sizeof(double))};
-
-    /* One date_histogram with the sums of every metric's fields. */
-    static const char *const fam[] = {"samples", NULL};
-    pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
-    pano_json_append(filter, store_term("event", "kickstart.inv.online"));
-    if (job)
-        pano_json_append(filter, store_run_filter(job));
-    pano_json *aggs = pano_json_set_object(body, "aggs"), *with, *sub;
-    pano_json_set(aggs, "with", store_filter_agg(store_exists("delta"), &with));
-    histogram(with, "t", &b[0], &sub);
-    for (size_t i = 0; i < count; i++)
-        for (size_t f = 0; f < 2 && out[i].metric->fields[f]; f++) {
-            char field[64];
-            field_name(field, sizeof field, "delta.", out[i].metric->fields[f]);
-            pano_json_set(sub, out[i].metric->fields[f], store_metric("sum", field));
-        }
-    pano_json *none = pano_json_object();
-    pano_json_append(pano_json_set_array(pano_json_set_object(none, "bool"), "must_not"),
-                     store_exists("delta"));
-    pano_json *unused;
-    pano_json_set(aggs, "without", store_filter_agg(none, &unused));
-    pano_json *answer = store_search(q, jobs, fam, body, err, errlen);
-    run_set raw_runs = {0};
-    int rc = -1;
-    if (answer) {
-        const pano_json *a = pano_json_get(answer, "aggregations");
-        int64_t raw = 0, delta = 0;
-        pano_json_get_int(store_agg(a, "without"), "doc_count", &raw);
-        pano_json_get_int(store_agg(a, "with"), "doc_count", &delta);
-        rc = 0;
-        for (size_t i = 0; i < count && rc == 0; i++) {
-            out[i].samples = delta + raw;
-            add_bucket_values(&b[i], store_agg(store_agg(a, "with"), "t"), out[i].metric);
-            if (raw > 0) /* Pegasus's own kickstart: a request per metric; the runs
-                          * are the same for every metric, noted on the first */
-                rc = ask_raw(q, jobs, job, &b[i], out[i].metric, i == 0 ? &raw_runs : NULL,
-                             err, errlen);
-        }
-        pano_json_free(answer);
-    }
+    track *t = pano_calloc(count, sizeof *t);
     for (size_t i = 0; i < count; i++) {
-        const pano_metric_info *m = out[i].metric;
-        if (rc == 0) {
-            if (!m->rate)
-                end_lost_runs(jobs, job, &b[i], m, &raw_runs);
-            out[i].points = pano_calloc(b[i].n, sizeof *out[i].points);
-            out[i].n = b[i].n;
-            double level = 0;
-            for (size_t k = 0; k < b[i].n; k++) {
-                level += b[i].sum[k];
-                out[i].points[k] = (pano_point){first + step * (double)k,
-                                                m->rate ? b[i].sum[k] / step : level};
-            }
-        }
-        free(b[i].sum);
+        t[i].m = out[i].metric;
+        if (t[i].m->rate)
+            t[i].sum = pano_calloc(f.n, sizeof(double));
+        else
+            gauge_init(&t[i].g, f.first, f.step, f.grid, f.n);
     }
-    free(b);
-    run_set_free(&raw_runs);
+    int rc = ask_series(q, jobs, job, &f, t, count, out, err, errlen);
+    for (size_t i = 0; i < count; i++) {
+        if (rc == 0) {
+            out[i].points = pano_calloc(f.n, sizeof *out[i].points);
+            out[i].n = f.n;
+            if (t[i].m->rate)
+                for (size_t k = 0; k < f.n; k++)
+                    out[i].points[k] = (pano_point){(double)(f.first + f.step * (int64_t)k) / 1000,
+                                                    t[i].sum[k] * 1000 / (double)f.step, NAN};
+            else
+                gauge_points(&t[i].g, out[i].points);
+        }
+        if (t[i].m->rate)
+            free(t[i].sum);
+        else
+            gauge_free(&t[i].g);
+    }
+    free(t);
     return rc;
 }
 

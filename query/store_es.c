@@ -4,6 +4,7 @@
 #include "event.h"
 #include "log.h"
 #include "mem.h"
+#include "summary.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -14,15 +15,11 @@
  * the stream (a request line must stay under Elasticsearch's 4 KB). */
 #define MAX_NAMED_PARTITIONS 24
 
-static void append_stream(pano_buf *path, const pano_query *q, const pano_jobs *jobs,
-                          const char *stream)
+/* The partitions of base (in period) that hold the workflow's span, or
+ * base-* for every one. */
+static void append_partitions(pano_buf *path, const pano_jobs *jobs, const char *base,
+                              pano_period period)
 {
-    char base[256];
-    snprintf(base, sizeof base, "%s%s", q->prefix, stream);
-    /* the unpartitioned index of earlier versions: samples were kickstart's */
-    pano_buf_appendf(path, "%s%s,", q->prefix, strcmp(stream, "samples") == 0 ? "kickstart" : stream);
-    int s = pano_stream_index(stream);
-    pano_period period = q->policies[s < 0 ? 0 : s].period;
     bool named = jobs && jobs->stored_from > 0 && jobs->stored_to >= jobs->stored_from;
     size_t count = 0;
     for (double t = named ? jobs->stored_from : 0; named && t <= jobs->stored_to;
@@ -37,6 +34,55 @@ static void append_stream(pano_buf *path, const pano_query *q, const pano_jobs *
         pano_period_suffix(period, t, suffix, sizeof suffix);
         pano_buf_appendf(path, "%s%s-%s", t > jobs->stored_from ? "," : "", base, suffix);
     }
+}
+
+static void append_stream(pano_buf *path, const pano_query *q, const pano_jobs *jobs,
+                          const char *stream)
+{
+    char base[256];
+    snprintf(base, sizeof base, "%s%s", q->prefix, stream);
+    /* the unpartitioned index of earlier versions: samples were kickstart's */
+    pano_buf_appendf(path, "%s%s,", q->prefix, strcmp(stream, "samples") == 0 ? "kickstart" : stream);
+    int s = pano_stream_index(stream);
+    append_partitions(path, jobs, base, q->policies[s < 0 ? 0 : s].period);
+}
+
+char *store_summary_indices(const pano_query *q, const pano_jobs *jobs)
+{
+    pano_buf list = {0};
+    for (int s = 0; s < PANO_N_STREAMS; s++) {
+        if (!pano_summary_stream(s))
+            continue;
+        char base[256];
+        pano_summary_base(q->prefix, s, base, sizeof base);
+        if (list.len)
+            pano_buf_append_str(&list, ",");
+        append_partitions(&list, jobs, base, q->policies[s].period);
+    }
+    return list.data;
+}
+
+int store_summarized(pano_query *q, const pano_jobs *where, int64_t *out, char *err,
+                     size_t errlen)
+{
+    char *indices = store_summary_indices(q, where);
+    char *path = pano_asprintf("/%s/_search?routing=%s&ignore_unavailable=true"
+                               "&allow_no_indices=true&filter_path=aggregations",
+                               indices, where->wf_uuid);
+    free(indices);
+    pano_json *body = pano_json_object();
+    pano_json_set_int(body, "size", 0);
+    pano_json *term = pano_json_set_object(pano_json_set_object(body, "query"), "term");
+    pano_json_set_str(term, "set.wf", where->wf_uuid);
+    pano_json_set(pano_json_set_object(body, "aggs"), "n", store_metric("sum", "add.n"));
+    pano_json *answer = store_post(q, path, body, NULL, err, errlen);
+    pano_json_free(body);
+    free(path);
+    if (!answer)
+        return -1;
+    *out = (int64_t)store_value(pano_json_get(answer, "aggregations"), "n", 0);
+    pano_json_free(answer);
+    return 0;
 }
 
 /* The _search path over the given streams for one workflow, routed by its
@@ -108,6 +154,14 @@ pano_json *store_exists(const char *field)
     pano_json *q = pano_json_object();
     pano_json_set_str(pano_json_set_object(q, "exists"), "field", field);
     return q;
+}
+
+int64_t store_ms(double ts)
+{
+    /* pano_bulk_timestamp: whole seconds and rounded microseconds */
+    double secs = floor(ts);
+    int64_t micros = llround((ts - secs) * 1e6);
+    return (int64_t)secs * 1000 + micros / 1000;
 }
 
 pano_json *store_run_filter(const pano_job *j)
@@ -234,10 +288,33 @@ static pano_json *search(pano_query *q, const char *path, const pano_json *body,
     return answer;
 }
 
+pano_json *store_post(pano_query *q, const char *path, const pano_json *body, pano_arena *arena,
+                      char *err, size_t errlen)
+{
+    return search(q, path, body, arena, err, errlen);
+}
+
 pano_json *store_search(pano_query *q, const pano_jobs *jobs, const char *const *streams,
                         pano_json *body, char *err, size_t errlen)
 {
+    return store_search_except(q, jobs, streams, body, NULL, err, errlen);
+}
+
+pano_json *store_search_except(pano_query *q, const pano_jobs *jobs, const char *const *streams,
+                               pano_json *body, const char *drop, char *err, size_t errlen)
+{
     char *path = search_path(q, jobs, streams);
+    if (drop) {
+        pano_buf p = {0};
+        pano_buf_appendf(&p, "%s&filter_path=", path);
+        for (const char *s = drop; *s;) {
+            size_t len = strcspn(s, ",");
+            pano_buf_appendf(&p, "%s-%.*s", s == drop ? "" : ",", (int)len, s);
+            s += len + (s[len] == ',');
+        }
+        free(path);
+        path = p.data;
+    }
     pano_json *answer = search(q, path, body, NULL, err, errlen);
     free(path);
     pano_json_free(body);

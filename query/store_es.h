@@ -19,6 +19,7 @@ struct pano_query {
     char *prefix; /* pano.indexer.index_prefix */
     pano_stream_policy policies[PANO_N_STREAMS]; /* pano.indexer.partition */
     double ingest_delay; /* pano.query.ingest_delay */
+    bool use_summaries;  /* pano.query.summaries */
 };
 
 /* A search body {"size": 0, "track_total_hits": false, "query": {"bool":
@@ -49,6 +50,11 @@ pano_json *store_literal(const char *text);
 void store_span_aggs(pano_json *aggs);
 void store_span_read(const pano_json *aggs, double *first, double *last);
 
+/* The millisecond an event of time ts (epoch s) is stored under: the
+ * indexer writes @timestamp to the microsecond, Elasticsearch keeps whole
+ * milliseconds of it (aggregations on @timestamp see these). */
+int64_t store_ms(double ts);
+
 /* The events of one pano-monitor run: its dag_job_id (or none), host and pid. */
 pano_json *store_run_filter(const pano_job *j);
 
@@ -71,6 +77,29 @@ void store_add_published_by(pano_json *filter, const pano_jobs *jobs, const pano
 #define STORE_EVENT_STREAMS NULL
 pano_json *store_search(pano_query *q, const pano_jobs *jobs, const char *const *streams,
                         pano_json *body, char *err, size_t errlen);
+/* The same, with the parts of the answer that match drop (Elasticsearch's
+ * filter_path exclusions without their "-", comma-separated:
+ * "**.key_as_string,**.grid.buckets") left out by Elasticsearch. */
+pano_json *store_search_except(pano_query *q, const pano_jobs *jobs, const char *const *streams,
+                               pano_json *body, const char *drop, char *err, size_t errlen);
+
+/* The summary partitions (summary.h) of the workflow's span, as a list of
+ * index names for a request path (the caller frees it): for each summary
+ * stream, the partitions from jobs->stored_from to jobs->stored_to, or all
+ * of them when there are too many to name. */
+char *store_summary_indices(const pano_query *q, const pano_jobs *jobs);
+
+/* How many events the workflow's summaries count (the sum of their add.n,
+ * mapped for this by pano-indexer's template), over the summary partitions
+ * of its span (store_summary_indices). 0, or -1 with a message in err. */
+int store_summarized(pano_query *q, const pano_jobs *jobs, int64_t *out, char *err,
+                     size_t errlen);
+
+/* POST body to path and parse the answer (into arena when given, else
+ * onto the heap): NULL with a message in err when none came or its status
+ * is not 2xx. Does not take body. */
+pano_json *store_post(pano_query *q, const char *path, const pano_json *body, pano_arena *arena,
+                      char *err, size_t errlen);
 
 /* Run the composite aggregation named `name` at the top of body's aggs to
  * its last page (page_size buckets a request), calling each() for every

@@ -11,8 +11,9 @@ const STATE_COLOURS = {
   lost: '#f59e0b', queued: '#94a3b8', held: '#64748b',
 };
 const REFRESH_RUNNING = 1000;  // ms between the starts of two refreshes, while something runs
-const REFRESH_IDLE = 10000;
+const REFRESH_IDLE = 10000;    // otherwise, and at most while nothing changes
 const REFRESH_GAP = 250;       // ms at least between one refresh's end and the next's start
+const QUIET_GRACE = 2;         // answers with nothing new before refreshes slow down
 
 /* ---- DOM ------------------------------------------------------------------ */
 
@@ -51,43 +52,65 @@ function table(columns, rows) {
   return tableNode(columns, el('tbody', {}, rows.map(r => rowNode(columns, r))));
 }
 
-// A table redrawn every second that may hold thousands of rows (a
-// workflow's jobs). It shows at most `shown` of them, SHOWN_ROWS more at a
-// click: the browser took 3 s on the 2-core machine to lay out 10,000 rows
-// of 11 cells, and the page did not answer meanwhile. A filter keeps the
-// rows whose text(row) holds what is typed. update(rows) keeps the row of
-// every unchanged row (same key, same data) and builds only the others, so
-// a refresh of 10,000 jobs of which 20 run touches about 20 rows.
-const SHOWN_ROWS = 500;
-class LiveTable {
-  constructor(columns, key, text, noun) {
+// The runs of a workflow as a table, paged and filtered by the server
+// (GET /api/workflows/UUID/jobs): whatever the workflow's size, the page gets
+// only the rows it shows. It shows the first `shown` rows the filter keeps,
+// SHOWN_ROWS more at a click (the browser took 3 s on the 2-core machine to
+// lay out 10,000 rows of 11 cells, and the page did not answer meanwhile);
+// what is typed in the filter is asked for FILTER_PAUSE ms after the last
+// key. ask(query) gets a page: {total, runs, jobs}. show() keeps the row of
+// every unchanged row (same key, same data) and builds only the others, so a
+// refresh of 500 rows of which 20 run touches about 20 rows. Only the answer
+// to the latest question is shown.
+const SHOWN_ROWS = 500, FILTER_PAUSE = 250;
+class RunsTable {
+  constructor(columns, key, noun, ask) {
     this.columns = columns;
     this.key = key;
-    this.text = text;
     this.noun = noun;
-    this.all = [];
+    this.ask = ask;
     this.shown = SHOWN_ROWS;
+    this.asked = 0;         // the latest question's number
+    this.list = [];         // the rows shown
     this.rows = new Map();  // key -> {data: JSON of the row, node}
     this.body = el('tbody', {});
     this.filter = el('input', {type: 'search', placeholder: 'filter', 'aria-label': 'filter the ' + noun,
-                               oninput: () => { this.shown = SHOWN_ROWS; this.draw(); }});
+                               oninput: () => {
+                                 clearTimeout(this.typing);
+                                 this.typing = setTimeout(() => { this.shown = SHOWN_ROWS; this.reload(); }, FILTER_PAUSE);
+                               }});
     this.count = el('span', {class: 'muted'});
-    this.more = el('button', {type: 'button', onclick: () => { this.shown += SHOWN_ROWS; this.draw(); }},
-                   `show ${SHOWN_ROWS} more`);
+    this.more = el('button', {type: 'button', onclick: () => this.loadMore()}, `show ${SHOWN_ROWS} more`);
     this.node = el('div', {}, el('div', {class: 'controls'}, this.filter, this.count),
                    tableNode(columns, this.body), el('div', {class: 'controls'}, this.more));
   }
-  update(rows) {
-    this.all = rows;
-    this.draw();
+  words() { return this.filter.value.trim(); }
+  query(offset, limit) {
+    return `offset=${offset}&limit=${limit}` + (this.words() ? '&q=' + encodeURIComponent(this.words()) : '');
   }
-  draw() {
-    const words = this.filter.value.trim().toLowerCase();
-    const matching = words ? this.all.filter(r => this.text(r).toLowerCase().includes(words)) : this.all;
-    const rows = matching.slice(0, this.shown);
-    this.count.textContent = (words ? `${matching.length} of ${this.all.length} ${this.noun} match` :
-      `${this.all.length} ${this.noun}`) + (rows.length < matching.length ? `, the first ${rows.length} shown` : '');
-    this.more.hidden = rows.length === matching.length;
+  // The rows on show, asked again: {asked, answer}, for show().
+  async fetch() {
+    const asked = ++this.asked;
+    return {asked, answer: await this.ask(this.query(0, this.shown))};
+  }
+  async reload() {
+    try { this.show(await this.fetch()); } catch (e) { setLive(false, e.message); }
+  }
+  async loadMore() {
+    const asked = ++this.asked;
+    try {
+      const answer = await this.ask(this.query(this.list.length, SHOWN_ROWS));
+      if (asked !== this.asked) return;
+      this.shown = this.list.length + SHOWN_ROWS;
+      this.show({asked, answer: Object.assign({}, answer, {jobs: this.list.concat(answer.jobs)})});
+    } catch (e) { setLive(false, e.message); }
+  }
+  show({asked, answer}) {
+    if (asked !== this.asked) return;  // a later question was asked
+    const rows = this.list = answer.jobs;
+    this.count.textContent = (this.words() ? `${answer.total} of ${answer.runs} ${this.noun} match` :
+      `${answer.runs} ${this.noun}`) + (rows.length < answer.total ? `, the first ${rows.length} shown` : '');
+    this.more.hidden = rows.length >= answer.total;
     const next = new Map();
     const nodes = rows.map(r => {
       const k = this.key(r), data = JSON.stringify(r);
@@ -196,103 +219,116 @@ class ChartBox {
     this.chart = null;
   }
   // running: whether samples may still come (else an empty chart says why)
+  // A rate draws its value per bucket; a gauge its mean (filled) and, above
+  // it, a thin lighter line of its peak, the highest it reached in the bucket.
   update(series, running) {
-    const points = series.samples ? series.points.map(([t, v]) => ({x: t, y: CHARTS[this.metric].scale(v)})) : [];
+    const scale = CHARTS[this.metric].scale, gauge = series.kind === 'gauge';
+    const points = series.samples ? series.points.map(p => ({x: p.t, y: scale(p.value)})) : [];
+    const peaks = series.samples && gauge ? series.points.map(p => ({x: p.t, y: scale(p.peak)})) : [];
     this.empty.textContent = running ? 'no samples yet' : 'no samples: not run under pano-monitor';
     this.empty.hidden = points.length > 0;
     this.canvas.parentNode.hidden = points.length === 0;
     if (typeof Chart === 'undefined') { this.empty.hidden = false; this.empty.textContent = 'Chart.js is not installed'; return; }
     if (!this.chart) {
+      const datasets = [{label: gauge ? 'mean' : '', data: points, borderColor: '#2563eb',
+                         backgroundColor: 'rgba(37,99,235,.12)', fill: true, pointRadius: 0,
+                         borderWidth: 1.5, stepped: false}];
+      if (gauge)
+        datasets.push({label: 'peak', data: peaks, borderColor: 'rgba(37,99,235,.45)', fill: false,
+                       pointRadius: 0, borderWidth: 1, stepped: false});
       this.chart = new Chart(this.canvas, {
         type: 'line',
-        data: {datasets: [{data: points, borderColor: '#2563eb', backgroundColor: 'rgba(37,99,235,.12)',
-                           fill: true, pointRadius: 0, borderWidth: 1.5, stepped: false}]},
+        data: {datasets},
         options: {
           animation: false, parsing: false, normalized: true, maintainAspectRatio: false,
           interaction: {mode: 'nearest', intersect: false, axis: 'x'},
           plugins: {legend: {display: false},
                     tooltip: {callbacks: {title: items => fmtTime(items[0].parsed.x),
-                                          label: item => fmtNum(item.parsed.y, 3)}}},
+                                          label: item => (item.dataset.label ? item.dataset.label + ' ' : '') +
+                                                         fmtNum(item.parsed.y, 3)}}},
           scales: {x: {type: 'linear', ticks: {callback: (v, i, ticks) =>
                                                  fmtClock(v, stepDecimals(ticks.length > 1 ? ticks[1].value - ticks[0].value : 1)),
                                                maxTicksLimit: 8}},
                    y: {beginAtZero: true}},
         },
       });
-    } else
+    } else {
       this.chart.data.datasets[0].data = points;
+      if (gauge) this.chart.data.datasets[1].data = peaks;
+    }
     this.chart.update('none');
   }
 }
 
 /* ---- the Gantt timeline -------------------------------------------------------- */
 
-// Up to LABELLED_ROWS jobs get a labelled row each. A bigger workflow's jobs
-// share rows (a job takes the row freed first, so the chart is as tall as the
-// most jobs that ran at once), as many as fit in the box (FIT_HEIGHT px) at
-// 2 px or more, else 2 px each up to MAX_ROWS_HEIGHT px, past which rows
-// share pixels: a canvas taller than the browser allows (32,767 px in
-// Chromium, device pixels) is drawn blank.
-const LABELLED_ROWS = 400, FIT_HEIGHT = 436, MAX_ROWS_HEIGHT = 1600, AXIS_HEIGHT = 24;
+// A timeline draws what an answer of the API holds: its runs as bars, a
+// labelled row each, when it has them (a workflow of at most 400 runs, or a
+// window of the timeline with at most 400 alive in it), else its overview:
+// how many runs were alive at once in each pixel's time, by state, as
+// stacked bands. A drag across it zooms into that time (onZoom(from, to)),
+// which the page asks for and draws the same way.
+const BAR_ROW = 16, BAR_LABEL = 180, BAND_HEIGHT = 220, BAND_GUTTER = 48, AXIS_HEIGHT = 24, RIGHT = 10;
+const BAND_ORDER = ['failed', 'killed', 'lost', 'running', 'succeeded', 'held', 'queued'];  // bottom up
 
 const jobEnd = (j, now) => j.end || (j.state === 'running' ? now : j.start + (j.duration || 0));
 
-// Started jobs in rows: [[job, ...], ...], each row's jobs in start order and
-// not overlapping.
-function ganttRows(jobs, now) {
-  const started = jobs.filter(j => j.start > 0).sort((a, b) => a.start - b.start);
-  if (started.length <= LABELLED_ROWS) return started.map(j => [j]);
-  const rows = [], free = [];  // free: a min-heap of [end, row] by end
-  const less = (a, b) => a[0] < b[0];
-  const push = item => {
-    let i = free.push(item) - 1;
-    for (let p; i > 0 && less(free[i], free[p = (i - 1) >> 1]); i = p) [free[i], free[p]] = [free[p], free[i]];
-  };
-  const pop = () => {
-    const top = free[0], last = free.pop();
-    if (free.length) {
-      free[0] = last;
-      for (let i = 0; ;) {
-        const l = 2 * i + 1, r = l + 1;
-        let m = i;
-        if (l < free.length && less(free[l], free[m])) m = l;
-        if (r < free.length && less(free[r], free[m])) m = r;
-        if (m === i) break;
-        [free[i], free[m]] = [free[m], free[i]];
-        i = m;
-      }
-    }
-    return top;
-  };
-  for (const j of started) {
-    const row = free.length && free[0][0] <= j.start ? pop()[1] : rows.push([]) - 1;
-    rows[row].push(j);
-    push([jobEnd(j, now), row]);
-  }
-  return rows;
-}
-
 class Gantt {
-  constructor(onClick) {
+  constructor(onClick, onZoom, onReset) {
+    this.onClick = onClick;
+    this.onZoom = onZoom;
     this.canvas = el('canvas', {id: 'gantt'});
+    this.selection = el('div', {class: 'zoom-box', hidden: 'hidden'});
     this.note = el('span', {class: 'note'});
-    this.node = el('div', {}, el('div', {class: 'gantt-wrap'}, this.canvas),
-      el('div', {class: 'legend'}, Object.keys(STATE_COLOURS).map(s => el('span', {class: s}, s)), this.note));
+    this.reset = el('button', {type: 'button', hidden: 'hidden', onclick: onReset}, 'reset zoom');
+    this.node = el('div', {}, el('div', {class: 'gantt-wrap'}, this.canvas, this.selection),
+      el('div', {class: 'legend'}, Object.keys(STATE_COLOURS).map(s => el('span', {class: s}, s)), this.note, this.reset));
     this.rows = [];
     this.canvas.addEventListener('mousemove', e => this.hover(e));
     this.canvas.addEventListener('mouseleave', () => { tooltip(null); });
-    this.canvas.addEventListener('click', e => { const j = this.at(e); if (j) onClick(j); });
+    // a drag is followed over the whole window, until the button is up
+    const move = e => this.dragTo(e), up = e => {
+      window.removeEventListener('mousemove', move);
+      window.removeEventListener('mouseup', up);
+      this.drop(e);
+    };
+    this.canvas.addEventListener('mousedown', e => {
+      if (e.button !== 0) return;
+      this.drag = {from: e.clientX, to: e.clientX};
+      e.preventDefault();
+      window.addEventListener('mousemove', move);
+      window.addEventListener('mouseup', up);
+    });
   }
-  draw(jobs, now) {
-    const rows = this.rows = ganttRows(jobs, now), n = rows.length;
-    const started = rows.reduce((count, r) => count + r.length, 0);
-    const labelled = started <= LABELLED_ROWS;  // a row each (ganttRows)
-    this.note.textContent = labelled ? ''
-      : `${started} jobs in ${n} rows` + (n < started ? ': jobs that did not overlap share a row' : '');
+  // The overview's bins: about one per pixel of the time axis.
+  bins() {
     const width = this.canvas.parentNode.clientWidth || 1000;
-    const row = this.row = labelled ? 16 : Math.min(16, Math.max(FIT_HEIGHT / n, Math.min(2, MAX_ROWS_HEIGHT / n)));
-    const label = this.label = labelled ? 180 : 0;
-    const height = Math.max(40, Math.round(n * row) + AXIS_HEIGHT);
+    return Math.max(50, Math.min(4000, Math.round(width - BAND_GUTTER - RIGHT)));
+  }
+  // view: {overview, jobs?}; now: the time running bars reach; zoomed: a
+  // window of the timeline is on show.
+  draw(view, now, zoomed) {
+    const o = view.overview;
+    this.view = view;
+    this.now = now;
+    this.t0 = o.from;
+    this.t1 = o.to;
+    this.reset.hidden = !zoomed;
+    const decimals = stepDecimals((o.to - o.from) / 5);
+    const span = zoomed ? ` from ${fmtClock(o.from, decimals)} to ${fmtClock(o.to, decimals)}` : '';
+    if (Array.isArray(view.jobs)) {
+      this.rows = view.jobs.filter(j => j.start > 0).sort((a, b) => a.start - b.start);
+      this.note.textContent = zoomed ? `${this.rows.length} jobs${span}` : '';
+      this.drawBars();
+    } else {
+      this.rows = [];
+      this.note.textContent = `${o.runs} jobs${span}: how many ran at once, by state; drag across to zoom in`;
+      this.drawBands(o);
+    }
+  }
+  // A canvas of width x height CSS pixels, cleared, with the time axis.
+  start(height, label) {
+    const width = this.width = this.canvas.parentNode.clientWidth || 1000;
     const ratio = window.devicePixelRatio || 1;
     this.canvas.width = width * ratio;
     this.canvas.height = height * ratio;
@@ -301,52 +337,112 @@ class Gantt {
     const g = this.canvas.getContext('2d');
     g.scale(ratio, ratio);
     g.clearRect(0, 0, width, height);
-    if (!n) { g.fillStyle = '#6b7280'; g.fillText('no job has started yet', 10, 24); return; }
-    let t0 = Infinity, t1 = -Infinity;
-    for (const r of rows) for (const j of r) { t0 = Math.min(t0, j.start); t1 = Math.max(t1, jobEnd(j, now)); }
-    t1 = Math.max(t1, t0 + 1);
-    const x = this.x = t => label + (t - t0) / (t1 - t0) * (width - label - 10);
-    this.t0 = t0; this.t1 = t1; this.now = now;
     g.font = '11px system-ui, sans-serif';
-    // time axis
+    this.label = label;
+    const t0 = this.t0, t1 = this.t1;
+    this.x = t => label + (t - t0) / (t1 - t0) * (width - label - RIGHT);
     g.fillStyle = '#6b7280';
     for (let i = 0; i <= 5; i++) {
       const t = t0 + (t1 - t0) * i / 5;
-      g.fillRect(x(t), 0, 1, height - 20);
-      g.fillText(fmtClock(t, stepDecimals((t1 - t0) / 5)), Math.min(x(t) + 2, width - 60), height - 6);
+      g.fillRect(this.x(t), 0, 1, height - 20);
+      g.fillText(fmtClock(t, stepDecimals((t1 - t0) / 5)), Math.min(this.x(t) + 2, width - 60), height - 6);
     }
-    const gap = row > 4 ? 2 : 0;
-    rows.forEach((r, i) => r.forEach(j => {
-      const y = i * row, end = jobEnd(j, now);
-      g.fillStyle = STATE_COLOURS[j.state] || '#94a3b8';
-      g.fillRect(x(j.start), y + gap, Math.max(2, x(end) - x(j.start)), Math.max(1, row - 2 * gap));
-      if ((j.state === 'failed' || j.state === 'killed') && row >= 8) {  // a failure is marked at its end
-        g.fillStyle = '#7f1d1d';
-        g.fillText('✕', x(end) + 3, y + row - 4);
-      }
-      if (label) { g.fillStyle = '#1d2430'; g.fillText(j.id.length > 28 ? j.id.slice(0, 27) + '…' : j.id, 4, y + row - 4); }
-    }));
+    return g;
   }
-  // The job under the mouse: in a labelled row anywhere on it; in a shared
-  // row the one running at that time, or one within 4 px of it.
+  drawBars() {
+    const rows = this.rows, n = rows.length, row = this.row = BAR_ROW;
+    const g = this.start(Math.max(40, n * row + AXIS_HEIGHT), BAR_LABEL);
+    if (!n) { g.fillStyle = '#6b7280'; g.fillText('no job has started yet', 10, 24); return; }
+    const left = this.x(this.t0), right = this.x(this.t1);
+    rows.forEach((j, i) => {
+      const y = i * row, end = jobEnd(j, this.now);
+      const x0 = Math.max(left, this.x(j.start)), x1 = Math.min(right, this.x(end));
+      g.fillStyle = STATE_COLOURS[j.state] || '#94a3b8';
+      g.fillRect(x0, y + 2, Math.max(2, x1 - x0), row - 4);
+      if ((j.state === 'failed' || j.state === 'killed') && end <= this.t1) {  // a failure is marked at its end
+        g.fillStyle = '#7f1d1d';
+        g.fillText('✕', x1 + 3, y + row - 4);
+      }
+      g.fillStyle = '#1d2430';
+      g.fillText(j.id.length > 28 ? j.id.slice(0, 27) + '…' : j.id, 4, y + row - 4);
+    });
+  }
+  drawBands(o) {
+    const g = this.start(BAND_HEIGHT + AXIS_HEIGHT, BAND_GUTTER);
+    const top = 8, peak = Math.max(1, o.peak), scale = (BAND_HEIGHT - top) / peak;
+    g.fillStyle = '#6b7280';
+    for (const v of [0, Math.round(peak / 2), peak]) {
+      const y = BAND_HEIGHT - v * scale;
+      g.fillRect(BAND_GUTTER - 4, y, this.width - BAND_GUTTER - RIGHT + 4, 0.5);
+      g.fillText(String(v), 4, Math.max(y + 4, 10));
+    }
+    const step = (o.to - o.from) / o.bins;
+    for (let b = 0; b < o.bins; b++) {
+      const x0 = this.x(o.from + b * step), x1 = this.x(o.from + (b + 1) * step);
+      let y = BAND_HEIGHT;
+      for (const state of BAND_ORDER) {
+        const count = o.alive[state] ? o.alive[state][b] : 0;
+        if (!count) continue;
+        g.fillStyle = STATE_COLOURS[state];
+        g.fillRect(x0, y - count * scale, Math.max(1, x1 - x0 + 0.5), count * scale);
+        y -= count * scale;
+      }
+    }
+    if (!o.runs) { g.fillStyle = '#6b7280'; g.fillText('no job has started yet', BAND_GUTTER + 10, 24); }
+  }
+  // The time at a mouse position, within the timeline.
+  timeAt(clientX) {
+    const r = this.canvas.getBoundingClientRect();
+    const t = this.t0 + (clientX - r.left - this.label) / (this.width - this.label - RIGHT) * (this.t1 - this.t0);
+    return Math.min(this.t1, Math.max(this.t0, t));
+  }
+  // The job under the mouse: in a row anywhere on it.
   at(e) {
     const r = this.canvas.getBoundingClientRect();
-    const jobs = this.rows[Math.floor((e.clientY - r.top) / this.row)];
-    if (!jobs || this.label) return jobs && jobs[0];
-    const px = (this.t1 - this.t0) / Math.max(1, this.x(this.t1) - this.x(this.t0));
-    const t = this.t0 + (e.clientX - r.left - this.label) * px;
-    let lo = 0, hi = jobs.length;  // the first job starting after t
-    while (lo < hi) { const m = (lo + hi) >> 1; if (jobs[m].start <= t) lo = m + 1; else hi = m; }
-    const before = jobs[lo - 1], after = jobs[lo];
-    if (before && t <= jobEnd(before, this.now) + 4 * px) return before;
-    if (after && after.start - t <= 4 * px) return after;
-    return null;
+    return this.rows[Math.floor((e.clientY - r.top) / this.row)] || null;
   }
   hover(e) {
+    if (this.drag) return;
+    if (!Array.isArray(this.view?.jobs)) { this.hoverBand(e); return; }
     const j = this.at(e);
     if (!j) { tooltip(null); return; }
     tooltip(`${j.id}\n${j.state}, exit ${fmtExit(j)}\n${fmtSeconds(j.duration)} on ${j.host || '?'}\n` +
             `${j.transformation || ''}\nstarted ${fmtTime(j.start)}`, e.clientX, e.clientY);
+  }
+  // Over the bands: the time of the bin under the mouse, and its runs by state.
+  hoverBand(e) {
+    const o = this.view?.overview, r = this.canvas.getBoundingClientRect();
+    if (!o || e.clientY - r.top > BAND_HEIGHT || e.clientX - r.left < this.label) { tooltip(null); return; }
+    const step = (o.to - o.from) / o.bins;
+    const b = Math.min(o.bins - 1, Math.floor((this.timeAt(e.clientX) - o.from) / step));
+    const decimals = stepDecimals(step);
+    const counts = BAND_ORDER.filter(s => o.alive[s] && o.alive[s][b]).map(s => `${s} ${o.alive[s][b]}`);
+    tooltip(`${fmtClock(o.from + b * step, decimals)} – ${fmtClock(o.from + (b + 1) * step, decimals)}\n` +
+            (counts.length ? counts.join('\n') : 'no job'), e.clientX, e.clientY);
+  }
+  dragTo(e) {
+    if (!this.drag) return;
+    this.drag.to = e.clientX;
+    const r = this.canvas.getBoundingClientRect(), wrap = this.canvas.parentNode;
+    const a = Math.max(this.label, Math.min(this.drag.from, this.drag.to) - r.left);
+    const b = Math.min(this.width - RIGHT, Math.max(this.drag.from, this.drag.to) - r.left);
+    this.selection.hidden = Math.abs(this.drag.to - this.drag.from) < 4;
+    Object.assign(this.selection.style, {left: a + 'px', width: Math.max(0, b - a) + 'px',
+      top: wrap.scrollTop + 'px', height: Math.min(wrap.clientHeight, parseFloat(this.canvas.style.height)) + 'px'});
+  }
+  // A drag zooms into the time it went across; a click opens the job clicked.
+  drop(e) {
+    const drag = this.drag;
+    if (!drag) return;
+    this.drag = null;
+    this.selection.hidden = true;
+    if (Math.abs(e.clientX - drag.from) >= 4) {
+      const a = this.timeAt(Math.min(drag.from, e.clientX)), b = this.timeAt(Math.max(drag.from, e.clientX));
+      if (b - a >= 0.01) this.onZoom(a, b);
+    } else if (Array.isArray(this.view?.jobs)) {
+      const j = this.at(e);
+      if (j) this.onClick(j);
+    }
   }
 }
 
@@ -374,13 +470,21 @@ function show(...nodes) {
 
 // A page that refreshes itself: load() fetches, render(data) draws.
 // Refreshes start at a fixed rate (every REFRESH_RUNNING ms from the start
-// of the last one, not from its end), so what became searchable is shown
+// of the last one, not from its end, while isRunning(data) of the data on
+// show; else every REFRESH_IDLE ms), so what became searchable is shown
 // within about a second plus one refresh, however long a refresh takes; a
-// slow server still gets REFRESH_GAP ms of rest between two.
+// slow server still gets REFRESH_GAP ms of rest between two. When load()
+// answers {unchanged: true} (the store has nothing new for what the page
+// shows, which stays) QUIET_GRACE times in a row, the period doubles at each
+// next one, up to REFRESH_IDLE (1, 1, 1, 2, 4, 8, 10 s); the first change
+// brings it back to REFRESH_RUNNING. The grace keeps what follows a change
+// within a second (on the 10,000-job benchmark, a job started after the last
+// one showed 2.2 s after it was searchable when the period doubled at once:
+// the refresh just before found nothing new).
 // Until the first answer came, an error is shown in place of the page (its
 // parts are hidden, not removed: they are what later answers fill in).
 function livePage(load, render, isRunning) {
-  let timer = null, stopped = false, first = true, errorBox = null;
+  let timer = null, stopped = false, first = true, errorBox = null, shown = null, quiet = 0;
   const main = document.getElementById('main');
   const tick = async () => {
     const started = Date.now();
@@ -392,10 +496,16 @@ function livePage(load, render, isRunning) {
         errorBox = null;
         for (const part of main.children) part.hidden = false;
       }
-      render(data, first);
-      first = false;
+      if (data.unchanged && shown) quiet++;
+      else {
+        render(data, first);
+        shown = data;
+        first = false;
+        quiet = 0;
+      }
       setLive(true, 'updated ' + fmtClock(Date.now() / 1000), started);
-      const period = isRunning(data) ? REFRESH_RUNNING : REFRESH_IDLE;
+      const period = isRunning(shown) ?
+        Math.min(REFRESH_RUNNING * 2 ** Math.max(0, quiet - QUIET_GRACE), REFRESH_IDLE) : REFRESH_IDLE;
       timer = setTimeout(tick, Math.max(period - (Date.now() - started), REFRESH_GAP));
     } catch (e) {
       if (stopped) return;
@@ -451,11 +561,30 @@ function workflowState(wf) {
 }
 
 // Whether a workflow has jobs that run or wait to: more data will come.
-const active = wf => wf.jobs.some(j => j.state === 'running' || j.state === 'queued');
+const active = wf => wf.stats.jobs.by_state.running + wf.stats.jobs.by_state.queued > 0;
 
+// The workflow page asks for what it shows: the workflow (counts,
+// statistics, charts, the timeline's overview; its runs when they are few),
+// then the page of the jobs table and, when the timeline is zoomed, that
+// window; a refresh sends the cursor of the last answer and gets
+// {unchanged: true} when nothing changed, in which case it asks nothing more.
 function workflowPage(uuid) {
   const head = el('div', {}), cards = el('div', {class: 'cards'});
-  const gantt = new Gantt(j => { location.hash = jobHref(uuid, j.id); });
+  let zoom = null, shown = null;  // zoom: the window of the timeline on show; shown: the last workflow answer
+  const askWindow = () => api(`workflows/${uuid}/timeline?from=${zoom.from.toFixed(3)}&to=${zoom.to.toFixed(3)}&bins=${gantt.bins()}`);
+  const drawTimeline = view => {
+    if (zoom && view) gantt.draw(view, view.now, true);
+    else if (!zoom && shown) gantt.draw(shown, shown.now, false);
+  };
+  const gantt = new Gantt(j => { location.hash = jobHref(uuid, j.id); },
+    async (from, to) => {
+      const asked = zoom = {from, to};
+      try {
+        const view = await askWindow();
+        if (zoom === asked) drawTimeline(view);
+      } catch (e) { setLive(false, e.message); }
+    },
+    () => { zoom = null; drawTimeline(null); });
   const charts = ['cpu', 'rss', 'read', 'write'].map(m => new ChartBox(m));
   const pegasus = el('div', {}), transformations = el('div', {}), hosts = el('div', {});
   const anomalies = el('div', {}), io = el('div', {}), jobs = jobsTable(uuid);
@@ -464,12 +593,19 @@ function workflowPage(uuid) {
        pegasus, el('h2', {}, 'By transformation'), transformations, el('h2', {}, 'By host'), hosts,
        el('h2', {}, 'Anomalies'), anomalies, el('h2', {}, 'I/O: Darshan and transfers'), io,
        el('h2', {}, 'Jobs'), jobs.node);
-  // one request: the workflow's jobs are read once for it and its charts
+  // the charts come with the workflow: its rows are read once for both
   const metrics = charts.map(c => c.metric).join(',');
+  let cursor = null;
   return livePage(async () => {
-    const wf = await api(`workflows/${uuid}?series=${metrics}`);
-    return {wf, series: charts.map(c => wf.series[c.metric])};
-  }, ({wf, series}) => {
+    const wf = await api(`workflows/${uuid}?series=${metrics}&bins=${gantt.bins()}` +
+                         (cursor ? '&since=' + encodeURIComponent(cursor) : ''));
+    if (wf.unchanged) return wf;
+    const zoomed = zoom;
+    const [page, view] = await Promise.all([jobs.fetch(), zoomed ? askWindow() : null]);
+    cursor = wf.cursor;
+    return {wf, series: charts.map(c => wf.series[c.metric]), page, view: zoom === zoomed ? view : null};
+  }, ({wf, series, page, view}) => {
+    shown = wf;
     const st = wf.stats, state = workflowState(wf);
     fill(head, el('h1', {}, wf.wf_label || 'Workflow', ' ', badge(state)),
       el('div', {class: 'muted mono'}, wf.wf_uuid));
@@ -481,7 +617,7 @@ function workflowPage(uuid) {
       card('Lost', String(by.lost)),
       card('Cumulative job time', fmtSeconds(st.workflow_cumulative_job_wall_time)),
       st.status ? card('Done (DAG nodes)', st.status.percent_done.toFixed(1) + ' %') : null);
-    gantt.draw(wf.jobs, wf.now);
+    drawTimeline(view);
     charts.forEach((c, i) => c.update(series[i], active(wf)));
     fill(pegasus, ...(st.tasks ? [el('h2', {}, 'As pegasus-statistics counts'), table([
       {title: 'Type', cell: r => r[0]},
@@ -519,10 +655,22 @@ function workflowPage(uuid) {
       {title: 'What', cell: a => a.kind === 'failed' ? `exit ${a.signal ? 'signal ' + a.signal : a.value}` :
         `${a.metric} ${fmtNum(a.value, 3)} against a median of ${fmtNum(a.median, 3)}`},
       {title: 'Score', num: true, cell: a => a.kind === 'failed' ? '' : fmtNum(a.score, 2)},
-    ], wf.anomalies) : el('p', {class: 'muted'}, 'None.'));
+    ], wf.anomalies) : el('p', {class: 'muted'}, 'None.'),
+      anomaliesLeftOut(wf));
     fill(io, ioCards(wf.io));
-    jobs.update(newestFirst(wf.jobs));
+    jobs.show(page);
   }, ({wf}) => active(wf));
+}
+
+// What the anomalies table leaves out: a workflow's answer lists the first
+// of each kind and counts them all.
+function anomaliesLeftOut(wf) {
+  const counts = Object.entries(wf.anomaly_counts).filter(([, n]) => n > 0);
+  if (wf.anomalies.length === counts.reduce((sum, [, n]) => sum + n, 0)) return null;
+  const failed = wf.anomaly_counts.failed > wf.anomalies.filter(a => a.kind === 'failed').length;
+  return el('p', {class: 'muted'}, 'The first of each kind are listed, of ' +
+    counts.map(([kind, n]) => `${n} ${kind === 'outlier' ? 'outliers' : kind}`).join(', ') + ' in all.' +
+    (failed ? ' The jobs table lists every failed job: type "failed" in its filter.' : ''));
 }
 
 function ioCards(io) {
@@ -539,7 +687,7 @@ function ioCards(io) {
 }
 
 function jobsTable(uuid) {
-  return new LiveTable([
+  return new RunsTable([
     {title: 'Job', cell: j => link(jobHref(uuid, j.id), j.id)},
     {title: 'State', cell: j => badge(j.state)},
     {title: 'Exit', num: true, cell: j => fmtExit(j)},
@@ -552,12 +700,8 @@ function jobsTable(uuid) {
     {title: 'Read', num: true, cell: j => fmtBytes(j.bytes_read)},
     {title: 'Written', num: true, cell: j => fmtBytes(j.bytes_written)},
   ], j => j.id,  // the run: "dag_job_id#N" from its second attempt on
-  j => `${j.id} ${j.state} ${j.transformation || ''} ${j.host || ''}`, 'jobs');
+  'jobs', query => api(`workflows/${uuid}/jobs?${query}`));
 }
-
-// The jobs as the table lists them: what waits to start first, then the
-// most recently started (what a running workflow is doing comes first).
-const newestFirst = jobs => [...jobs].sort((a, b) => ((b.start || Infinity) - (a.start || Infinity)) || 0);
 
 function jobPage(uuid, id) {
   const head = el('div', {}), facts = el('div', {class: 'panel kv'});

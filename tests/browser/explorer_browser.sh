@@ -5,8 +5,11 @@
 # pipeline, looked at with headless Chromium (tests/browser/explorer.mjs):
 # the jobs and exit codes, charts drawn from data, the hostile argument
 # shown as text, a job started after the page opened appearing without a
-# reload; a workflow of 1,200 jobs: the newest 500 listed, more at a click,
-# a filter. Screenshots of each page land in $PANO_BUILD/screenshots/.
+# reload; a workflow of 1,200 jobs: a first paint without a row per job,
+# refreshes that back off while nothing changes, the newest 500 listed, more
+# at a click, a filter asked of the server, the timeline's overview and a
+# drag that zooms into bars. Screenshots of each page land in
+# $PANO_BUILD/screenshots/.
 source "$(dirname "$0")/../integration/lib.sh"
 require_stack
 : "${PANO_SOURCE:?}"
@@ -61,7 +64,7 @@ port=$(sed -n 's|.* on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$TEST_DIR/explorer.
 log "opening http://127.0.0.1:$port/ in Chromium"
 EARLY_WF=$(cat /proc/sys/kernel/random/uuid) # its page is opened before it has an event
 ES=$ES INDICES="$TEST_ID-*" BIG_WF=$BIG_WF HOSTILE=$HOSTILE HOSTILE_JOB=hostile_ID04 FAILED_JOB=fails_ID03 \
-    NEW_JOB_ID=late_ID06 EARLY_WF="$EARLY_WF" EARLY_JOB_ID=early_ID01 \
+    NEW_JOB_ID=late_ID06 QUERY="$PANO_BUILD/query/pano-query" EARLY_WF="$EARLY_WF" EARLY_JOB_ID=early_ID01 \
     EARLY_JOB="PEGASUS_WF_UUID=$EARLY_WF PEGASUS_DAG_JOB_ID=early_ID01 '$MONITOR' -i 0.2 -- sleep 0.5 >/dev/null 2>>'$TEST_DIR/monitor.log'" \
     NEW_JOB="PEGASUS_DAG_JOB_ID=late_ID06 '$MONITOR' -i 0.2 -- sleep 1 >/dev/null 2>>'$TEST_DIR/monitor.log'" \
     node "$here/explorer.mjs" "http://127.0.0.1:$port" "$WF" "$SHOTS" 2>&1 | tee "$TEST_DIR/browser.out" >&2

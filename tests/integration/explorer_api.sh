@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # pano-explorer's API and its rules, over the real stack: what a workflow's
-# answers hold, errors as JSON with their status, GET only, the security
-# headers, basic authentication, and the addresses and passwords it refuses.
+# answers hold; for a workflow of 450 runs, an answer without them, their
+# pages, filters and orders, the timeline's overview and a window's runs,
+# a refresh answered "unchanged" until a new event; errors as JSON with
+# their status, GET only, the security headers, basic authentication, and
+# the addresses and passwords it refuses.
 # As explorer_valgrind (PANO_TEST_VALGRIND=1), every explorer it starts runs
 # under valgrind, which must then report no memory error and no leak either.
 source "$(dirname "$0")/lib.sh"
@@ -24,6 +27,23 @@ PEGASUS_DAG_JOB_ID=ok_ID01 "$MONITOR" -i 0.2 -- sh -c 'sleep 0.5 && "$1" copy "$
     "$PANO_BUILD/publishers/transfer/pano-transfer" "$TEST_DIR/output.dat" "$TEST_DIR/staged.dat" \
     2>>"$TEST_DIR/monitor.log" || fail "ok_ID01 failed: $(tail -3 "$TEST_DIR/monitor.log")"
 PEGASUS_DAG_JOB_ID=bad_ID02 "$MONITOR" -i 0.2 -- sh -c 'exit 7' 2>>"$TEST_DIR/monitor.log" || true
+# A workflow of 450 runs (more than a workflow's answer lists), produced
+# straight to Kafka: p_ID0000..0449 started a second apart from T0, each
+# ended 0.5 s later on node-(i % 3), of transformation even or odd; every
+# fiftieth from the seventh (7, 57, ... 407) failed; the last 10 still run.
+PAGE_WF=$(cat /proc/sys/kernel/random/uuid)
+T0=$(($(date +%s) - 1000))
+# page_event I EVENT EXTRA: one event of run I of PAGE_WF, as kcat's input
+page_event() {
+    printf '%s\t{"event":"%s","ts":%s,"event_id":"%s-%d-%s","seq":1,"hostname":"node-%d","wf_uuid":"%s","wf_label":"paging","dag_job_id":"p_ID%04d","xformation":"%s","pid":%d,"exe":"/bin/app","interval":600%s}\n' \
+        "$PAGE_WF" "$2" "$3" "$PAGE_WF" "$1" "$2" $(($1 % 3)) "$PAGE_WF" "$1" "$( (($1 % 2)) && echo odd || echo even)" $((1000 + $1)) "${4:-}"
+}
+for ((i = 0; i < 450; i++)); do
+    page_event $i kickstart.inv.start $((T0 + i))
+    if ((i < 440)); then
+        page_event $i kickstart.inv.end "$((T0 + i)).5" ",\"exitcode\":$((i % 50 == 7 ? 1 : 0)),\"duration\":0.5"
+    fi
+done | kcat -P -l -b "$KAFKA" -t "${PANO_KAFKA_TOPIC_PREFIX}kickstart" -K $'\t' /dev/stdin
 wait_until 30 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=wf_uuid:$WF+AND+event:kickstart.inv.end' | jq .count) == 2 ]]" ||
     fail "the jobs' end events did not arrive"
 wait_until 30 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=wf_uuid:$WF+AND+event:transfer.inv.local*' | jq .count) == 2 ]]" ||
@@ -48,14 +68,18 @@ expect() { # PATH STATUS JQ_TEST WHAT
 }
 
 expect /api/workflows 200 "[.[] | select(.wf_uuid == \"$WF\")] | length == 1" "the workflow is listed"
-expect "/api/workflows/$WF" 200 '.wf_label == "api-test" and (.jobs | length) == 2
+expect "/api/workflows/$WF" 200 '.wf_label == "api-test" and (.jobs | length) == 2 and .runs == 2
     and .stats.jobs.total == 2 and .stats.jobs.failed == 1
     and (.jobs[] | select(.id == "bad_ID02") | .exitcode == 7 and .state == "failed")
     and ([.anomalies[] | select(.kind == "failed")] | length) == 1
     and .io.transfers.files == 1 and .io.transfers.bytes == 4096' "the workflow"
 expect "/api/workflows/${WF^^}" 200 '.wf_uuid == "'"$WF"'"' "an upper-case UUID names the same workflow"
 expect "/api/workflows/$WF/series?metric=cpu" 200 '.metric == "cpu" and .kind == "rate" and .samples > 0 and (.points | length) > 0' "a series"
-expect "/api/workflows/$WF/series?metric=rss&job=ok_ID01&step=0.2" 200 '.step == 0.2 and .samples >= 2' "a job's series"
+expect "/api/workflows/$WF/series?metric=rss&job=ok_ID01&step=0.2" 200 '.step == 0.2 and .samples >= 2
+    and all(.points[]; .value >= 0 and .peak >= .value) and any(.points[]; .peak > 0)' \
+    "a job's series: a gauge's mean and peak in each point"
+expect "/api/workflows/$WF/series?metric=cpu&job=ok_ID01&step=0.2" 200 'all(.points[]; has("value") and (has("peak") | not))' \
+    "a rate's points have no peak"
 # the workflow with its charts in one request: each series as its own request gives it
 api "/api/workflows/$WF/series?metric=rss" >/dev/null && jq -c .points "$TEST_DIR/body" >"$TEST_DIR/rss.alone"
 expect "/api/workflows/$WF?series=cpu,rss,read,write" 200 '(.jobs | length) == 2 and (.series | keys) == ["cpu","read","rss","write"]
@@ -71,6 +95,63 @@ expect "/api/workflows/$WF/jobs/bad_ID02" 200 '.state == "failed" and .exitcode 
 expect "/api/workflows/$WF/jobs/ok_ID01" 200 '([.events[].event] | sort) == ["transfer.inv.local","transfer.inv.local.single"]
     and .io.transfers.files == 1 and .io.transfers.bytes == 4096 and .io.transfers.failed == 0' "a job with its transfer"
 expect /api/metrics 200 '[.[].metric] | index("cpu") != null' "the metrics"
+# what a screen shows of a workflow of 450 runs
+wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=wf_uuid:$PAGE_WF' | jq .count) == 890 ]]" ||
+    fail "the 450 runs of the paging workflow did not arrive"
+wait_until 30 es_summarized_is 890 "$PAGE_WF" || fail "the summaries hold $(es_summarized "$PAGE_WF") of its 890 events"
+P=/api/workflows/$PAGE_WF
+# the workflow: counts and an overview, not its runs
+expect "$P?bins=50" 200 '.runs == 450 and (has("jobs") | not) and .stats.jobs.total == 450
+    and .stats.jobs.by_state.running == 10 and (.anomalies | length) == 19
+    and .anomaly_counts == {"outlier": 0, "overdue": 10, "failed": 9}
+    and .overview.bins == 50 and .overview.runs == 450 and .overview.from == '"$T0"'
+    and (.overview.alive | keys) == ["failed","running","succeeded"]
+    and .overview.alive.running[-1] == 10 and (.overview.alive.failed | max) == 1
+    and (.cursor | test("^[0-9]+-[0-9]+-[0-9]+-[0-9]+$"))' "a workflow of 450 runs"
+(($(stat -c %s "$TEST_DIR/body") < 32768)) || fail "the answer of 450 runs is $(stat -c %s "$TEST_DIR/body") bytes"
+# its runs, a page at a time: newest first, then filtered
+expect "$P/jobs" 200 '.total == 450 and .runs == 450 and .offset == 0 and .limit == 500
+    and (.jobs | length) == 450 and .jobs[0].id == "p_ID0449" and .jobs[-1].id == "p_ID0000"' "the runs"
+expect "$P/jobs?offset=100&limit=50" 200 '.total == 450 and ([.jobs[].id] | length == 50 and .[0] == "p_ID0349" and .[-1] == "p_ID0300")' "a page of the runs"
+expect "$P/jobs?offset=440&limit=50" 200 '.total == 450 and (.jobs | length) == 10' "the last page"
+expect "$P/jobs?state=failed" 200 '.total == 9 and ([.jobs[].id] == [range(8; -1; -1) | "p_ID\(. * 50 + 7 | tostring | ("0000" + .)[-4:])"])' "the failed runs"
+expect "$P/jobs?q=ID004" 200 '.total == 10 and ([.jobs[].id] == [range(49; 39; -1) | "p_ID00\(.)"])' "runs by words"
+expect "$P/jobs?q=NODE-1%20&state=running,queued" 200 '.total == 3 and [.jobs[].id] == ["p_ID0448","p_ID0445","p_ID0442"]' "words and states"
+expect "$P/jobs?q=odd%20node-2&limit=2" 200 '.total == 75 and .runs == 450 and (.jobs | length) == 2' "words across fields"
+expect "$P/jobs?sort=oldest&limit=2" 200 '[.jobs[].id] == ["p_ID0000","p_ID0001"]' "the oldest first"
+expect "$P/jobs?sort=id&offset=449" 200 '[.jobs[].id] == ["p_ID0449"]' "by id"
+# the timeline: the whole of it is too many runs for bars; a window of it is not
+expect "$P/timeline?bins=20" 200 '.overview.runs == 450 and .overview.bins == 20 and (has("jobs") | not)' "the whole timeline"
+expect "$P/timeline?from=$((T0 + 100))&to=$((T0 + 110))&bins=10" 200 '.overview.runs == 11
+    and [.jobs[].id] == [range(100; 111) | "p_ID0\(.)"] and .overview.alive.succeeded == [1,1,1,1,1,1,1,0,1,2]
+    and .overview.alive.failed == [0,0,0,0,0,0,0,1,0,0]' "a window of the timeline"
+# a refresh: nothing changed, the answer says so in a few bytes (asked
+# twice: a cursor holds a minute at most while runs run, cursor.h)
+unchanged() {
+    [[ $(api "$P") == 200 ]] && cursor=$(jq -r .cursor "$TEST_DIR/body") && [[ $(api "$P?since=$cursor") == 200 ]] &&
+        jq -e '. == {"unchanged": true, "cursor": "'"$cursor"'", "now": .now}' "$TEST_DIR/body" >/dev/null
+}
+unchanged || unchanged || fail "a refresh with nothing new: $(head -c 300 "$TEST_DIR/body")"
+(($(stat -c %s "$TEST_DIR/body") < 100)) || fail "an unchanged answer of $(stat -c %s "$TEST_DIR/body") bytes"
+# a cursor the clock may have changed (its time passed) gets the whole answer
+expect "$P?since=${cursor%-*}-1000" 200 '.runs == 450 and (.cursor | startswith("'"${cursor%-*}-"'"))' "a cursor past its time"
+# a new event: the same cursor gets the new answer
+page_event 450 kickstart.inv.start $((T0 + 450)) | kcat -P -b "$KAFKA" -t "${PANO_KAFKA_TOPIC_PREFIX}kickstart" -K $'\t'
+wait_until 30 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-*/_count?q=wf_uuid:$PAGE_WF' | jq .count) == 891 ]]" ||
+    fail "the new run's event did not arrive"
+wait_until 30 es_summarized_is 891 "$PAGE_WF" || fail "the summaries hold $(es_summarized "$PAGE_WF") of its 891 events"
+expect "$P?since=$cursor" 200 '(has("unchanged") | not) and .runs == 451 and .cursor != "'"$cursor"'"
+    and .stats.jobs.by_state.running == 11' "a refresh after a new event"
+expect "$P/jobs?limit=1" 200 '.total == 451 and .jobs[0].id == "p_ID0450"' "the new run listed"
+expect "$P?since=nonsense" 400 '.error | test("not a cursor")' "a bad cursor"
+expect "$P/jobs?state=bogus" 400 '.error | test("not a state")' "a bad state"
+expect "$P/jobs?limit=0" 400 '.error | test("limit")' "a bad limit"
+expect "$P/jobs?offset=-1" 400 '.error | test("offset")' "a bad offset"
+expect "$P/jobs?sort=up" 400 '.error | test("sort")' "a bad order"
+expect "$P/timeline?from=$T0" 400 '.error | test("both or neither")' "a window without its end"
+expect "$P/timeline?from=$((T0 + 10))&to=$T0" 400 '.error | test("before")' "a window backwards"
+expect "$P/timeline?bins=0" 400 '.error | test("bins")' "no bins"
+
 # errors: JSON with their status
 expect /api/workflows/not-a-uuid 400 '.error | test("not a workflow UUID")' "a bad UUID"
 expect "/api/workflows/$(cat /proc/sys/kernel/random/uuid)" 404 '.error | test("no events")' "an unknown workflow"

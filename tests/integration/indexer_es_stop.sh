@@ -60,7 +60,7 @@ grep -q '^pano_indexer_paused 1$' "$PANO_INDEXER_STATUS_FILE" || fail "partition
 stack up >"$TEST_DIR/stack-up2.log" 2>&1 || { tail -n 20 "$TEST_DIR/stack-up2.log" >&2; fail "private Elasticsearch did not restart"; }
 log "Elasticsearch started again"
 wait_until 240 count_is "$FAMILY_INDICES" "$N" ||
-    fail "expected $N events after the restart, found $(count_in "$FAMILY_INDICES")"
+    fail "expected $N events after the restart, found $(count_in "$FAMILY_INDICES") (the indexer consumed $(metric "$PANO_INDEXER_STATUS_FILE" consumed_total), holds $(metric "$PANO_INDEXER_STATUS_FILE" in_hand), paused $(metric "$PANO_INDEXER_STATUS_FILE" paused))"
 sleep 3
 check_distinct "$FAMILY_INDICES" "$N"
 [[ $(count_in "${P}dead-letter-*") == 0 ]] || fail "dead letters after the outage"

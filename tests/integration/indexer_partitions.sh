@@ -9,8 +9,11 @@
 # - an event whose ts lies in an earlier month, sent twice, is stored once
 #   in that month's partition; a sample older than its retention (samples
 #   kept 30 days, by day, here) goes to the dead-letter index with the reason;
+# - each summarized stream's summaries (pano-summary-<stream>-<period>) are
+#   in the partitions of their events' periods, made ahead like the others;
 # - pano-indexer --retention --dry-run lists exactly the expired partitions
-#   and deletes nothing; --retention deletes them and nothing else (not the
+#   (a summary partition with its stream's) and deletes nothing; --retention
+#   deletes them and nothing else (not the
 #   partitions kept forever, an unpartitioned index (<prefix><stream>) or
 #   a name that only looks like a partition);
 # - a message pano-bridge dead-lettered (the dead-letter topic, with its
@@ -23,7 +26,7 @@
 source "$(dirname "$0")/indexer_lib.sh"
 require_stack
 
-export PANO_INDEXER_RETENTION="0,samples=30d" PANO_INDEXER_PARTITION="month,samples=day"
+export PANO_INDEXER_RETENTION="0,samples=30d,custom=400d" PANO_INDEXER_PARTITION="month,samples=day"
 export PANO_INDEXER_STATUS_FILE="$TEST_DIR/status.prom"
 A=$(cat /proc/sys/kernel/random/uuid)
 B=$(cat /proc/sys/kernel/random/uuid)
@@ -53,8 +56,8 @@ for _ in 1 2; do
 done
 
 start_indexer ix
-wait_until 90 count_is "${P}*" $((72 + 30 + NBAD + 1 + 2)) ||
-    fail "$(count_in "${P}*") documents, expected $((72 + 30 + NBAD + 1 + 2))"
+wait_until 90 count_is "${P}*,-${P}summary-*" $((72 + 30 + NBAD + 1 + 2)) ||
+    fail "$(count_in "${P}*,-${P}summary-*") documents, expected $((72 + 30 + NBAD + 1 + 2))"
 
 # One workflow: routing and a term, whatever the case it was sent with.
 r=$(es -X POST "$ES/$FAMILY_INDICES/_search?routing=$A" -d '{"size":0,"query":{"term":{"wf_uuid":"'"$A"'"}},
@@ -71,13 +74,14 @@ wait_until 10 bash -c "grep -q '^pano_indexer_unassigned_total $NBAD$' '$PANO_IN
 # Nothing per workflow: no alias, every name a stream's partition.
 [[ -z $(curl -fsS "$ES/_cat/aliases/${P}*?h=alias") ]] || fail "aliases exist: $(curl -fsS "$ES/_cat/aliases/${P}*?h=alias")"
 for idx in $(curl -fsS "$ES/_cat/indices/${P}*?h=index"); do
-    [[ $idx =~ ^${P}(kickstart|samples|darshan|transfer|stampede|custom|other|unassigned|dead-letter)-[0-9]{4}\.[0-9]{2}(\.[0-9]{2})?$ ]] ||
+    [[ $idx =~ ^${P}(kickstart|samples|darshan|transfer|stampede|custom|other|unassigned|dead-letter|summary-(kickstart|stampede|darshan|transfer))-[0-9]{4}\.[0-9]{2}(\.[0-9]{2})?$ ]] ||
         fail "unexpected index $idx"
 done
 # Every stream's partition of now exists, made ahead of its events (the
 # first batch of a period does not wait for an index to be created).
 month=$(date -u +%Y.%m) day=$(date -u +%Y.%m.%d)
-for s in kickstart stampede darshan transfer custom other unassigned dead-letter; do
+for s in kickstart stampede darshan transfer custom other unassigned dead-letter \
+    summary-kickstart summary-stampede summary-darshan summary-transfer; do
     [[ $(curl -s -o /dev/null -w '%{http_code}' "$ES/${P}$s-$month") == 200 ]] || fail "no partition ${P}$s-$month"
 done
 [[ $(curl -s -o /dev/null -w '%{http_code}' "$ES/${P}samples-$day") == 200 ]] || fail "no partition ${P}samples-$day"
@@ -104,27 +108,36 @@ wait_until 10 bash -c "grep -q '^pano_indexer_expired_total 1$' '$PANO_INDEXER_S
 log "an expired sample and the bridge's dead letter (sent twice) are in the dead-letter index once"
 
 # Retention: expired partitions go, nothing else.
-for idx in "${P}samples-2020.01" "${P}samples-2020.02.03" "${P}kickstart-2020.01" "${P}samples" "${P}samples-old"; do
+for idx in "${P}samples-2020.01" "${P}samples-2020.02.03" "${P}kickstart-2020.01" "${P}samples" "${P}samples-old" \
+    "${P}summary-kickstart-2020.01" "${P}summary-samples-2020.01" "${P}custom-2020.01"; do
     es -X PUT "$ES/$idx" -d '{"settings":{"number_of_replicas":0}}' >/dev/null || fail "cannot create $idx"
 done
 listed=$("$INDEXER" --retention --dry-run 2>"$TEST_DIR/dry.log" | sort | tr '\n' ' ') ||
     fail "--retention --dry-run failed: $(cat "$TEST_DIR/dry.log")"
-[[ $listed == "${P}samples-2020.01 ${P}samples-2020.02.03 " ]] || fail "--dry-run listed '$listed'"
+[[ $listed == "${P}custom-2020.01 ${P}samples-2020.01 ${P}samples-2020.02.03 " ]] || fail "--dry-run listed '$listed'"
 [[ $(curl -s -o /dev/null -w '%{http_code}' "$ES/${P}samples-2020.01") == 200 ]] || fail "--dry-run deleted an index"
 "$INDEXER" --retention >"$TEST_DIR/retention.log" 2>&1 || fail "--retention failed: $(cat "$TEST_DIR/retention.log")"
-for idx in "${P}samples-2020.01" "${P}samples-2020.02.03"; do
+for idx in "${P}samples-2020.01" "${P}samples-2020.02.03" "${P}custom-2020.01"; do
     [[ $(curl -s -o /dev/null -w '%{http_code}' "$ES/$idx") == 404 ]] || fail "$idx not deleted"
 done
-for idx in "${P}kickstart-2020.01" "${P}samples" "${P}samples-old" "${P}kickstart-$old_month"; do
+for idx in "${P}kickstart-2020.01" "${P}samples" "${P}samples-old" "${P}kickstart-$old_month" \
+    "${P}summary-kickstart-2020.01" "${P}summary-kickstart-$old_month" "${P}summary-samples-2020.01"; do
     [[ $(curl -s -o /dev/null -w '%{http_code}' "$ES/$idx") == 200 ]] || fail "$idx deleted"
 done
-grep -q "2 indices deleted" "$TEST_DIR/retention.log" || fail "--retention: $(cat "$TEST_DIR/retention.log")"
+grep -q "3 indices deleted" "$TEST_DIR/retention.log" || fail "--retention: $(cat "$TEST_DIR/retention.log")"
 log "--retention deleted exactly the expired partitions"
 
 # pano-query reads only the partitions of the workflow's span (September and
-# October here), not the other ones of the stream (2020.01 made above).
+# October here), not the other ones of the stream (2020.01 made above): its
+# events (read without the summaries here).
+# Its summaries likewise (the summaries of the span's months, by name).
 "$PANO_BUILD/query/pano-query" jobs "$A" --log-level debug >/dev/null 2>"$TEST_DIR/query.log" ||
     fail "pano-query jobs: $(tail -3 "$TEST_DIR/query.log")"
+pit=$(grep -o 'POST /[^ ]*summary-kickstart-[^ ]*_pit[^ ]*' "$TEST_DIR/query.log" | head -n 1 | cut -d' ' -f2)
+[[ $pit == *"${P}summary-kickstart-$old_month"* && $pit != *2020* && $pit != *-\** ]] ||
+    fail "pano-query's summaries outside the span, or none: '$pit'"
+"$PANO_BUILD/query/pano-query" jobs "$A" --log-level debug --set pano.query.summaries=false >/dev/null \
+    2>"$TEST_DIR/query.log" || fail "pano-query jobs: $(tail -3 "$TEST_DIR/query.log")"
 path=$(grep -o 'POST /[^ ]*kickstart-[0-9][^ ]*' "$TEST_DIR/query.log" | head -n 1 | cut -d' ' -f2)
 [[ -n $path ]] || fail "pano-query named no kickstart partition: $(grep POST "$TEST_DIR/query.log")"
 grep -q "${P}kickstart-2020\|kickstart-\*" <<<"$path" && fail "pano-query read partitions outside the span: $path"

@@ -146,6 +146,20 @@ es_count() {
 # es_count_is QUERY N: succeeds when exactly N documents match (for wait_until).
 es_count_is() { [[ $(es_count "$1") == "$2" ]]; }
 
+# es_summarized [WF]: how many events pano-indexer's per-run summaries in the
+# test's indices hold (of the workflow WF, or of all). They are written after
+# the events themselves: a test that reads runs waits for them too.
+es_summarized() {
+    local query='{"match_all":{}}' routing=
+    [[ -n ${1:-} ]] && query="{\"term\":{\"set.wf\":\"$1\"}}" routing="&routing=$1"
+    es -X POST "$ES/$TEST_ID-summary-*/_search?size=0&filter_path=aggregations$routing" \
+        -d "{\"query\":$query,\"aggs\":{\"n\":{\"sum\":{\"field\":\"add.n\"}}}}" |
+        jq -r '.aggregations.n.value // 0 | floor'
+}
+
+# es_summarized_is N [WF]: succeeds when the summaries hold exactly N events.
+es_summarized_is() { [[ $(es_summarized "${2:-}") == "$1" ]]; }
+
 # The first document (its _source) matching a query string.
 es_first() {
     es -X POST "$ES/$TEST_ID-*/_search" -d "{\"size\":1,\"query\":{\"query_string\":{\"query\":$(jq -Rn --arg q "$1" '$q')}}}" |
@@ -231,6 +245,10 @@ cleanup() {
             log "---- $(basename "$f") (last 30 lines)"
             tail -n 30 "$f" >&2
         done
+        if [[ -n ${PANO_TEST_KEEP_LOGS:-} ]]; then # a failed test's files, whole
+            mkdir -p "$PANO_TEST_KEEP_LOGS/$TEST_ID" && cp -r "$TEST_DIR"/. "$PANO_TEST_KEEP_LOGS/$TEST_ID/" 2>/dev/null &&
+                log "logs kept in $PANO_TEST_KEEP_LOGS/$TEST_ID"
+        fi
     fi
     curl -fsS -u guest:guest -X DELETE "http://127.0.0.1:$MGMT_PORT/api/queues/%2F/$TEST_ID.events" >/dev/null 2>&1 || true
     curl -fsS -u guest:guest -X DELETE "http://127.0.0.1:$MGMT_PORT/api/queues/%2F/$TEST_ID.events.dead" >/dev/null 2>&1 || true

@@ -123,16 +123,16 @@ jq -e '[.[] | select(.kind == "overdue") | .job] == ["burn_ID20"]' "$TEST_DIR/an
 final=$(curl -fsS "$ES/$TEST_ID-*/_search?q=wf_uuid:$WF+AND+event:kickstart.inv.end+AND+dag_job_id:burn_ID07" |
     jq '.hits.hits[0]._source.final | .utime + .stime')
 q series "$WF" --metric cpu --step 0.2s --job burn_ID07 --json >"$TEST_DIR/s7.json" || fail "series --job failed"
-integral=$(jq '.step as $s | [.points[][1] * $s] | add' "$TEST_DIR/s7.json")
+integral=$(jq '.step as $s | [.points[].value * $s] | add' "$TEST_DIR/s7.json")
 awk -v a="$integral" -v b="$final" 'BEGIN { exit !(b > 1 && (a - b) ^ 2 <= (0.02 * b) ^ 2) }' ||
     fail "burn_ID07: CPU rate integrates to $integral s, its final totals say $final s"
 q series "$WF" --metric cpu --step 1s --json >"$TEST_DIR/swf.json" || fail "series failed"
-wf_integral=$(jq '.step as $s | [.points[][1] * $s] | add' "$TEST_DIR/swf.json")
+wf_integral=$(jq '.step as $s | [.points[].value * $s] | add' "$TEST_DIR/swf.json")
 wf_cpu=$(jq '[.jobs[].cpu_time] | add' "$TEST_DIR/jobs.json")
 awk -v a="$wf_integral" -v b="$wf_cpu" 'BEGIN { exit !(b > 6 && (a - b) ^ 2 <= (0.03 * b) ^ 2) }' ||
     fail "workflow: CPU rate integrates to $wf_integral s, the jobs' CPU time is $wf_cpu s"
 q series "$WF" --metric procs --step 1s --json >"$TEST_DIR/procs.json" || fail "series procs failed"
-jq -e '.kind == "gauge" and .points[-1][1] == 1 and ([.points[][1]] | min) >= 0' "$TEST_DIR/procs.json" >/dev/null ||
+jq -e '.kind == "gauge" and .points[-1].value == 1 and ([.points[] | .value, .peak] | min) >= 0' "$TEST_DIR/procs.json" >/dev/null ||
     fail "procs: $(jq -c '.points[-5:]' "$TEST_DIR/procs.json")"
 q series "$WF" --metric rss --step 1s --tsv | tail -n +2 | awk -F'\t' '$2 < 0 { exit 1 }' || fail "negative rss"
 log "series: burn_ID07 CPU $integral s vs $final s; workflow $wf_integral s vs $wf_cpu s"

@@ -25,13 +25,24 @@
  *         --no-produce       only write the bulk bodies
  *         --delete-topics    delete the family and dead-letter topics of
  *                            pano.kafka.topic_prefix and exit (test cleanup)
+ *         --shape SHAPE      instead of -n synthetic events, one big
+ *                            workflow (--wf, or a random UUID) in the shape
+ *                            pano-monitor (monitor) or Pegasus's kickstart
+ *                            and pegasus-monitord (pegasus) give it, each
+ *                            event to its family's topic
+ *                            (tests/tools/bench_workflow.h)
+ *         --jobs N           its jobs (default 10000)
+ *         --samples N        samples of a job that ends (default 100
+ *                            monitor, 12 pegasus)
  *     plus the common options (--config, --set, ...): pano.kafka.brokers and
  *     pano.kafka.topic_prefix choose where the events go.
  *
  * Messages are keyed by wf_uuid, as pano-bridge does. Prints one line:
- * "kafka_load: produced N events (W workflows) run=ID in S s".
+ * "kafka_load: produced N events (W workflows) run=ID in S s"; with --shape
+ * also "kafka_load: workflow UUID jobs=N events=N failed=N unended=N" first.
  */
 #include "buf.h"
+#include "bench_workflow.h"
 #include "bulk.h"
 #include "cli.h"
 #include "event.h"
@@ -191,6 +202,118 @@ static int bulk_add(bulk_writer *w, const char *text, size_t len)
     return 0;
 }
 
+/* Where each event goes: bulk bodies, Kafka, or both. */
+typedef struct {
+    pano_config *cfg;
+    rd_kafka_t *rk;   /* NULL: --no-produce */
+    bulk_writer *bw;  /* its dir NULL: no bulk bodies */
+    const char *key;  /* the wf_uuid of --shape's workflow */
+} outlet;
+
+/* The event to the topic of family, keyed by wf. */
+static int send_event(outlet *o, const char *family, const char *wf, const char *text, size_t len)
+{
+    if (o->bw->dir && bulk_add(o->bw, text, len) < 0)
+        return -1;
+    if (!o->rk)
+        return 0;
+    char topic[256];
+    pano_kafka_topic(o->cfg, family, topic, sizeof topic);
+    for (;;) {
+        rd_kafka_resp_err_t e = rd_kafka_producev(
+            o->rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(wf, strlen(wf)),
+            RD_KAFKA_V_VALUE((void *)text, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_END);
+        if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+            rd_kafka_poll(o->rk, 10);
+            continue;
+        }
+        rd_kafka_poll(o->rk, 0);
+        if (e) {
+            pano_error("produce: %s", rd_kafka_err2str(e));
+            return -1;
+        }
+        return 0;
+    }
+}
+
+static int send_workflow_event(const char *event, const char *text, size_t len, void *user)
+{
+    outlet *o = user;
+    return send_event(o, pano_event_family(event), o->key, text, len);
+}
+
+/* The -n synthetic events: counts, workflows, families, pacing. */
+typedef struct {
+    long long count, bad;
+    char **wfs;
+    size_t nwfs;
+    const char **fam;
+    size_t nfam;
+    char **invalid_wfs; /* one more event each, with a wf_uuid that is not a UUID */
+    long long ninvalid;
+    double rate; /* events/s, 0: as fast as possible */
+    bool ts_now;
+    size_t pad;
+    const char *run_id;
+} synthetic;
+
+/* Sends the synthetic events; sets *sent to how many it tried. */
+static int write_synthetic(outlet *o, const synthetic *s, long long *sent)
+{
+    long long total = s->count + s->bad + s->ninvalid;
+    long long bad_every = s->bad ? (s->count + s->bad) / s->bad : 0;
+    double start = pano_now();
+    const double day = 1790000000.0; /* 2026-09-21, a fixed day */
+    long long bad_done = 0, normal_done = 0;
+    int rc = 0;
+    long long i;
+    for (i = 0; i < total && rc == 0; i++) {
+        if (s->rate > 0) {
+            double due = start + (double)i / s->rate;
+            double now = pano_now();
+            if (due > now)
+                usleep((useconds_t)((due - now) * 1e6));
+        }
+        bool is_bad = false;
+        const char *wf;
+        const char *family;
+        if (i >= s->count + s->bad) {
+            wf = s->invalid_wfs[i - s->count - s->bad];
+            family = s->fam[i % (long long)s->nfam];
+        } else {
+            is_bad = bad_done < s->bad &&
+                     (normal_done >= s->count || (bad_every && i % bad_every == 0));
+            wf = s->wfs[i % (long long)s->nwfs];
+            family = s->fam[(i / (long long)s->nwfs) % (long long)s->nfam];
+        }
+        if (is_bad)
+            bad_done++;
+        else if (i < s->count + s->bad)
+            normal_done++;
+        double ts = s->ts_now ? pano_now() : day + (double)i / 1000.0;
+        size_t len;
+        char *text = make_event(family, i, wf, s->run_id, ts, s->pad, is_bad, &len);
+        if (send_event(o, is_bad ? "kickstart" : pano_event_family(family), wf, text, len) < 0)
+            rc = 1;
+        free(text);
+    }
+    *sent = i;
+    return rc;
+}
+
+/* --shape: the big workflow's events; sets *sent to how many it sent. */
+static int write_workflow(outlet *o, const bench_workflow *w, long long *sent)
+{
+    printf("kafka_load: workflow %s jobs=%lld events=%lld failed=%lld unended=%lld\n", w->wf_uuid,
+           w->jobs, bench_workflow_count(w), bench_workflow_failed(w), bench_workflow_unended(w));
+    fflush(stdout);
+    o->key = w->wf_uuid;
+    long long n = bench_workflow_write(w, send_workflow_event, o);
+    *sent = n < 0 ? 0 : n;
+    return n < 0 ? 1 : 0;
+}
+
 static int delete_topics(pano_config *cfg)
 {
     char err[512], why[256];
@@ -235,7 +358,7 @@ int main(int argc, char **argv)
         return 2;
     enum {
         O_WF = 0x2000, O_FAMILIES, O_BAD, O_RATE, O_PAD, O_RUN, O_TSNOW, O_BULKDIR, O_BULKDOCS,
-        O_BULKPREFIX, O_NOPRODUCE, O_INVALID, O_DELETE
+        O_BULKPREFIX, O_NOPRODUCE, O_INVALID, O_DELETE, O_SHAPE, O_JOBS, O_SAMPLES
     };
     static const struct option options[] = {
         {"count", required_argument, NULL, 'n'},
@@ -253,6 +376,9 @@ int main(int argc, char **argv)
         {"bulk-prefix", required_argument, NULL, O_BULKPREFIX},
         {"no-produce", no_argument, NULL, O_NOPRODUCE},
         {"delete-topics", no_argument, NULL, O_DELETE},
+        {"shape", required_argument, NULL, O_SHAPE},
+        {"jobs", required_argument, NULL, O_JOBS},
+        {"samples", required_argument, NULL, O_SAMPLES},
         PANO_CLI_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
@@ -267,6 +393,8 @@ int main(int argc, char **argv)
     bool ts_now = false, produce = true;
     bulk_writer bw = {.per_body = 2000};
     const char *bulk_prefix = "pano-";
+    const char *shape_name = NULL;
+    bench_workflow big = {.jobs = 10000};
     int opt;
     while ((opt = getopt_long(argc, argv, "n:w:", options, NULL)) != -1) {
         int handled = pano_cli_option(cfg, opt, optarg);
@@ -296,6 +424,9 @@ int main(int argc, char **argv)
         case O_BULKPREFIX: bulk_prefix = optarg; break;
         case O_NOPRODUCE: produce = false; break;
         case O_DELETE: return delete_topics(cfg);
+        case O_SHAPE: shape_name = optarg; break;
+        case O_JOBS: big.jobs = atoll(optarg); break;
+        case O_SAMPLES: big.samples = atoi(optarg); break;
         default:
             fprintf(stderr, "usage: see the comment at the top of tests/tools/kafka_load.c\n");
             return 2;
@@ -305,6 +436,18 @@ int main(int argc, char **argv)
     if (count < 0 || nwf < 1 || bw.per_body < 1) {
         pano_error("bad arguments");
         return 2;
+    }
+    if (shape_name) {
+        if (!bench_shape_parse(shape_name, &big.shape) || big.jobs < 1 || nwfs > 1 ||
+            (big.samples != 0 && big.samples < 2)) {
+            pano_error("--shape monitor|pegasus, --jobs >= 1, --samples >= 2, at most one --wf");
+            free(families_arg);
+            pano_config_free(cfg);
+            return 2;
+        }
+        nwf = 1;
+        if (big.samples == 0)
+            big.samples = bench_shape_default_samples(big.shape);
     }
     if (!*run_id) {
         char u[37];
@@ -363,71 +506,27 @@ int main(int argc, char **argv)
         }
     }
 
-    long long total = count + bad, ninvalid = 0;
-    char **invalid_wfs = NULL;
+    synthetic syn = {.count = count, .bad = bad, .wfs = wfs, .nwfs = nwfs, .fam = fam,
+                     .nfam = nfam, .rate = rate, .ts_now = ts_now, .pad = pad, .run_id = run_id};
     if (invalid) {
         for (char *save = NULL, *t = strtok_r(invalid, " ", &save); t;
              t = strtok_r(NULL, " ", &save)) {
-            invalid_wfs = pano_reallocarray(invalid_wfs, (size_t)ninvalid + 1, sizeof *invalid_wfs);
-            invalid_wfs[ninvalid++] = t;
+            syn.invalid_wfs =
+                pano_reallocarray(syn.invalid_wfs, (size_t)syn.ninvalid + 1, sizeof *syn.invalid_wfs);
+            syn.invalid_wfs[syn.ninvalid++] = t;
         }
     }
-    total += ninvalid;
-    long long bad_every = bad ? (count + bad) / bad : 0;
+    outlet out = {.cfg = cfg, .rk = rk, .bw = &bw};
     double start = pano_now();
-    const double day = 1790000000.0; /* 2026-09-21, a fixed day */
-    long long bad_done = 0, normal_done = 0;
-    int rc = 0;
-    for (long long i = 0; i < total && rc == 0; i++) {
-        if (rate > 0) {
-            double due = start + (double)i / rate;
-            double now = pano_now();
-            if (due > now)
-                usleep((useconds_t)((due - now) * 1e6));
-        }
-        bool is_bad = false;
-        const char *wf;
-        const char *family;
-        if (i >= count + bad) {
-            wf = invalid_wfs[i - count - bad];
-            family = fam[i % nfam];
-        } else {
-            is_bad = bad_done < bad && (normal_done >= count || (bad_every && i % bad_every == 0));
-            wf = wfs[i % nwfs];
-            family = fam[(i / nwfs) % nfam];
-        }
-        if (is_bad)
-            bad_done++;
-        else if (i < count + bad)
-            normal_done++;
-        double ts = ts_now ? pano_now() : day + (double)i / 1000.0;
-        size_t len;
-        char *text = make_event(family, i, wf, run_id, ts, pad, is_bad, &len);
-        if (bw.dir && bulk_add(&bw, text, len) < 0)
-            rc = 1;
-        if (rk) {
-            char topic[256];
-            pano_kafka_topic(cfg, is_bad ? "kickstart" : pano_event_family(family), topic,
-                             sizeof topic);
-            for (;;) {
-                rd_kafka_resp_err_t e = rd_kafka_producev(
-                    rk, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(wf, strlen(wf)),
-                    RD_KAFKA_V_VALUE(text, len), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-                    RD_KAFKA_V_END);
-                if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-                    rd_kafka_poll(rk, 10);
-                    continue;
-                }
-                if (e) {
-                    pano_error("produce: %s", rd_kafka_err2str(e));
-                    rc = 1;
-                }
-                break;
-            }
-            rd_kafka_poll(rk, 0);
-        }
-        free(text);
-    }
+    long long total = 0;
+    int rc;
+    if (shape_name) {
+        big.wf_uuid = wfs[0];
+        big.run_id = run_id;
+        big.now = start;
+        rc = write_workflow(&out, &big, &total);
+    } else
+        rc = write_synthetic(&out, &syn, &total);
     if (bw.dir && bulk_flush(&bw) < 0)
         rc = 1;
     if (rk) {
@@ -436,7 +535,7 @@ int main(int argc, char **argv)
             pano_error("flush: %s", rd_kafka_err2str(e));
             rc = 1;
         }
-        if (failed || delivered != total) {
+        if (rc == 0 && (failed || delivered != total)) {
             pano_error("%lld of %lld events not delivered", total - delivered, total);
             rc = 1;
         }
@@ -448,7 +547,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < nwfs; i++)
         free(wfs[i]);
     free(wfs);
-    free(invalid_wfs);
+    free(syn.invalid_wfs);
     free(families_arg);
     pano_config_free(cfg);
     return rc;

@@ -36,6 +36,16 @@ START_TEST(only_partitions_past_their_retention)
     for (size_t i = 0; never[i]; i++)
         ck_assert_msg(!pano_retention_expired(never[i], bases, p, now), "would delete %s",
                       never[i]);
+    /* the summaries: kept as the stream they summarize (bases of their own,
+     * "" for a stream without summaries, which no name matches) */
+    static const char *const summaries[PANO_N_STREAMS] = {
+        "pano-summary-kickstart", "", "pano-summary-stampede", "pano-summary-darshan",
+        "pano-summary-transfer", "", "", "", ""};
+    ck_assert(pano_retention_expired("pano-summary-kickstart-2024.08", summaries, p, now));
+    ck_assert(!pano_retention_expired("pano-summary-kickstart-2024.09", summaries, p, now));
+    ck_assert(!pano_retention_expired("pano-summary-stampede-1970.01", summaries, p, now));
+    ck_assert(!pano_retention_expired("pano-summary-samples-2020.01", summaries, p, now));
+    ck_assert(!pano_retention_expired("pano-summary-kickstart-2024.08", bases, p, now));
     double end;
     ck_assert_int_eq(pano_retention_stream_of("pano-dead-letter-2026.09", bases, &end),
                      PANO_STREAM_DEAD_LETTER);
@@ -50,11 +60,16 @@ START_TEST(shard_budget)
         p[i] = (pano_stream_policy){PANO_PERIOD_MONTH, 365 * 86400.0};
     long per_year;
     /* a year by month: 14 months at most (13 whole, the current one), 9 streams */
-    ck_assert_int_eq(pano_retention_shards(p, 1, 0, &per_year), 9 * 16);
+    ck_assert_int_eq(pano_retention_shards(p, 1, 0, false, &per_year), 9 * 16);
     ck_assert_int_eq(per_year, 0);
-    ck_assert_int_eq(pano_retention_shards(p, 2, 1, &per_year), 9 * 16 * 4);
+    ck_assert_int_eq(pano_retention_shards(p, 2, 1, false, &per_year), 9 * 16 * 4);
+    /* the summaries of kickstart, stampede, darshan and transfer: 4 streams more */
+    ck_assert_int_eq(pano_retention_shards(p, 1, 0, true, &per_year), 13 * 16);
     p[1] = (pano_stream_policy){PANO_PERIOD_DAY, 0}; /* samples by day, forever */
-    ck_assert_int_eq(pano_retention_shards(p, 1, 0, &per_year), 8 * 16);
+    ck_assert_int_eq(pano_retention_shards(p, 1, 0, false, &per_year), 8 * 16);
+    ck_assert_int_eq(per_year, 366);
+    /* samples have no summary stream of their own: they belong to kickstart's runs */
+    ck_assert_int_eq(pano_retention_shards(p, 1, 0, true, &per_year), 12 * 16);
     ck_assert_int_eq(per_year, 366);
 }
 END_TEST

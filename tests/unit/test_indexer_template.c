@@ -124,6 +124,27 @@ START_TEST(one_template_per_stream_for_its_partitions)
     ck_assert(pano_json_get_int(settings, "number_of_shards", &v) && v == 2);
     ck_assert(pano_json_get_int(settings, "number_of_replicas", &v) && v == 0);
     ck_assert_str_eq(pano_json_get_str(settings, "refresh_interval"), "1s");
+    /* one for the partitions of every summary stream: the workflow, the
+     * _id (to sort by only) and the count mapped, nothing else (no dynamic
+     * fields), refreshed as the events */
+    pano_json *sum = pano_json_get(templates, "p-summary");
+    ck_assert_msg(sum, "no template for the summaries");
+    ck_assert_str_eq(pano_json_at(pano_json_get(sum, "index_patterns"), 0)->u.string.text,
+                     "p-summary-*");
+    pano_json *m = pano_json_get(pano_json_get(sum, "template"), "mappings");
+    ck_assert(pano_json_get(m, "dynamic")->type == PANO_JSON_BOOL &&
+              !pano_json_get(m, "dynamic")->u.boolean);
+    ck_assert_str_eq(type_of("p-summary", "set.id"), "keyword");
+    ck_assert(!pano_json_get(field("p-summary", "set.id"), "index")->u.boolean);
+    ck_assert_str_eq(pano_json_get_str(field("p-summary", "set.wf"), "normalizer"), "pano_lowercase");
+    ck_assert_ptr_null(field("p-summary", "set.job"));
+    /* the count of events, summed by pano_query_changes, not searched */
+    ck_assert_str_eq(type_of("p-summary", "add.n"), "long");
+    ck_assert(!pano_json_get(field("p-summary", "add.n"), "index")->u.boolean);
+    ck_assert_ptr_null(field("p-summary", "min"));
+    ck_assert_ptr_null(field("p-summary", "latest"));
+    settings = pano_json_get(pano_json_get(sum, "template"), "settings");
+    ck_assert_str_eq(pano_json_get_str(settings, "refresh_interval"), "1s");
 }
 END_TEST
 

@@ -2,6 +2,7 @@
  * summaries with exact medians and percentiles, robust outliers (modified
  * z-score), overdue running jobs, failures; and its input checks. */
 #include "event.h"
+#include "jobs_fixture.h"
 #include "mem.h"
 #include "query.h"
 #include "testutil.h"
@@ -14,21 +15,15 @@
 /* A workflow of n jobs of transformation "burn" on two hosts. */
 static pano_jobs make_jobs(size_t n)
 {
-    pano_jobs w = {.now = 10000, .first_event = 1000, .last_event = 9000};
-    snprintf(w.wf_uuid, sizeof w.wf_uuid, "2fe0d1b0-8916-4d5a-b4f7-bc975b17c87b");
-    w.wf_label = pano_strdup("test");
-    w.jobs = pano_calloc(n, sizeof *w.jobs);
-    w.n = n;
+    pano_jobs w = pano_test_workflow("2fe0d1b0-8916-4d5a-b4f7-bc975b17c87b", "test", n, 10000);
+    w.first_event = 1000;
+    w.last_event = 9000;
     for (size_t i = 0; i < n; i++) {
         pano_job *j = &w.jobs[i];
-        j->dag_job_id = pano_asprintf("burn_ID%02zu", i);
-        j->id = pano_strdup(j->dag_job_id);
-        j->transformation = pano_strdup("burn");
-        j->host = pano_strdup(i % 2 ? "node2" : "node1");
-        j->site = pano_strdup("local");
-        j->exe = pano_strdup("/bin/burn");
+        char id[32];
+        snprintf(id, sizeof id, "burn_ID%02zu", i);
+        pano_test_name_job(j, id, "burn", i % 2 ? "node2" : "node1", "local", "/bin/burn");
         j->attempt = 1;
-        j->state = PANO_JOB_SUCCEEDED;
         j->exitcode = 0;
         j->start = 1000 + (double)i;
         j->duration = 10 + 0.1 * (double)(i % 5); /* 10.0 .. 10.4 */

@@ -1,0 +1,401 @@
+/*
+ * jobs_summaries.c - a workflow's runs from the indexer's summaries
+ * (summary.h, runs.h).
+ *
+ * Every summary document of the workflow is read through a point in time,
+ * in pages of 10,000 sorted by _id (so that a run's documents of two
+ * partitions come one after the other and are merged), only the fields
+ * used. Each becomes the run jobs.c would have made of the same events:
+ * run_of mirrors on_monitor_run and on_open_run, instance_of on_instance,
+ * and the side counts go through runs_side as on_side's do.
+ */
+#include "log.h"
+#include "mem.h"
+#include "runs.h"
+#include "store_es.h"
+#include "summary.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PAGE 10000
+#define KEEP_ALIVE "1m"
+
+typedef struct {
+    char *job, *host;
+    int64_t darshan, transfer;
+} side_count;
+
+typedef struct {
+    collect monitor, inst;
+    side_count *sides;
+    size_t nsides, cap_sides;
+    double first[RUNS_KINDS];  /* the earliest event each kind's summaries hold */
+    bool seen[RUNS_KINDS];
+} reading;
+
+/* A string of a summary as a new string ("" when absent). */
+static char *dup(const char *s)
+{
+    return pano_strdup(s ? s : "");
+}
+
+/* A number of a summary, missing when absent. */
+static double or(double v, double missing)
+{
+    return isnan(v) ? missing : v;
+}
+
+static void run_of(reading *rd, const pano_run_summary *d)
+{
+    const double *v = d->v;
+    if (isnan(v[PANO_SF_FIRST]))
+        return; /* samples without a start or an end make no run */
+    run *r = runs_add(&rd->monitor);
+    pano_job *j = &r->job;
+    j->from_monitor = true;
+    j->dag_job_id = dup(d->t[PANO_ST_JOB]);
+    j->host = dup(d->t[PANO_ST_HOST]);
+    j->transformation = dup(d->t[PANO_ST_XF]);
+    j->site = dup(d->t[PANO_ST_SITE]);
+    j->pid = (int64_t)or(v[PANO_SF_PID], -1);
+    j->exe = dup(d->t[PANO_ST_EXE]);
+    j->start = v[PANO_SF_FIRST];
+    j->last_seen = or(v[PANO_SF_LAST], j->start);
+    j->interval = or(v[PANO_SF_IV], 0);
+    if (or(v[PANO_SF_END], 0) > 0) {
+        r->ended = true;
+        j->end = j->last_seen; /* the end is the run's last event */
+        j->exitcode = (int)or(v[PANO_SF_EXIT], -1);
+        j->signal = (int)or(v[PANO_SF_SIG], 0);
+        j->state = j->signal > 0      ? PANO_JOB_KILLED
+                   : j->exitcode == 0 ? PANO_JOB_SUCCEEDED
+                                      : PANO_JOB_FAILED;
+        j->duration = or(v[PANO_SF_DUR], j->end - j->start);
+        j->cpu_time = or(v[PANO_SF_CPU], 0);
+        j->maxrss = (int64_t)or(v[PANO_SF_RSS], -1);
+        j->bytes_read = (int64_t)or(v[PANO_SF_RCH], -1);
+        j->bytes_written = (int64_t)or(v[PANO_SF_WCH], -1);
+        j->samples = (int64_t)or(v[PANO_SF_NS], 0);
+        return;
+    }
+    if (isnan(v[PANO_SF_SLAST]))
+        return; /* no sample yet */
+    j->samples = (int64_t)or(v[PANO_SF_SN], 0);
+    if (v[PANO_SF_SLAST] > j->last_seen)
+        j->last_seen = v[PANO_SF_SLAST];
+    if (j->interval <= 0)
+        j->interval = or(v[PANO_SF_SIV], 0);
+    j->maxrss = (int64_t)or(v[PANO_SF_SPEAK], -1);
+    const pano_summary_latest *s = &d->latest[PANO_SL_S];
+    if (s->has) {
+        j->cpu_time = or(s->v[PANO_S_UT], 0) + or(s->v[PANO_S_ST], 0);
+        j->bytes_read = (int64_t)or(s->v[PANO_S_RCH], -1);
+        j->bytes_written = (int64_t)or(s->v[PANO_S_WCH], -1);
+        j->rss = (int64_t)or(s->v[PANO_S_RSS], 0);
+        j->vm = (int64_t)or(s->v[PANO_S_VM], 0);
+        j->procs = (int64_t)or(s->v[PANO_S_PR], 0);
+        j->threads = (int64_t)or(s->v[PANO_S_TH], 0);
+    }
+}
+
+static void instance_of(reading *rd, const pano_run_summary *d)
+{
+    const double *v = d->v;
+    run *r = runs_add(&rd->inst);
+    pano_job *j = &r->job;
+    j->from_stampede = true;
+    j->dag_job_id = dup(d->t[PANO_ST_JOB]);
+    r->inst_id = (int64_t)or(v[PANO_SF_INST], 0);
+    j->host = dup(d->latest[PANO_SL_H].t[0]);
+    j->site = dup(d->latest[PANO_SL_SI].t[0]);
+    const pano_summary_latest *inv = &d->latest[PANO_SL_IV];
+    j->transformation = dup(inv->t[0]);
+    j->exe = dup(inv->t[1]);
+    r->submitted = or(v[PANO_SF_SUB], 0);
+    double exec = or(v[PANO_SF_EXEC], 0), inv_start = or(v[PANO_SF_IST], 0);
+    j->start = exec > 0 ? exec : inv_start > 0 ? inv_start : r->submitted;
+    j->last_seen = or(v[PANO_SF_LAST], j->start);
+    /* the invocations' sums (0 for none, as a sum over no document is) */
+    double inv_dur = 0, inv_cpu = 0;
+    for (size_t i = 0; i < d->ninv; i++) {
+        inv_dur += or(d->inv[i].dur, 0);
+        inv_cpu += or(d->inv[i].cpu, 0);
+    }
+    if (inv->has) {
+        j->cpu_time = inv_cpu;
+        j->maxrss = (int64_t)or(v[PANO_SF_IRSS], -1);
+    }
+    const pano_summary_latest *state = &d->latest[PANO_SL_ST];
+    const pano_summary_latest *main_end = &d->latest[PANO_SL_ME], *post_end = &d->latest[PANO_SL_PE];
+    const char *e = state->has ? state->t[0] : NULL;
+    char event[128] = "";
+    if (e)
+        snprintf(event, sizeof event, "stampede.job_inst.%s", e);
+    j->state = e ? runs_state_after(event, or(state->v[PANO_STATE_STATUS], 0)) : PANO_JOB_QUEUED;
+    /* The verdict is the POST script's when it ran, else the job's own. */
+    double x = post_end->has ? post_end->v[PANO_PE_X] : main_end->v[PANO_ME_X];
+    double ts = post_end->has ? post_end->v[PANO_PE_TS] : main_end->v[PANO_ME_TS];
+    bool verdict = post_end->has || main_end->has;
+    bool final_verdict = post_end->has || (e && strcmp(e, "main.end") == 0);
+    if (verdict && final_verdict && !isnan(x)) {
+        r->ended = true;
+        j->state = runs_decode_status(x, &j->exitcode, &j->signal);
+        j->end = or(ts, j->last_seen);
+    }
+    double local = main_end->has ? main_end->v[PANO_ME_LD] : NAN;
+    if (r->ended)
+        j->duration = !isnan(local) ? local : inv_dur;
+}
+
+static void side_of(reading *rd, const pano_run_summary *d)
+{
+    if (rd->nsides == rd->cap_sides) {
+        rd->cap_sides = rd->cap_sides ? rd->cap_sides * 2 : 64;
+        rd->sides = pano_reallocarray(rd->sides, rd->cap_sides, sizeof *rd->sides);
+    }
+    side_count *s = &rd->sides[rd->nsides++];
+    s->job = dup(d->t[PANO_ST_JOB]);
+    s->host = dup(d->t[PANO_ST_HOST]);
+    s->darshan = (int64_t)or(d->v[PANO_SF_D], 0);
+    s->transfer = (int64_t)or(d->v[PANO_SF_T], 0);
+}
+
+/* One document (a run's, merged over its partitions). */
+static void on_document(reading *rd, const pano_run_summary *d)
+{
+    int k = d->kind == PANO_SUMMARY_RUN    ? RUNS_KIND_RUN
+            : d->kind == PANO_SUMMARY_INST ? RUNS_KIND_INST
+                                           : RUNS_KIND_SIDE;
+    double t0 = d->v[PANO_SF_T0];
+    if (!isnan(t0) && (!rd->seen[k] || t0 < rd->first[k])) {
+        rd->first[k] = t0;
+        rd->seen[k] = true;
+    }
+    if (k == RUNS_KIND_RUN)
+        run_of(rd, d);
+    else if (k == RUNS_KIND_INST)
+        instance_of(rd, d);
+    else
+        side_of(rd, d);
+}
+
+/* ---- reading ------------------------------------------------------------------- */
+
+/* The search of one page after `after` (the sort values of the last hit,
+ * or NULL for the first). */
+static pano_json *page_body(const char *pit, const char *wf_uuid, const pano_json *after)
+{
+    pano_json *b = pano_json_object();
+    pano_json *p = pano_json_set_object(b, "pit");
+    pano_json_set_str(p, "id", pit);
+    pano_json_set_str(p, "keep_alive", KEEP_ALIVE);
+    pano_json_set_int(b, "size", PAGE);
+    pano_json_set_bool(b, "track_total_hits", false);
+    pano_json_set(pano_json_set_object(b, "query"), "term", pano_json_object());
+    pano_json_set_str(pano_json_get(pano_json_get(b, "query"), "term"), "set.wf", wf_uuid);
+    pano_json_set(b, "sort", store_literal("[{\"set.id\":\"asc\"},{\"_shard_doc\":\"asc\"}]"));
+    /* Whole documents: Elasticsearch sends a stored _source as it is, but
+     * filters one (leaving out the writers' tokens, say) by parsing and
+     * writing it again, which took twice as long for a quarter fewer bytes. */
+    if (after)
+        pano_json_set(b, "search_after", pano_json_clone(after));
+    return b;
+}
+
+/* Every summary document of the workflow, the documents of one run merged,
+ * to on_document. 0, or -1 with a message in err. */
+static int read_all(pano_query *q, const pano_jobs *jobs, reading *rd, char *err, size_t errlen)
+{
+    char *indices = store_summary_indices(q, jobs);
+    char *path = pano_asprintf("/%s/_pit?keep_alive=%s&routing=%s&ignore_unavailable=true",
+                               indices, KEEP_ALIVE, jobs->wf_uuid);
+    free(indices);
+    pano_json *empty = pano_json_object();
+    pano_json *opened = store_post(q, path, empty, NULL, err, errlen);
+    pano_json_free(empty);
+    free(path);
+    const char *id = opened ? pano_json_get_str(opened, "id") : NULL;
+    if (!id) {
+        if (opened)
+            snprintf(err, errlen, "Elasticsearch opened no point in time over the summaries");
+        pano_json_free(opened);
+        return -1;
+    }
+    char *pit = pano_strdup(id);
+    pano_json_free(opened);
+    pano_arena arena;
+    pano_arena_init(&arena, 1 << 20);
+    pano_json *after = NULL;
+    pano_run_summary held; /* the last document read: the next may be of its run */
+    bool holding = false;
+    pano_summary_init(&held);
+    int rc = 0;
+    for (;;) {
+        pano_json *body = page_body(pit, jobs->wf_uuid, after);
+        pano_arena_reset(&arena);
+        pano_json *answer = store_post(
+            q, "/_search?filter_path=pit_id,hits.hits._source,hits.hits.sort", body, &arena, err,
+            errlen);
+        pano_json_free(body);
+        if (!answer) {
+            rc = -1;
+            break;
+        }
+        const char *next_pit = pano_json_get_str(answer, "pit_id");
+        if (next_pit && strcmp(next_pit, pit) != 0) {
+            free(pit);
+            pit = pano_strdup(next_pit);
+        }
+        const pano_json *hits = pano_json_get_array(pano_json_get(answer, "hits"), "hits");
+        size_t n = pano_json_len(hits);
+        for (size_t i = 0; i < n; i++) {
+            pano_run_summary cur;
+            if (!pano_summary_read(pano_json_get(pano_json_at(hits, i), "_source"), &cur))
+                continue;
+            if (holding && strcmp(held.id, cur.id) == 0) { /* its run, another period */
+                pano_summary_merge(&held, &cur, true);
+                pano_summary_clear(&cur);
+                continue;
+            }
+            if (holding)
+                on_document(rd, &held);
+            pano_summary_clear(&held);
+            held = cur;
+            holding = true;
+        }
+        pano_json_free(after);
+        after = n ? pano_json_clone(pano_json_get(pano_json_at(hits, n - 1), "sort")) : NULL;
+        if (n < PAGE || !after)
+            break;
+    }
+    if (holding && rc == 0)
+        on_document(rd, &held);
+    pano_summary_clear(&held);
+    pano_json_free(after);
+    pano_arena_free(&arena);
+    /* The point in time is let go now rather than after its keep-alive. */
+    char *close = pano_asprintf("{\"id\":\"%s\"}", pit);
+    pano_es_response r = {0};
+    char why[256];
+    if (pano_es_request(q->es, "DELETE", "/_pit", close, strlen(close), &r, why, sizeof why) == 0)
+        pano_es_response_free(&r);
+    free(close);
+    free(pit);
+    return rc;
+}
+
+/* The composite aggregations' order (runs.h): keywords by their bytes,
+ * numbers by value, the missing first. */
+static int by_run_key(const void *a, const void *b)
+{
+    const pano_job *x = &((const run *)a)->job, *y = &((const run *)b)->job;
+    int c;
+    if ((c = strcmp(x->dag_job_id, y->dag_job_id)) || (c = strcmp(x->host, y->host)))
+        return c;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    if ((c = strcmp(x->transformation, y->transformation)) || (c = strcmp(x->site, y->site)))
+        return c;
+    return strcmp(x->exe, y->exe);
+}
+
+static int by_instance_key(const void *a, const void *b)
+{
+    const run *x = a, *y = b;
+    int c = strcmp(x->job.dag_job_id, y->job.dag_job_id);
+    if (c)
+        return c;
+    return x->inst_id < y->inst_id ? -1 : x->inst_id > y->inst_id;
+}
+
+static void free_runs(collect *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        runs_free_job(&c->runs[i].job);
+    free(c->runs);
+    memset(c, 0, sizeof *c);
+}
+
+static void reading_clear(reading *rd)
+{
+    free_runs(&rd->monitor);
+    free_runs(&rd->inst);
+    for (size_t i = 0; i < rd->nsides; i++) {
+        free(rd->sides[i].job);
+        free(rd->sides[i].host);
+    }
+    free(rd->sides);
+    memset(rd, 0, sizeof *rd);
+}
+
+/* Whether the summaries read cover the store's events: a store written (or
+ * partly) before summaries existed lacks the summaries of its earliest
+ * events. */
+static bool covers(const reading *rd, const runs_coverage *events)
+{
+    for (int k = 0; k < RUNS_KINDS; k++)
+        if (events->events[k] > 0 && !(rd->seen[k] && rd->first[k] <= events->first[k] + 1e-6))
+            return false;
+    return true;
+}
+
+/* Makes what was written to the workflow's summary partitions searchable
+ * (a refresh, which Elasticsearch skips where nothing changed). A failure
+ * (a user without the right to refresh) leaves the summaries as read. */
+static void refresh(pano_query *q, const pano_jobs *jobs)
+{
+    char *indices = store_summary_indices(q, jobs);
+    char *path =
+        pano_asprintf("/%s/_refresh?ignore_unavailable=true&allow_no_indices=true", indices);
+    free(indices);
+    pano_es_response r = {0};
+    char why[256];
+    if (pano_es_request(q->es, "POST", path, NULL, 0, &r, why, sizeof why) < 0)
+        pano_debug("POST %s: %s", path, why);
+    else {
+        pano_debug("POST %s: HTTP %ld", path, r.status);
+        pano_es_response_free(&r);
+    }
+    free(path);
+}
+
+int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverage *events,
+                        bool with_side, collect *c, char *err, size_t errlen)
+{
+    /* pano-indexer writes a batch's summaries just after its events, so
+     * the events may be searchable before them: summaries that count fewer
+     * events than the store holds are refreshed before they are read.
+     * Still behind (a batch's summaries in flight, or counts left short by
+     * a crash, indexer.md), they are taken as read. */
+    int64_t summarized;
+    if (store_summarized(q, jobs, &summarized, err, errlen) < 0)
+        return -1;
+    int64_t stored = 0;
+    for (int k = 0; k < RUNS_KINDS; k++)
+        stored += events->events[k];
+    if (summarized > 0 && summarized < stored)
+        refresh(q, jobs);
+    reading rd = {0};
+    int rc = read_all(q, jobs, &rd, err, errlen);
+    bool covered = rc == 0 && covers(&rd, events);
+    if (covered) {
+        store_sort(rd.monitor.runs, rd.monitor.n, sizeof *rd.monitor.runs, by_run_key);
+        store_sort(rd.inst.runs, rd.inst.n, sizeof *rd.inst.runs, by_instance_key);
+        for (int k = 0; k < 2; k++) {
+            collect *from = k == 0 ? &rd.monitor : &rd.inst;
+            for (size_t i = 0; i < from->n; i++)
+                *runs_add(c) = from->runs[i];
+            free(from->runs);
+        }
+        for (size_t i = 0; with_side && i < rd.nsides; i++)
+            runs_side(c, rd.sides[i].job, rd.sides[i].host, rd.sides[i].darshan,
+                      rd.sides[i].transfer);
+        rd.monitor = (collect){0};
+        rd.inst = (collect){0};
+    }
+    reading_clear(&rd);
+    return rc < 0 ? -1 : covered ? 1 : 0;
+}
