@@ -25,13 +25,19 @@
 # By hand: A's stored deltas are s1 (utime 1, rss 1000, rchar 100), s3
 # (2, 500, 200), s2 (0: late), s4 (1, 0, 100) and a closing sample at
 # t0+4.5 (rss -1500, vm -3000, procs -1, threads -1); B's s1 (0.5, 3000, 50)
-# and s2 (1, 0, 100): each run's deltas add up to its latest values. At a
-# 2 s step WP's series equal WM's:
-#   rss [4000, 4500, 0]  cpu [0.75, 1.5, 0.5]  read [75, 150, 50]  procs [2, 2, 0]
-# and at 1 s the late sample shows where it came: WP rss [0, 4000, 4000,
-# 1500, 0] (WM [0, 4000, 5000, 1500, 0]), cpu [0, 1.5, 1, 2, 1]. WO (D by
-# the raw path, E by the deltas) at 1 s: rss [0, 700, 800, 700], cpu [0, 1,
-# 1.5, 1.5].
+# and s2 (1, 0, 100): each run's deltas add up to its latest values. A
+# gauge's point is its time-weighted mean over the bucket (query/gauge.h);
+# B, lost, stops counting at its last sample (t0+2). At a 2 s step WP's
+# series equal WM's but where A's late sample moved its rss:
+#   cpu [0.75, 1.5, 0.5]  read [75, 150, 50]  procs [1, 1, 0.25]
+#   rss WM [2000, 1750, 375]: (1000 + 3000) over [t0+1, t0+2), then A alone,
+#       2000 over [t0+2, t0+3), 1500 to t0+4.5;
+#   rss WP [2000, 1250, 375]: A's s2 came late, so A stays at 1000 over
+#       [t0+2, t0+3).
+# At 1 s: WP rss [0, 4000, 1000, 1500, 750] (WM [0, 4000, 2000, 1500,
+# 750]), cpu [0, 1.5, 1, 2, 1]. WO (D by the raw path, to its end at
+# t0+3.5; E by the deltas, 100 over [t0+2, t0+3.5)) at 1 s: rss [0, 700,
+# 800, 400], cpu [0, 1, 1.5, 1.5].
 source "$(dirname "$0")/indexer_lib.sh"
 require_stack
 command -v kcat >/dev/null || fail "kcat is not installed"
@@ -192,7 +198,7 @@ log "replays stored once, one closing sample, the store written before and C lef
 # ---- what pano-query answers --------------------------------------------------------
 series() { # WF METRIC STEP
     "$QUERY" series "$1" --metric "$2" --step "$3" --json >"$TEST_DIR/series.json" || fail "pano-query series $*"
-    jq -c --argjson t0 "$t0" '[.points[] | .[1]]' "$TEST_DIR/series.json"
+    jq -c '[.points[] | .value]' "$TEST_DIR/series.json"
 }
 expect() { # WF METRIC STEP WANT
     local got
@@ -200,16 +206,17 @@ expect() { # WF METRIC STEP WANT
     [[ $got == "$4" ]] || fail "$2 at $3 of $(case $1 in "$WP") echo WP ;; "$WM") echo WM ;; *) echo WO ;; esac): $got, expected $4"
 }
 for wf in "$WP" "$WM"; do
-    expect "$wf" rss 2s '[4000,4500,0]'
     expect "$wf" cpu 2s '[0.75,1.5,0.5]'
     expect "$wf" read 2s '[75,150,50]'
-    expect "$wf" procs 2s '[2,2,0]'
+    expect "$wf" procs 2s '[1,1,0.25]'
 done
-log "WP's series equal WM's at 2 s"
-expect "$WP" rss 1s '[0,4000,4000,1500,0]'
-expect "$WM" rss 1s '[0,4000,5000,1500,0]'
+expect "$WM" rss 2s '[2000,1750,375]'
+expect "$WP" rss 2s '[2000,1250,375]'
+log "WP's series equal WM's at 2 s, but for the rss A's late sample moved"
+expect "$WP" rss 1s '[0,4000,1000,1500,750]'
+expect "$WM" rss 1s '[0,4000,2000,1500,750]'
 expect "$WP" cpu 1s '[0,1.5,1,2,1]'
-expect "$WO" rss 1s '[0,700,800,700]'
+expect "$WO" rss 1s '[0,700,800,400]'
 expect "$WO" cpu 1s '[0,1,1.5,1.5]'
 log "at 1 s: the late sample where it came, the store written before by both paths"
 
