@@ -71,9 +71,11 @@ int outlet_setup_indices(indexer *ix)
 
 /* ---- deltas -------------------------------------------------------------------- */
 
-/* One round of lookups: the samples made visible first (once a batch), so
- * that a search finds every sample stored before. */
-static int lookup_round(indexer *ix, const pano_buf *body, bool *refreshed)
+/* One round of lookups for batch b, on its own client (ix->es may be busy
+ * with the summaries of the batch before, in their thread): the samples
+ * made visible first (once a batch), so that a search finds every sample
+ * stored before. */
+static int lookup_round(indexer *ix, batch *b, const pano_buf *body, bool *refreshed)
 {
     char err[512], path[600], *answer = NULL;
     long st;
@@ -81,7 +83,7 @@ static int lookup_round(indexer *ix, const pano_buf *body, bool *refreshed)
         snprintf(path, sizeof path,
                  "/%ssamples-*,%skickstart/_refresh?ignore_unavailable=true&allow_no_indices=true",
                  ix->prefix, ix->prefix);
-        st = indexer_es_answered(ix, pano_es_send(ix->es, "POST", path, NULL, &answer, err,
+        st = indexer_es_answered(ix, pano_es_send(b->es, "POST", path, NULL, &answer, err,
                                                   sizeof err), err);
         if (st != 200) {
             if (st)
@@ -93,7 +95,7 @@ static int lookup_round(indexer *ix, const pano_buf *body, bool *refreshed)
         *refreshed = true;
     }
     st = indexer_es_answered(
-        ix, pano_es_send(ix->es, "POST", "/_msearch", body->data, &answer, err, sizeof err), err);
+        ix, pano_es_send(b->es, "POST", "/_msearch", body->data, &answer, err, sizeof err), err);
     int rc = -1;
     if (st == 200 && deltas_read(ix->deltas, answer, strlen(answer), err, sizeof err) == 0)
         rc = 0;
@@ -127,7 +129,7 @@ bool outlet_prepare(indexer *ix, batch *b)
         pano_buf_clear(&body);
         if (deltas_plan(ix->deltas, &body) == 0)
             break;
-        rc = lookup_round(ix, &body, &refreshed);
+        rc = lookup_round(ix, b, &body, &refreshed);
     }
     pano_buf_free(&body);
     free(events);
