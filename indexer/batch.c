@@ -4,6 +4,7 @@
  */
 #include "batch.h"
 
+#include "deltas.h"
 #include "event.h"
 #include "json.h"
 #include "kafka.h"
@@ -39,16 +40,23 @@ void batch_reset(batch *b)
 {
     b->count = b->bytes = 0;
     b->first = b->sent = b->sent_date = b->answered = 0;
-    b->sealed = false;
+    b->sealed = b->prepared = b->ordered = false;
+}
+
+/* Free what an item holds (a closing sample's message is its end's). */
+static void item_free(batch_item *it)
+{
+    pano_bulk_doc_free(&it->doc);
+    delta_event_free(it->run);
+    summaries_free_note(it->summary);
+    if (!it->closing)
+        rd_kafka_message_destroy(it->msg);
 }
 
 void batch_release(batch *b)
 {
-    for (size_t i = 0; i < b->count; i++) {
-        pano_bulk_doc_free(&b->items[i].doc);
-        summaries_free_note(b->items[i].summary);
-        rd_kafka_message_destroy(b->items[i].msg);
-    }
+    for (size_t i = 0; i < b->count; i++)
+        item_free(&b->items[i]);
     batch_reset(b);
 }
 
@@ -67,19 +75,39 @@ batch_item *batch_add(batch *b, rd_kafka_message_t *msg, double now)
 
 /* The messages of revoked partitions are not settled, their offsets are not
  * stored: the new owner replays them. */
+void batch_insert_closings(batch *b, const size_t *after, pano_bulk_doc *docs, size_t n)
+{
+    /* From the back, each item moves once. */
+    size_t to = b->count + n;
+    for (size_t k = n, i = b->count; k > 0;) {
+        while (i > after[k - 1] + 1)
+            b->items[--to] = b->items[--i];
+        batch_item *c = &b->items[--to];
+        memset(c, 0, sizeof *c);
+        c->doc = docs[k - 1];
+        c->closing = true;
+        c->msg = b->items[after[k - 1]].msg;
+        k--;
+    }
+    b->count += n;
+}
+
 size_t batch_drop(batch *b, const rd_kafka_topic_partition_list_t *parts)
 {
     size_t keep = 0, dropped = 0;
+    bool dropping = false; /* the last message's fate, for its closing sample */
     b->bytes = 0;
     for (size_t i = 0; i < b->count; i++) {
         batch_item *it = &b->items[i];
-        if (!parts || rd_kafka_topic_partition_list_find(parts, rd_kafka_topic_name(it->msg->rkt),
-                                                         it->msg->partition)) {
-            pano_bulk_doc_free(&it->doc);
-            summaries_free_note(it->summary);
-            rd_kafka_message_destroy(it->msg);
-            dropped++;
-        } else {
+        if (!it->closing)
+            dropping = !parts || rd_kafka_topic_partition_list_find(
+                                     parts, rd_kafka_topic_name(it->msg->rkt), it->msg->partition);
+        if (dropping) {
+            dropped += !it->closing;
+            item_free(it);
+        } else if (it->closing)
+            b->items[keep++] = *it;
+        else {
             b->bytes += it->msg->len;
             b->items[keep++] = *it;
         }
@@ -136,15 +164,21 @@ const char *batch_header(const rd_kafka_message_t *m, const char *name, char *bu
 #define DEAD_LETTER_EXCERPT (256 * 1024)
 
 /* The dead-letter document holds the reason, where the message came from,
- * the original bytes (an excerpt of large ones) and their size, in the
- * dead-letter partition of now. Its _id makes a replay harmless: the topic,
- * partition and offset of a message the indexer refused; for one the bridge
+ * the original bytes (an excerpt of large ones; a closing sample's own)
+ * and their size, in the dead-letter partition of now. Its _id makes a
+ * replay harmless: the topic, partition and offset of a message the indexer
+ * refused with a hash of the bytes; for one the bridge
  * refused (and may dead-letter again after a crash), a hash of the routing
  * key and the bytes. */
 void batch_make_dead_letter(batch_item *it, const batch_dead_letters *dl, double now)
 {
     rd_kafka_message_t *m = it->msg;
-    const char *payload = m->payload ? m->payload : "";
+    /* a closing sample's own bytes, not its end's */
+    char *own = it->closing ? it->doc.doc : NULL;
+    size_t len = own ? it->doc.doc_len : m->len;
+    const char *payload = own ? own : m->payload ? m->payload : "";
+    if (own)
+        it->doc.doc = NULL; /* freed once it is written down */
     bool bridge = strcmp(rd_kafka_topic_name(m->rkt), dl->bridge_topic) == 0;
     static unsigned logged;
     if (!bridge && logged++ < 100)
@@ -166,17 +200,17 @@ void batch_make_dead_letter(batch_item *it, const batch_dead_letters *dl, double
         pano_json_set_str(d, "wf_uuid", it->doc.wf_uuid);
     if (it->doc.id[0])
         pano_json_set_str(d, "event_id", it->doc.id);
-    long long size = (long long)m->len;
-    bool truncated = m->len > DEAD_LETTER_EXCERPT;
+    long long size = (long long)len;
+    bool truncated = len > DEAD_LETTER_EXCERPT;
     if (bridge) {
         pano_json_set_str(d, "routing_key", batch_header(m, "routing_key", key, sizeof key));
         pano_json_set_str(d, "exchange", batch_header(m, "exchange", value, sizeof value));
         size = atoll(batch_header(m, "original_size", value, sizeof value));
         truncated |= strcmp(batch_header(m, "truncated", value, sizeof value), "true") == 0;
     }
-    pano_json_set_int(d, "original_size", size > 0 ? size : (long long)m->len);
+    pano_json_set_int(d, "original_size", size > 0 ? size : (long long)len);
     pano_json_set_bool(d, "truncated", truncated);
-    size_t kept = m->len > DEAD_LETTER_EXCERPT ? DEAD_LETTER_EXCERPT : m->len;
+    size_t kept = len > DEAD_LETTER_EXCERPT ? DEAD_LETTER_EXCERPT : len;
     pano_json_set(d, "original", pano_json_string_len(payload, kept));
     pano_bulk_doc_free(&it->doc);
     pano_bulk_doc *dd = &it->doc;
@@ -185,18 +219,19 @@ void batch_make_dead_letter(batch_item *it, const batch_dead_letters *dl, double
         pano_buf both = {0};
         pano_buf_append_str(&both, key);
         pano_buf_append(&both, "\n", 1);
-        pano_buf_append(&both, payload, m->len);
+        pano_buf_append(&both, payload, len);
         pano_event_id_of(both.data, both.len, hash);
         pano_buf_free(&both);
         snprintf(dd->id, sizeof dd->id, "bridge-%s", hash);
     } else {
-        pano_event_id_of(payload, m->len, hash);
+        pano_event_id_of(payload, len, hash);
         snprintf(dd->id, sizeof dd->id, "%.120s-%d-%lld-%.16s", rd_kafka_topic_name(m->rkt),
                  (int)m->partition, (long long)m->offset, hash);
     }
     dd->routing[0] = '\0';
     dd->doc = pano_json_serialize(d, &dd->doc_len);
     pano_json_free(d);
+    free(own);
     it->rejected = true;
 }
 
@@ -245,8 +280,11 @@ rd_kafka_topic_partition_list_t *batch_offsets(const batch *b)
             continue; /* blocked by an earlier unsettled item */
         if (it->settled)
             p->offset = it->msg->offset + 1;
-        else
+        else {
             p->opaque = p; /* blocked */
+            if (it->closing) /* its end, settled just before it, waits for it */
+                p->offset = it->msg->offset;
+        }
     }
     rd_kafka_topic_partition_list_t *store = pano_kafka_with_offsets(seen);
     rd_kafka_topic_partition_list_destroy(seen);

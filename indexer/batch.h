@@ -33,8 +33,10 @@
 struct batch_summary; /* summaries.h */
 
 typedef struct {
-    rd_kafka_message_t *msg;
+    rd_kafka_message_t *msg; /* a closing sample's: the item's before it, not its own */
     pano_bulk_doc doc;
+    struct delta_event *run; /* what a run event says (deltas.h), or NULL */
+    bool closing;  /* a closing sample the indexer made (deltas.h), after its end's item */
     struct batch_summary *summary; /* its contribution to a summary, or NULL */
     bool settled;
     bool rejected; /* doc is now its dead-letter document */
@@ -63,7 +65,11 @@ typedef struct {
     double sent_date; /* the same on the wall clock (pano_now()), to compare
                          with Kafka's timestamps */
     double answered;  /* when the answers of its last attempt came */
-    bool sealed;      /* sent ahead: takes no more messages */
+    bool sealed;      /* takes no more messages: sent ahead, or prepared to be
+                         sent once the batch before it is settled */
+    bool prepared;    /* its samples have their deltas (outlet_prepare) */
+    bool ordered;     /* it must be sent after the batch before it is
+                         settled, in one bulk request (delta_change.late) */
     bool in_flight;   /* an attempt was started, its answers not applied yet */
     bulk_attempt attempt;
     pano_es *es;
@@ -80,8 +86,9 @@ typedef struct {
 
 /* ---- lifetime ------------------------------------------------------------ */
 
-/* An empty batch of room for capacity items, with a client of its own from
- * pano.es.*; -1 with a message in err. */
+/* An empty batch of room for capacity items (messages and the closing
+ * samples they bring: twice pano.indexer.batch_docs), with a client of its
+ * own from pano.es.*; -1 with a message in err. */
 int batch_init(batch *b, size_t capacity, const pano_config *cfg, char *err, size_t errlen);
 /* Free what batch_init and the requests made (the items must be released). */
 void batch_free(batch *b);
@@ -95,8 +102,11 @@ void batch_reset(batch *b);
 /* Append msg as a new item (its document not prepared yet), at time now;
  * the batch must have room (batch_full says when not). */
 batch_item *batch_add(batch *b, rd_kafka_message_t *msg, double now);
-/* Drop, unsettled, the items of the partitions in parts (NULL: all);
- * returns how many. */
+/* Put closing samples into b, docs[k] (taken over) right after the item
+ * after[k] (ascending), each with that item's message. b must have room. */
+void batch_insert_closings(batch *b, const size_t *after, pano_bulk_doc *docs, size_t n);
+/* Drop, unsettled, the items of the partitions in parts (NULL: all), a
+ * closing sample with its end's; returns how many messages. */
 size_t batch_drop(batch *b, const rd_kafka_topic_partition_list_t *parts);
 /* Note partitions revoked while the batch is in flight (parts not NULL). */
 void batch_defer(batch *b, const rd_kafka_topic_partition_list_t *parts);
@@ -143,7 +153,8 @@ batch_verdict batch_verdict_of(const batch_item *it, const pano_bulk_result *r);
 
 /* The offsets the batch allows to store: for each partition, one past its
  * last item with every earlier item of that partition settled (none for a
- * partition whose first item is unsettled). Free with
+ * partition whose first item is unsettled); an end is settled with its
+ * closing sample. Free with
  * rd_kafka_topic_partition_list_destroy(). */
 rd_kafka_topic_partition_list_t *batch_offsets(const batch *b);
 

@@ -7,6 +7,7 @@
 
 #include "buf.h"
 #include "cli.h"
+#include "kafka.h"
 #include "log.h"
 #include "upkeep.h"
 
@@ -115,6 +116,23 @@ void indexer_publish_status(indexer *ix)
     COUNTER("batches_sent_ahead_total",
             "Batches whose bulk requests left while the batch before still waited for answers.",
             n->sent_ahead);
+    static const deltas_counters none;
+    const deltas_counters *d = ix->deltas ? deltas_counts(ix->deltas) : &none;
+    COUNTER("deltas_made_total", "Samples that came without delta given one by the indexer.",
+            d->made);
+    COUNTER("deltas_late_total",
+            "Of those, older than their run's latest sample or a copy of it: delta 0.", d->late);
+    COUNTER("closing_samples_total",
+            "Closing samples made at the end of a run whose deltas the indexer made.",
+            d->closings);
+    COUNTER("closing_samples_stored_total", "Closing samples stored (created or there already).",
+            n->closings);
+    COUNTER("delta_lookups_total",
+            "Workflows and runs looked up in Elasticsearch for the state of their samples.",
+            d->lookups);
+    COUNTER("delta_runs_evicted_total", "Runs evicted from the table of runs.", d->evicted);
+    GAUGE("delta_runs", "Runs in the table of runs (pano.indexer.delta_runs at most).", "%zu",
+          ix->deltas ? deltas_runs(ix->deltas) : 0);
     GAUGE("bulk_seconds_total", "Time spent in bulk requests.", "%.3f", n->bulk_seconds);
     const summary_round *r = &ix->summaries;
     COUNTER("summaries_written_total", "Summary documents written.", r->written);
@@ -219,8 +237,10 @@ static void prefetch(indexer *ix, atomic_bool *done)
         bool full = batch_full(b, &ix->limits);
         double left = batch_left(b, &ix->limits, pano_monotonic(), 1);
         if (!b->sealed && (full || left <= 0) && ix->indices_ready && ix->es_up && !ix->paused) {
-            b->sealed = outlet_start(ix, b, true);
-            ix->n.sent_ahead += b->sealed;
+            /* sealed now; an ordered one waits for the answers, and one
+             * whose lookups failed is tried again as the batch in hand */
+            if (outlet_prepare(ix, b) && !b->ordered)
+                ix->n.sent_ahead += outlet_start(ix, b, true);
         }
         if (b->sealed ? ix->npending >= ix->limits.max_docs : full) {
             /* nowhere to put more: wait for the answers */
@@ -261,6 +281,8 @@ static void wait_polling(indexer *ix, double seconds, double deadline)
 static bool send_pending(indexer *ix, bool first)
 {
     batch *b = ix->cur;
+    if (!b->in_flight && !outlet_prepare(ix, b))
+        return false;
     if (!b->in_flight && !outlet_start(ix, b, first))
         return true;
     if (b->attempt.threaded && first)
@@ -383,7 +405,7 @@ static void observe_stages(indexer *ix)
     for (size_t i = 0; i < b->count; i++) {
         const batch_item *it = &b->items[i];
         int64_t produced_ms = rd_kafka_message_timestamp(it->msg, NULL);
-        if (!it->settled || it->rejected || produced_ms <= 0 || it->doc.ts <= 0)
+        if (!it->settled || it->rejected || it->closing || produced_ms <= 0 || it->doc.ts <= 0)
             continue;
         double produced = (double)produced_ms / 1000;
         pano_histogram_observe(&ix->stages[STAGE_TO_KAFKA], produced - it->doc.ts);
@@ -397,7 +419,7 @@ static void observe_stages(indexer *ix)
 static void deliver_batch(indexer *ix)
 {
     settle_batch(ix);
-    if (ix->layout.keep_event)
+    if (ix->summarize)
         settle_summaries(ix);
     observe_stages(ix);
     rd_kafka_topic_partition_list_t *offsets = batch_offsets(ix->cur);
@@ -549,10 +571,11 @@ int main(int argc, char **argv)
         pano_error("pano.indexer.fallback_index / dead_letter_index: not valid index names");
         goto usage_error;
     }
+    ix.summarize = pano_config_bool(cfg, "pano.indexer.summaries");
     ix.layout = (pano_bulk_layout){.prefix = ix.prefix,
                                    .fallback_index = ix.fallback_index,
                                    .policies = ix.policies,
-                                   .keep_event = pano_config_bool(cfg, "pano.indexer.summaries")};
+                                   .keep_event = ix.summarize};
     ix.summary_layout = (summary_layout){.prefix = ix.prefix, .policies = ix.policies};
     snprintf(ix.dead_letter_topic, sizeof ix.dead_letter_topic, "%s",
              pano_config_str(cfg, "pano.kafka.dead_letter_topic"));
@@ -578,6 +601,18 @@ int main(int argc, char **argv)
     ix.concurrency = (size_t)pano_config_int(cfg, "pano.indexer.concurrency");
     ix.cur = &ix.batches[0];
     ix.next = &ix.batches[1];
+    int64_t delta_runs = pano_config_int(cfg, "pano.indexer.delta_runs");
+    if (delta_runs > 0 && (size_t)delta_runs < 2 * ix.limits.max_docs) {
+        pano_error("pano.indexer.delta_runs (%lld) must be 0 or at least twice "
+                   "pano.indexer.batch_docs (%zu): the runs of two batches in flight",
+                   (long long)delta_runs, ix.limits.max_docs);
+        goto usage_error;
+    }
+    if (delta_runs > 0)
+        ix.deltas = deltas_new((size_t)delta_runs, ix.prefix);
+    /* Both the summaries and the deltas read the event as parsed. */
+    ix.layout.keep_event = ix.summarize || ix.deltas;
+    pano_kafka_topic(cfg, "kickstart", ix.kickstart_topic, sizeof ix.kickstart_topic);
 
     int rc = 1;
     ix.es = pano_es_new(cfg, err, sizeof err);
@@ -587,7 +622,7 @@ int main(int argc, char **argv)
         goto out;
     }
     for (int k = 0; k < 2; k++) {
-        if (batch_init(&ix.batches[k], ix.limits.max_docs, cfg, err, sizeof err) < 0) {
+        if (batch_init(&ix.batches[k], 2 * ix.limits.max_docs, cfg, err, sizeof err) < 0) {
             pano_error("%s", err);
             rc = 2;
             goto out;
@@ -652,6 +687,7 @@ out:
     for (int k = 0; k < 2; k++)
         batch_free(&ix.batches[k]);
     free(ix.pending);
+    deltas_free(ix.deltas);
     summaries_free(&ix.summaries);
     pano_config_free(cfg);
     return rc;

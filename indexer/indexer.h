@@ -34,12 +34,15 @@
  *              polling with the partitions paused, the drain, offsets;
  *   intake.c   Kafka: the consumer, rebalances, polling, pausing, messages
  *              into batches, storing offsets;
- *   outlet.c   Elasticsearch: templates, bulk requests in flight and what
- *              their answers do to the items;
+ *   outlet.c   Elasticsearch: templates, a batch's deltas with their
+ *              lookups, bulk requests in flight and what their answers do
+ *              to the items;
  *   upkeep.c   the store's upkeep (upkeep.h): partitions made ahead,
  *              retention, the shard budget;
  *   batch.c    a batch's items and lifetime, dead-letter documents, the
  *              decisions over one batch (batch.h);
+ *   deltas.c   the delta of samples that come without one, per run
+ *              (deltas.h), kept in run_table.c;
  *   summaries.c what the batch's events contribute to the per-run
  *              summaries, and what a round of updating them reads and
  *              writes (summaries.h);
@@ -54,6 +57,7 @@
 #include "batch.h"
 #include "bulk.h"
 #include "config.h"
+#include "deltas.h"
 #include "es.h"
 #include "json.h"
 #include "log.h"
@@ -81,6 +85,7 @@ typedef struct {
     uint64_t bulk_requests, bulk_failures, rebalances, dropped_revoked;
     uint64_t bridge_dead, expired, indices_deleted;
     uint64_t offsets_stored, sent_ahead;
+    uint64_t closings; /* closing samples stored (created, or there already) */
     double bulk_seconds;
     uint64_t summary_requests; /* _mget and bulk requests of the summaries */
     double summary_seconds;
@@ -97,13 +102,16 @@ typedef struct {
     rd_kafka_t *consumer;
     pano_es *es;
     pano_bulk_layout layout;
-    summary_layout summary_layout; /* with layout.keep_event: summaries are kept */
+    bool summarize;                /* pano.indexer.summaries: summaries are kept */
+    summary_layout summary_layout;
     summary_round summaries; /* the summaries of the batch being delivered, and
                                 what became of all of them */
     pano_stream_policy policies[PANO_N_STREAMS];
     const char *prefix;
     char fallback_index[256], dead_letter_index[256];
     char dead_letter_topic[256];
+    char kickstart_topic[256]; /* the topic of run events (deltas.h) */
+    deltas *deltas;            /* NULL when pano.indexer.delta_runs is 0 */
     double retention_interval, last_retention; /* last_*: pano_monotonic() */
     batch_limits limits;
     batch_dead_letters dead_letters;
@@ -184,6 +192,10 @@ int outlet_build_templates(const indexer *ix, pano_template **t, size_t *nt, cha
                            char *err, size_t errlen);
 /* Install the templates; 0 when every one was accepted. */
 int outlet_setup_indices(indexer *ix);
+/* Give b's samples their delta (deltas.h), with the lookups that needs
+ * (a _refresh and an _msearch per round), once; then it takes no more
+ * messages. False when Elasticsearch did not answer them: try again. */
+bool outlet_prepare(indexer *ix, batch *b);
 /* Start an attempt at the unsettled items of b (in an HTTP thread of its
  * own when threaded, else answered before returning). False when nothing
  * is left to send. */

@@ -48,15 +48,20 @@ void intake_add(indexer *ix, batch *b, rd_kafka_message_t *msg)
         batch_make_dead_letter(it, &ix->dead_letters, pano_now());
         return;
     }
-    pano_bulk_doc_status st = pano_bulk_doc_prepare(msg->payload ? msg->payload : "", msg->len,
-                                                    &ix->layout, pano_now(), &it->doc,
-                                                    it->reason, sizeof it->reason);
+    pano_bulk_doc_status st =
+        pano_bulk_doc_prepare(msg->payload ? msg->payload : "", msg->len, &ix->layout, pano_now(),
+                              &it->doc, it->reason, sizeof it->reason);
     if (st == PANO_BULK_DOC_EXPIRED)
         ix->n.expired++;
     if (st != PANO_BULK_DOC_OK)
         batch_make_dead_letter(it, &ix->dead_letters, pano_now());
     else if (it->doc.event) {
-        it->summary = summaries_note(&ix->summary_layout, &it->doc, msg->offset, pano_now());
+        /* Run events (deltas.h) come through the kickstart topic. */
+        if (ix->deltas && strcmp(rd_kafka_topic_name(msg->rkt), ix->kickstart_topic) == 0)
+            it->run = delta_event_read(it->doc.event, it->doc.wf_uuid, msg->partition,
+                                       msg->offset);
+        if (ix->summarize)
+            it->summary = summaries_note(&ix->summary_layout, &it->doc, msg->offset, pano_now());
         pano_json_free(it->doc.event);
         it->doc.event = NULL;
     }
@@ -91,6 +96,11 @@ void intake_drop_partitions(indexer *ix, const rd_kafka_topic_partition_list_t *
             ix->n.dropped_revoked += batch_drop(b, parts);
     }
     drop_message_list(ix->pending, &ix->npending, parts, &ix->n.dropped_revoked);
+    /* What the indexer kept of the runs of those partitions: their next
+     * owner has it in the store. */
+    for (int i = 0; ix->deltas && parts && i < parts->cnt; i++)
+        if (strcmp(parts->elems[i].topic, ix->kickstart_topic) == 0)
+            deltas_forget_partition(ix->deltas, parts->elems[i].partition);
 }
 
 static void rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,

@@ -69,6 +69,104 @@ int outlet_setup_indices(indexer *ix)
     return rc;
 }
 
+/* ---- deltas -------------------------------------------------------------------- */
+
+/* One round of lookups for batch b, on its own client (ix->es may be busy
+ * with the summaries of the batch before, in their thread): the samples
+ * made visible first (once a batch), so that a search finds every sample
+ * stored before. */
+static int lookup_round(indexer *ix, batch *b, const pano_buf *body, bool *refreshed)
+{
+    char err[512], path[600], *answer = NULL;
+    long st;
+    if (!*refreshed) {
+        snprintf(path, sizeof path,
+                 "/%ssamples-*,%skickstart/_refresh?ignore_unavailable=true&allow_no_indices=true",
+                 ix->prefix, ix->prefix);
+        st = indexer_es_answered(ix, pano_es_send(b->es, "POST", path, NULL, &answer, err,
+                                                  sizeof err), err);
+        if (st != 200) {
+            if (st)
+                pano_warn("refreshing the samples before a lookup: %ld %.300s", st, answer);
+            free(answer);
+            return -1;
+        }
+        free(answer);
+        *refreshed = true;
+    }
+    st = indexer_es_answered(
+        ix, pano_es_send(b->es, "POST", "/_msearch", body->data, &answer, err, sizeof err), err);
+    int rc = -1;
+    if (st == 200 && deltas_read(ix->deltas, answer, strlen(answer), err, sizeof err) == 0)
+        rc = 0;
+    else if (st == 200)
+        pano_warn("looking runs up: %s", err);
+    else if (st)
+        pano_warn("looking runs up: %ld %.300s", st, answer);
+    free(answer);
+    return rc;
+}
+
+bool outlet_prepare(indexer *ix, batch *b)
+{
+    if (b->prepared)
+        return true;
+    b->sealed = true; /* its deltas are made for the messages it holds now */
+    if (!ix->deltas) {
+        b->prepared = true;
+        return true;
+    }
+    delta_event **events = pano_calloc(b->count ? b->count : 1, sizeof *events);
+    size_t n = 0;
+    for (size_t i = 0; i < b->count; i++)
+        if (b->items[i].run && !b->items[i].rejected)
+            events[n++] = b->items[i].run;
+    deltas_begin(ix->deltas, events, n);
+    bool refreshed = false;
+    int rc = 0;
+    pano_buf body = {0};
+    while (rc == 0) {
+        pano_buf_clear(&body);
+        if (deltas_plan(ix->deltas, &body) == 0)
+            break;
+        rc = lookup_round(ix, b, &body, &refreshed);
+    }
+    pano_buf_free(&body);
+    free(events);
+    if (rc < 0)
+        return false;
+    size_t *after = pano_calloc(b->count ? b->count : 1, sizeof *after), nc = 0;
+    pano_bulk_doc *closings = pano_calloc(b->count ? b->count : 1, sizeof *closings);
+    for (size_t i = 0; i < b->count; i++) {
+        batch_item *it = &b->items[i];
+        if (!it->run || it->rejected)
+            continue;
+        delta_change ch;
+        deltas_apply(ix->deltas, it->run, it->doc.doc, it->doc.doc_len,
+                     it->msg->payload ? it->msg->payload : "", it->msg->len, &ch);
+        b->ordered |= ch.late;
+        if (ch.doc) {
+            pano_bulk_doc_free(&it->doc);
+            it->doc.doc = ch.doc;
+            it->doc.doc_len = strlen(ch.doc);
+        }
+        char reason[256];
+        /* (one past its samples' retention is not written, as they are not) */
+        if (ch.closing && pano_bulk_doc_prepare(ch.closing, strlen(ch.closing), &ix->layout,
+                                                pano_now(), &closings[nc], reason,
+                                                sizeof reason) == PANO_BULK_DOC_OK)
+            after[nc++] = i;
+        else if (ch.closing)
+            pano_bulk_doc_free(&closings[nc]);
+        free(ch.closing);
+    }
+    batch_insert_closings(b, after, closings, nc);
+    free(after);
+    free(closings);
+    b->prepared = true;
+    return true;
+}
+
 /* ---- bulk requests ----------------------------------------------------------- */
 
 static void *http_run(void *arg)
@@ -99,6 +197,8 @@ bool outlet_start(indexer *ix, batch *b, bool threaded)
     size_t k = (n + MIN_SLICE - 1) / MIN_SLICE;
     if (k > ix->concurrency)
         k = ix->concurrency;
+    if (b->ordered)
+        k = 1; /* items in order: one shard stores its items in that order */
     a->k = k;
     a->calls = pano_calloc(k, sizeof *a->calls);
     a->first = pano_calloc(k + 1, sizeof *a->first);
@@ -148,12 +248,12 @@ static void apply_results(indexer *ix, batch *b, const size_t *order, size_t n,
         switch (v) {
         case BATCH_INDEXED:
         case BATCH_UNASSIGNED: /* indexed in the fallback index */
-            ix->n.indexed++;
-            ix->n.unassigned += v == BATCH_UNASSIGNED;
-            it->settled = true;
-            break;
         case BATCH_DUPLICATE:
-            ix->n.duplicates++;
+            /* a closing sample is not an event: counted apart */
+            ix->n.closings += it->closing;
+            ix->n.indexed += !it->closing && v != BATCH_DUPLICATE;
+            ix->n.unassigned += v == BATCH_UNASSIGNED;
+            ix->n.duplicates += !it->closing && v == BATCH_DUPLICATE;
             it->settled = true;
             break;
         case BATCH_DEAD:

@@ -71,7 +71,7 @@ static void summary_bases(const indexer *ix, char names[PANO_N_STREAMS][256],
 {
     for (int i = 0; i < PANO_N_STREAMS; i++) {
         names[i][0] = '\0';
-        if (ix->layout.keep_event && pano_summary_stream(i))
+        if (ix->summarize && pano_summary_stream(i))
             pano_summary_base(ix->prefix, i, names[i], 256);
         bases[i] = names[i];
     }
@@ -168,7 +168,7 @@ int upkeep_check_shard_budget(indexer *ix)
     }
     int replicas = ix->replicas == PANO_REPLICAS_AUTO ? (nodes > 1) : ix->replicas;
     long per_year, kept = pano_retention_shards(ix->policies, shards, replicas,
-                                                ix->layout.keep_event, &per_year);
+                                                ix->summarize, &per_year);
     if (kept > limit) {
         pano_error("pano.indexer.retention and .partition keep up to %ld shards (%d primary "
                    "and %d replica per index), more than the %ld the cluster allows "

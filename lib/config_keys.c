@@ -212,6 +212,11 @@ const pano_config_key pano_config_keys[] = {
      "Bulk requests in flight at once for one batch (each at least 1000 documents)."},
     {"pano.indexer.linger", PANO_CFG_DOUBLE, "0.02", 0, 60, false, {0}, {0},
      "Seconds to wait for a batch to fill before sending it."},
+    {"pano.indexer.delta_runs", PANO_CFG_INT, "100000", 0, 1e8, false, {0}, {0},
+     "Most job runs whose last sample values the indexer keeps, to give samples that come "
+     "without delta (Pegasus's kickstart) their delta; the least recently seen run goes "
+     "first, and is looked up in Elasticsearch if it comes back. At least twice "
+     "pano.indexer.batch_docs; 0 stores such samples as they come."},
     {"pano.indexer.summaries", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
      "Keep a summary document per job run (<prefix>summary-<stream>-<period>), updated as its "
      "events arrive, that pano-query reads instead of reducing the events."},

@@ -150,14 +150,15 @@ static CURLcode prepare(pano_es *es, CURL *c, const char *method, const char *pa
     memset(resp, 0, sizeof *resp);
     *url = pano_asprintf("%s%s", es->base, path);
     size_t plen = strcspn(path, "?"); /* the path without a query string */
-    bool bulk = plen >= 5 && strncmp(path + plen - 5, "_bulk", 5) == 0;
+    bool ndjson = (plen >= 5 && strncmp(path + plen - 5, "_bulk", 5) == 0) ||
+                  (plen >= 8 && strncmp(path + plen - 8, "_msearch", 8) == 0);
     CURLcode rc = curl_easy_setopt(c, CURLOPT_URL, *url);
     if (rc == CURLE_OK)
         rc = curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     if (rc == CURLE_OK)
         rc = curl_easy_setopt(c, CURLOPT_NOBODY, strcmp(method, "HEAD") == 0 ? 1L : 0L);
     if (rc == CURLE_OK)
-        rc = curl_easy_setopt(c, CURLOPT_HTTPHEADER, bulk ? es->ndjson_headers : es->json_headers);
+        rc = curl_easy_setopt(c, CURLOPT_HTTPHEADER, ndjson ? es->ndjson_headers : es->json_headers);
     if (rc == CURLE_OK)
         rc = curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
     if (rc == CURLE_OK)

@@ -28,7 +28,8 @@ pano_es *pano_es_new(const pano_config *cfg, char *err, size_t errlen);
 void pano_es_free(pano_es *es);
 
 /* Send METHOD base_url+path with an optional JSON body (content type
- * application/json; application/x-ndjson when the path, before any query string, ends in "_bulk").
+ * application/json; application/x-ndjson when the path, before any query string, ends in "_bulk"
+ * or "_msearch").
  * Returns 0 when a response arrived (whatever its status), -1 when none did
  * (connection refused, timeout), with the reason in err. */
 int pano_es_request(pano_es *es, const char *method, const char *path, const char *body,

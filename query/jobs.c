@@ -166,14 +166,18 @@ static int64_t filter_count(const pano_json *aggs, const char *name)
 }
 
 /* The events each kind of summary is made of (summary.h), how many and the
- * earliest: kickstart.inv.*; stampede.job_inst.* and stampede.inv.end with
- * a job_id and a job_inst_id; darshan.* and transfer.*. */
+ * earliest: kickstart.inv.* but the closing samples pano-indexer makes
+ * (indexer/deltas.h); stampede.job_inst.* and stampede.inv.end with a job_id
+ * and a job_inst_id; darshan.* and transfer.*. */
 static const char *const cover_names[RUNS_KINDS] = {"cover_run", "cover_inst", "cover_side"};
 
 static void coverage_aggs(pano_json *aggs)
 {
     pano_json *f[RUNS_KINDS], *sub, *b, *should;
-    f[RUNS_KIND_RUN] = store_prefix("event", "kickstart.inv.");
+    f[RUNS_KIND_RUN] = pano_json_object();
+    b = pano_json_set_object(f[RUNS_KIND_RUN], "bool");
+    pano_json_append(pano_json_set_array(b, "filter"), store_prefix("event", "kickstart.inv."));
+    pano_json_append(pano_json_set_array(b, "must_not"), store_term("sample", "closing"));
     f[RUNS_KIND_INST] = pano_json_object();
     b = pano_json_set_object(f[RUNS_KIND_INST], "bool");
     pano_json *all = pano_json_set_array(b, "filter");

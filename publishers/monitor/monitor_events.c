@@ -1,5 +1,7 @@
 #include "monitor_events.h"
 
+#include "sample.h"
+
 #include <math.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -57,28 +59,24 @@ static void put_totals(pano_json *o, const pano_tree_totals *t)
 }
 
 /* The values a sample is compared on (--on-change) and carries the change
- * of (delta), in this order; the first three are CPU seconds. */
-static const char *const moving_fields[] = {"utime", "stime", "iowait", "vm",     "rss",
-                                            "procs", "threads", "bread", "bwrite", "rchar",
-                                            "wchar", "syscr", "syscw"};
-enum { N_MOVING = sizeof moving_fields / sizeof moving_fields[0], N_SECONDS = 3 };
-
-static void moving_values(const pano_tree_totals *t, double v[N_MOVING])
+ * of (delta), in sample.h's order. */
+static void moving_values(const pano_tree_totals *t, double v[PANO_SAMPLE_NVALUES])
 {
-    const double all[N_MOVING] = {t->utime, t->stime, t->iowait, (double)t->vm,
-                                  (double)t->rss, (double)t->procs, (double)t->threads,
-                                  (double)t->bread, (double)t->bwrite, (double)t->rchar,
-                                  (double)t->wchar, (double)t->syscr, (double)t->syscw};
+    const double all[PANO_SAMPLE_NVALUES] = {
+        t->utime,          t->stime,          t->iowait,         (double)t->vm,
+        (double)t->rss,    (double)t->procs,  (double)t->threads, (double)t->bread,
+        (double)t->bwrite, (double)t->rchar,  (double)t->wchar,  (double)t->syscr,
+        (double)t->syscw};
     memcpy(v, all, sizeof all);
 }
 
 bool pano_monitor_changed(const pano_tree_totals *now_t, const pano_tree_totals *sent,
                           double threshold)
 {
-    double now[N_MOVING], then[N_MOVING];
+    double now[PANO_SAMPLE_NVALUES], then[PANO_SAMPLE_NVALUES];
     moving_values(now_t, now);
     moving_values(sent, then);
-    for (size_t i = 0; i < N_MOVING; i++) {
+    for (size_t i = 0; i < PANO_SAMPLE_NVALUES; i++) {
         double diff = fabs(now[i] - then[i]);
         if (then[i] == 0 ? diff > 0 : diff > threshold * fabs(then[i]))
             return true;
@@ -87,25 +85,22 @@ bool pano_monitor_changed(const pano_tree_totals *now_t, const pano_tree_totals 
 }
 
 /* "delta": how much each value moved since the last sample sent (since zero
- * for the first). Summed over a workflow's samples per time bucket they give
- * exact rates (counters) and, accumulated, the sum of the jobs' last values
- * (gauges), with no per-job work at query time; summed over a job's samples
- * they give its final totals. CPU seconds are differences of the values as
- * printed (milliseconds), so that no rounding error adds up. */
+ * for the first), as sample.h says. Summed over a workflow's samples per
+ * time bucket they give exact rates (counters) and, accumulated, the sum of
+ * the jobs' last values (gauges), with no per-job work at query time; summed
+ * over a job's samples they give its final totals. */
 static void put_delta(pano_json *ev, const pano_tree_totals *t, const pano_tree_totals *sent)
 {
-    double now[N_MOVING], then[N_MOVING];
+    double now[PANO_SAMPLE_NVALUES], then[PANO_SAMPLE_NVALUES];
     moving_values(t, now);
     moving_values(sent, then);
     pano_json *d = pano_json_set_object(ev, "delta");
-    for (size_t i = 0; i < N_MOVING; i++) {
-        if (i < N_SECONDS)
-            pano_json_set_double(d, moving_fields[i],
-                                 (double)(llround(now[i] * 1000) - llround(then[i] * 1000)) /
-                                     1000,
-                                 3);
+    for (size_t i = 0; i < PANO_SAMPLE_NVALUES; i++) {
+        double change = pano_sample_delta(i, now[i], then[i]);
+        if (pano_sample_values[i].seconds)
+            pano_json_set_double(d, pano_sample_values[i].name, change, 3);
         else
-            pano_json_set_int(d, moving_fields[i], (int64_t)now[i] - (int64_t)then[i]);
+            pano_json_set_int(d, pano_sample_values[i].name, (int64_t)change);
     }
 }
 

@@ -40,7 +40,9 @@ require_stack
 QUERY=$PANO_BUILD/query/pano-query
 
 start bridge "$PANO_BUILD/broker-bridge/pano-bridge"
-start indexer "$PANO_BUILD/indexer/pano-indexer"
+# The samples are stored as they come (no delta made by the indexer), as a
+# store written before: A and B are read by the raw path.
+PANO_INDEXER_DELTA_RUNS=0 start indexer "$PANO_BUILD/indexer/pano-indexer"
 wait_until 30 grep -q "consuming" "$TEST_DIR/bridge.log" || fail "bridge did not start"
 
 t0=$((($(date +%s) - 100) / 60 * 60))

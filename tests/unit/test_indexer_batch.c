@@ -166,6 +166,41 @@ START_TEST(offsets_stop_at_the_first_unsettled)
 }
 END_TEST
 
+/* Closing samples go right after their end's item, with its message: an
+ * unsettled one holds its partition's offset back at its end. */
+START_TEST(closing_samples_in_place)
+{
+    test_batch t;
+    init(&t);
+    for (int64_t o = 0; o < 5; o++)
+        add(&t, kickstart, 0, 20 + o, 1, 0, true);
+    pano_bulk_doc docs[2] = {0};
+    snprintf(docs[0].id, sizeof docs[0].id, "c1");
+    snprintf(docs[1].id, sizeof docs[1].id, "c3");
+    const size_t after[] = {1, 3};
+    batch_insert_closings(&t.b, after, docs, 2);
+    ck_assert_uint_eq(t.b.count, 7);
+    const int64_t offsets[] = {20, 21, 21, 22, 23, 23, 24};
+    const bool closing[] = {false, false, true, false, false, true, false};
+    for (size_t i = 0; i < 7; i++) {
+        ck_assert_int_eq(t.b.items[i].msg->offset, offsets[i]);
+        ck_assert(t.b.items[i].closing == closing[i]);
+        ck_assert(t.b.items[i].settled == !closing[i]);
+    }
+    ck_assert_str_eq(t.b.items[2].doc.id, "c1");
+    ck_assert_str_eq(t.b.items[5].doc.id, "c3");
+    ck_assert_uint_eq(t.b.bytes, 5); /* closing samples are not messages */
+    /* c1 not settled: the end at 21 is not committed */
+    rd_kafka_topic_partition_list_t *l = batch_offsets(&t.b);
+    ck_assert_int_eq(offset_of(l, "pano-kickstart", 0), 21);
+    rd_kafka_topic_partition_list_destroy(l);
+    t.b.items[2].settled = t.b.items[5].settled = true;
+    l = batch_offsets(&t.b);
+    ck_assert_int_eq(offset_of(l, "pano-kickstart", 0), 25);
+    rd_kafka_topic_partition_list_destroy(l);
+}
+END_TEST
+
 START_TEST(dead_letter_document)
 {
     test_batch t;
@@ -242,6 +277,7 @@ int main(void)
     tcase_add_test(tc, adding_and_due);
     tcase_add_test(tc, bulk_item_verdicts);
     tcase_add_test(tc, offsets_stop_at_the_first_unsettled);
+    tcase_add_test(tc, closing_samples_in_place);
     tcase_add_test(tc, dead_letter_document);
     tcase_add_test(tc, backoff_doubles_to_its_cap);
     tcase_add_test(tc, drain_deadline);
