@@ -111,6 +111,26 @@ void deltas_free(deltas *d)
 
 /* ---- one event ------------------------------------------------------------ */
 
+/* A string without control characters (NUL included): the parts of a
+ * run's key are kept apart by \x1f, and such a name is no host's or job's. */
+static bool plain(const pano_json *v)
+{
+    if (!v || v->type != PANO_JSON_STRING)
+        return false;
+    for (size_t i = 0; i < v->u.string.len; i++) {
+        unsigned char c = (unsigned char)v->u.string.text[i];
+        if (c < 0x20 || c == 0x7f)
+            return false;
+    }
+    return true;
+}
+
+/* What a sample's value can be: a count or a level, exact in a double. */
+static bool in_range(double v)
+{
+    return v >= 0 && v < 9007199254740992.0; /* 2^53 */
+}
+
 delta_event *delta_event_read(const pano_json *ev, const char *wf_uuid, int partition,
                               int64_t offset)
 {
@@ -133,7 +153,8 @@ delta_event *delta_event_read(const pano_json *ev, const char *wf_uuid, int part
     int64_t pid;
     double ts;
     if (!wf_uuid[0] || !host || !id || !pano_json_get_int(ev, "pid", &pid) ||
-        !pano_json_get_number(ev, "ts", &ts) || (job_v && !job))
+        !pano_json_get_number(ev, "ts", &ts) || (job_v && !job) ||
+        !plain(pano_json_get(ev, "hostname")) || (job && !plain(job_v)))
         return NULL;
     size_t hl = strlen(host), jl = job ? strlen(job) : 0;
     /* key: wf \x1f ("=" job | "-") \x1f host \x1f pid */
@@ -160,7 +181,8 @@ delta_event *delta_event_read(const pano_json *ev, const char *wf_uuid, int part
         e->own_delta = pano_json_get(ev, "delta") != NULL;
         e->clash = pano_json_get(ev, "delta_source") || pano_json_get(ev, "delta_offset");
         for (size_t i = 0; i < PANO_SAMPLE_NVALUES; i++)
-            if (pano_json_get_number(ev, pano_sample_values[i].name, &e->values[i]))
+            if (pano_json_get_number(ev, pano_sample_values[i].name, &e->values[i]) &&
+                in_range(e->values[i]))
                 e->present |= 1u << i;
     }
     return e;
@@ -389,9 +411,21 @@ int deltas_read(deltas *d, const char *answer, size_t len, char *err, size_t err
     for (size_t i = 0; rc == 0 && i < d->nasked; i++) {
         const pano_json *r = pano_json_at(responses, i);
         const pano_json *error = pano_json_get(r, "error");
+        int64_t failed = 0, total = 0;
+        const pano_json *to = pano_json_get(r, "timed_out");
+        bool timed_out = to && to->type == PANO_JSON_BOOL && to->u.boolean;
+        pano_json_get_int(pano_json_get(r, "_shards"), "failed", &failed);
         if (error) {
             const char *reason = pano_json_get_str(error, "reason");
             snprintf(err, errlen, "a lookup failed: %.300s", reason ? reason : "no reason given");
+            rc = -1;
+        } else if (failed > 0 || timed_out) {
+            /* what the missing shards hold could be the run's state */
+            snprintf(err, errlen, "a lookup answered in part (%lld shards failed%s)",
+                     (long long)failed, timed_out ? ", timed out" : "");
+            rc = -1;
+        } else if (!d->asked_runs && !pano_json_get_int(path(r, "hits", "total"), "value", &total)) {
+            snprintf(err, errlen, "a workflow's lookup answered no total");
             rc = -1;
         }
     }
@@ -560,6 +594,11 @@ void deltas_apply(deltas *d, const delta_event *e, const char *doc, size_t doc_l
     case EV_START:
         if (!r)
             new_run(d, e, RUN_ANNOUNCED);
+        else if (r->mode == RUN_ENDED && e->ts > r->last_ts) {
+            /* the same job, host and pid again (a retry): a new run */
+            memset(r, 0, sizeof *r);
+            r->mode = RUN_ANNOUNCED;
+        }
         return;
     case EV_SAMPLE:
         if (e->own_delta) {
