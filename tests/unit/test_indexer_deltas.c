@@ -571,13 +571,17 @@ START_TEST(lookup_goes_on_from_the_store)
         NULL};
     batch_pass(d, &b, answers);
     ck_assert_uint_eq(b.rounds, 2);
-    /* the workflow: its samples without delta, or with an indexer's below
-     * offset 100, routed by the workflow, over the samples' indices */
+    /* the workflow: its samples without delta, or with an indexer's (at any
+     * offset), routed by the workflow, over the samples' indices */
     ck_assert_ptr_nonnull(strstr(b.asked[0], "\"routing\":\"" WF "\""));
-    ck_assert_ptr_nonnull(strstr(b.asked[0], "\"pano-samples-*\",\"pano-kickstart\""));
-    ck_assert_ptr_nonnull(strstr(b.asked[0], "{\"range\":{\"delta_offset\":{\"lt\":100}}}"));
+    ck_assert_ptr_nonnull(strstr(b.asked[0], "\"index\":[\"pano-samples-*\",\"pano-kickstart\"]"));
+    ck_assert_ptr_null(strstr(b.asked[0], "delta_offset"));
     ck_assert_ptr_nonnull(strstr(b.asked[0], "\"delta_source\":\"indexer\""));
-    /* the run: one search, its latest sample below offset 100 */
+    /* the run: one search, its latest sample below offset 100 or its start,
+     * over the starts' indices too */
+    ck_assert_ptr_nonnull(strstr(b.asked[1], "\"pano-kickstart\",\"pano-kickstart-*\"]"));
+    ck_assert_ptr_nonnull(
+        strstr(b.asked[1], "\"event\":[\"kickstart.inv.online\",\"kickstart.inv.start\"]"));
     ck_assert_ptr_nonnull(strstr(b.asked[1], "{\"term\":{\"dag_job_id\":\"j1\"}}"));
     ck_assert_ptr_nonnull(strstr(b.asked[1], "{\"term\":{\"hostname\":\"node-1\"}}"));
     ck_assert_ptr_nonnull(strstr(b.asked[1], "{\"term\":{\"pid\":42}}"));
@@ -606,6 +610,7 @@ START_TEST(lookup_states)
     batch_add(&b, WF, "end", "mon", 105, "m5", NULL, 12);
     batch_add(&b, WF, "online", "new", 105, "n5", "\"rss\":5", 13);
     batch_add(&b, WF, "end", "closed", 106, "c6", NULL, 14);
+    batch_add(&b, WF, "online", "started", 105, "t5", "\"rss\":5", 15);
     const char *answers[] = {
         "{\"responses\":[" SOME "]}",
         "{\"responses\":["
@@ -617,7 +622,11 @@ START_TEST(lookup_states)
         /* mon: pano-monitor's own deltas */
         "{\"hits\":{\"hits\":[{\"_source\":{\"ts\":104,\"rss\":0,\"delta\":{\"rss\":-4}}}]}},"
         /* new: nothing stored */
-        NONE "]}",
+        NONE ","
+        /* started: its start stored (committed), none of its samples below
+         * the offset (an indexer stopped before committing made them) */
+        "{\"hits\":{\"hits\":[{\"_source\":{\"event\":\"kickstart.inv.start\",\"ts\":100}}]}}"
+        "]}",
         NULL};
     batch_pass(d, &b, answers);
     ck_assert_ptr_null(b.ch[0].doc);                       /* stays raw */
@@ -627,6 +636,8 @@ START_TEST(lookup_states)
     ck_assert_ptr_null(b.ch[2].closing); /* pano-monitor's: nothing to close */
     ck_assert_ptr_null(b.ch[3].doc);     /* no start seen, nothing stored: raw */
     ck_assert_ptr_null(b.ch[4].closing); /* closed already */
+    ck_assert_ptr_nonnull(b.ch[5].doc);  /* started: its first sample's delta */
+    ck_assert_double_eq(doc_delta(b.ch[5].doc, "rss"), 5);
     batch_free(&b);
     /* The same workflow again: nothing asked for runs in the table. */
     batch_run c = {0};
