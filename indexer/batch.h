@@ -71,11 +71,13 @@ typedef struct {
     bool ordered;     /* it must be sent after the batch before it is
                          settled, in one bulk request (delta_change.late) */
     bool in_flight;   /* an attempt was started, its answers not applied yet */
+    bool gathering;   /* its summaries are gathered in a thread (indexer.c) */
     bulk_attempt attempt;
     pano_es *es;
     pano_buf *bodies; /* one per concurrent bulk request */
     size_t nbodies;
-    rd_kafka_topic_partition_list_t *deferred; /* revoked while in flight */
+    rd_kafka_topic_partition_list_t *deferred; /* revoked while in flight or
+                                                  gathering */
 } batch;
 
 /* How big a batch may grow, and how long it waits for more. */

@@ -59,7 +59,8 @@ struct delta_event {
 
 struct deltas {
     run_table *runs, *wfs;
-    pano_json *indices; /* where the samples are: [<prefix>samples-*, <prefix>kickstart] */
+    pano_json *indices;     /* where the samples are: [<prefix>samples-*, <prefix>kickstart] */
+    pano_json *run_indices; /* and the starts: those and <prefix>kickstart-* */
     deltas_counters n;
     delta_event *const *events; /* the batch's, in order */
     size_t nevents;
@@ -95,6 +96,9 @@ deltas *deltas_new(size_t max_runs, const char *index_prefix)
     pano_json_append(d->indices, pano_json_string(name));
     snprintf(name, sizeof name, "%.200skickstart", index_prefix);
     pano_json_append(d->indices, pano_json_string(name));
+    d->run_indices = pano_json_clone(d->indices);
+    snprintf(name, sizeof name, "%.200skickstart-*", index_prefix);
+    pano_json_append(d->run_indices, pano_json_string(name));
     return d;
 }
 
@@ -105,11 +109,32 @@ void deltas_free(deltas *d)
     run_table_free(d->runs);
     run_table_free(d->wfs);
     pano_json_free(d->indices);
+    pano_json_free(d->run_indices);
     free(d->asked);
     free(d);
 }
 
 /* ---- one event ------------------------------------------------------------ */
+
+/* A string without control characters (NUL included): the parts of a
+ * run's key are kept apart by \x1f, and such a name is no host's or job's. */
+static bool plain(const pano_json *v)
+{
+    if (!v || v->type != PANO_JSON_STRING)
+        return false;
+    for (size_t i = 0; i < v->u.string.len; i++) {
+        unsigned char c = (unsigned char)v->u.string.text[i];
+        if (c < 0x20 || c == 0x7f)
+            return false;
+    }
+    return true;
+}
+
+/* What a sample's value can be: a count or a level, exact in a double. */
+static bool in_range(double v)
+{
+    return v >= 0 && v < 9007199254740992.0; /* 2^53 */
+}
 
 delta_event *delta_event_read(const pano_json *ev, const char *wf_uuid, int partition,
                               int64_t offset)
@@ -133,7 +158,8 @@ delta_event *delta_event_read(const pano_json *ev, const char *wf_uuid, int part
     int64_t pid;
     double ts;
     if (!wf_uuid[0] || !host || !id || !pano_json_get_int(ev, "pid", &pid) ||
-        !pano_json_get_number(ev, "ts", &ts) || (job_v && !job))
+        !pano_json_get_number(ev, "ts", &ts) || (job_v && !job) ||
+        !plain(pano_json_get(ev, "hostname")) || (job && !plain(job_v)))
         return NULL;
     size_t hl = strlen(host), jl = job ? strlen(job) : 0;
     /* key: wf \x1f ("=" job | "-") \x1f host \x1f pid */
@@ -160,7 +186,8 @@ delta_event *delta_event_read(const pano_json *ev, const char *wf_uuid, int part
         e->own_delta = pano_json_get(ev, "delta") != NULL;
         e->clash = pano_json_get(ev, "delta_source") || pano_json_get(ev, "delta_offset");
         for (size_t i = 0; i < PANO_SAMPLE_NVALUES; i++)
-            if (pano_json_get_number(ev, pano_sample_values[i].name, &e->values[i]))
+            if (pano_json_get_number(ev, pano_sample_values[i].name, &e->values[i]) &&
+                in_range(e->values[i]))
                 e->present |= 1u << i;
     }
     return e;
@@ -231,12 +258,13 @@ static pano_json *any_of(pano_json *a, pano_json *b)
 }
 
 /* One search of an _msearch body: its header and the body whose filter
- * (the workflow's samples) *filter receives more conditions. */
-static pano_json *search(const deltas *d, const delta_event *e, pano_buf *out,
-                         pano_json **filter)
+ * (the workflow's samples, and its starts with_starts) *filter receives
+ * more conditions. */
+static pano_json *search(const deltas *d, const delta_event *e, bool with_starts,
+                         pano_buf *out, pano_json **filter)
 {
     pano_json *h = pano_json_object();
-    pano_json_set(h, "index", pano_json_clone(d->indices));
+    pano_json_set(h, "index", pano_json_clone(with_starts ? d->run_indices : d->indices));
     pano_json_set_str(h, "routing", e->wf);
     pano_json_set_bool(h, "ignore_unavailable", true);
     pano_json_set_bool(h, "allow_no_indices", true);
@@ -247,7 +275,15 @@ static pano_json *search(const deltas *d, const delta_event *e, pano_buf *out,
     *filter = pano_json_set_array(
         pano_json_set_object(pano_json_set_object(body, "query"), "bool"), "filter");
     pano_json_append(*filter, term("wf_uuid", pano_json_string(e->wf)));
-    pano_json_append(*filter, term("event", pano_json_string("kickstart.inv.online")));
+    if (with_starts) {
+        pano_json *names = pano_json_array();
+        pano_json_append(names, pano_json_string("kickstart.inv.online"));
+        pano_json_append(names, pano_json_string("kickstart.inv.start"));
+        pano_json *q = pano_json_object();
+        pano_json_set(pano_json_set_object(q, "terms"), "event", names);
+        pano_json_append(*filter, q);
+    } else
+        pano_json_append(*filter, term("event", pano_json_string("kickstart.inv.online")));
     return body;
 }
 
@@ -259,24 +295,26 @@ static void finish(pano_json *body, pano_buf *out)
 }
 
 /* Whether the workflow of e held samples without delta, or with a delta an
- * indexer made below e's offset. */
+ * indexer made (at any offset: an indexer stopped before its offsets were
+ * committed made some of those it now gets again, and their runs' starts
+ * are in the store). */
 static void ask_workflow(const deltas *d, const delta_event *e, pano_buf *out)
 {
-    pano_json *filter, *body = search(d, e, out, &filter);
+    pano_json *filter, *body = search(d, e, false, out, &filter);
     pano_json_set_int(body, "size", 0);
     pano_json_set_int(body, "track_total_hits", 1);
     pano_json *made = pano_json_object();
     pano_json *f = pano_json_set_array(pano_json_set_object(made, "bool"), "filter");
     pano_json_append(f, term("delta_source", pano_json_string("indexer")));
-    pano_json_append(f, offset_below(e->offset));
     pano_json_append(filter, any_of(not(exists("delta")), made));
     finish(body, out);
 }
 
-/* The run's latest sample among those not made at or above e's offset. */
+/* The run's latest sample among those not made at or above e's offset, or
+ * else its start. */
 static void ask_run(const deltas *d, const delta_event *e, pano_buf *out)
 {
-    pano_json *filter, *body = search(d, e, out, &filter);
+    pano_json *filter, *body = search(d, e, true, out, &filter);
     pano_json_set_int(body, "size", 1);
     pano_json *sort = pano_json_set_array(body, "sort");
     static const char *const by[][2] = {{"ts", "double"}, {"delta_offset", "long"}};
@@ -288,7 +326,8 @@ static void ask_run(const deltas *d, const delta_event *e, pano_buf *out)
         pano_json_append(sort, s);
     }
     pano_json *src = pano_json_set_array(body, "_source");
-    static const char *const fields[] = {"ts", "event_id", "delta", "delta_source", "sample"};
+    static const char *const fields[] = {"event", "ts", "event_id", "delta", "delta_source",
+                                         "sample"};
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
         pano_json_append(src, pano_json_string(fields[i]));
     for (size_t i = 0; i < PANO_SAMPLE_NVALUES; i++)
@@ -363,7 +402,10 @@ static void state_of(const pano_json *src, run_state *r)
     const char *source = pano_json_get_str(src, "delta_source");
     const char *sample = pano_json_get_str(src, "sample");
     const char *id = pano_json_get_str(src, "event_id");
-    if (source && strcmp(source, "indexer") == 0) {
+    const char *event = pano_json_get_str(src, "event");
+    if (event && strcmp(event, "kickstart.inv.start") == 0)
+        r->mode = RUN_ANNOUNCED; /* no sample of it stored before */
+    else if (source && strcmp(source, "indexer") == 0) {
         r->mode = sample && strcmp(sample, "closing") == 0 ? RUN_ENDED : RUN_INGEST;
         pano_json_get_number(src, "ts", &r->last_ts);
         r->last_id = id ? run_table_hash(id) : 0;
@@ -389,9 +431,21 @@ int deltas_read(deltas *d, const char *answer, size_t len, char *err, size_t err
     for (size_t i = 0; rc == 0 && i < d->nasked; i++) {
         const pano_json *r = pano_json_at(responses, i);
         const pano_json *error = pano_json_get(r, "error");
+        int64_t failed = 0, total = 0;
+        const pano_json *to = pano_json_get(r, "timed_out");
+        bool timed_out = to && to->type == PANO_JSON_BOOL && to->u.boolean;
+        pano_json_get_int(pano_json_get(r, "_shards"), "failed", &failed);
         if (error) {
             const char *reason = pano_json_get_str(error, "reason");
             snprintf(err, errlen, "a lookup failed: %.300s", reason ? reason : "no reason given");
+            rc = -1;
+        } else if (failed > 0 || timed_out) {
+            /* what the missing shards hold could be the run's state */
+            snprintf(err, errlen, "a lookup answered in part (%lld shards failed%s)",
+                     (long long)failed, timed_out ? ", timed out" : "");
+            rc = -1;
+        } else if (!d->asked_runs && !pano_json_get_int(path(r, "hits", "total"), "value", &total)) {
+            snprintf(err, errlen, "a workflow's lookup answered no total");
             rc = -1;
         }
     }
@@ -560,6 +614,11 @@ void deltas_apply(deltas *d, const delta_event *e, const char *doc, size_t doc_l
     case EV_START:
         if (!r)
             new_run(d, e, RUN_ANNOUNCED);
+        else if (r->mode == RUN_ENDED && e->ts > r->last_ts) {
+            /* the same job, host and pid again (a retry): a new run */
+            memset(r, 0, sizeof *r);
+            r->mode = RUN_ANNOUNCED;
+        }
         return;
     case EV_SAMPLE:
         if (e->own_delta) {

@@ -354,8 +354,12 @@ static bool summaries_round(indexer *ix, summary_round *r, bool first)
         pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
     if (threaded) {
+        /* a rebalance while polling must not drop what the thread reads */
+        ix->cur->gathering = true;
         prefetch(ix, &c.done);
         pthread_join(t, NULL);
+        ix->cur->gathering = false;
+        ix->n.dropped_revoked += batch_drop_deferred(ix->cur);
     } else
         outlet_summaries(&c);
     indexer_es_answered(ix, c.status, c.err);

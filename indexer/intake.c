@@ -83,14 +83,15 @@ static void drop_message_list(rd_kafka_message_t **msgs, size_t *n,
     *n = keep;
 }
 
-/* While a batch's bulk requests are in flight it is left alone, and its
- * messages of revoked partitions are dropped once the answers are in
- * (before any offset is stored). */
+/* While a batch's bulk requests are in flight, or a thread gathers its
+ * summaries, it is left alone, and its messages of revoked partitions are
+ * dropped once the answers are in or the thread is done (before any offset
+ * is stored). */
 void intake_drop_partitions(indexer *ix, const rd_kafka_topic_partition_list_t *parts)
 {
     for (int k = 0; k < 2; k++) {
         batch *b = &ix->batches[k];
-        if (b->in_flight)
+        if (b->in_flight || b->gathering)
             batch_defer(b, parts);
         else
             ix->n.dropped_revoked += batch_drop(b, parts);

@@ -47,9 +47,11 @@ configure_stack() {
   KAFKA_NODES=$(pick PANO_KAFKA_NODES "$OPT_KNODES" 1)
   ES_NODES=$(pick PANO_ES_NODES "$OPT_ENODES" 1)
   ((KAFKA_NODES <= 9 && ES_NODES <= 9)) || die "at most 9 Kafka and 9 Elasticsearch nodes"
-  DIST_PORT=$((AMQP_PORT + 20000))
+  # RabbitMQ's own default; a port above 45535 then falls in the kernel's
+  # ephemeral range, where any outgoing connection may hold it first.
+  DIST_PORT=$(pick PANO_RABBITMQ_DIST_PORT "$OPT_DIST" $((AMQP_PORT + 20000)))
   EPMD_PORT=4369
-  ((DIST_PORT < 65536 && KAFKA_PORT + 2 * KAFKA_NODES < 65536 && KCTL_PORT + 2 * KAFKA_NODES < 65536 &&
+  ((KAFKA_PORT + 2 * KAFKA_NODES < 65536 && KCTL_PORT + 2 * KAFKA_NODES < 65536 &&
     ES_PORT + 100 + ES_NODES < 65536)) || die "ports too high"
   # Every port of the stack, once each.
   ALL_PORTS=("$AMQP_PORT" "$MGMT_PORT" "$DIST_PORT")
@@ -223,6 +225,7 @@ save_conf() {
   cat >"$STACK_CONF.tmp" <<EOF
 PANO_AMQP_PORT=$AMQP_PORT
 PANO_RABBITMQ_MGMT_PORT=$MGMT_PORT
+PANO_RABBITMQ_DIST_PORT=$DIST_PORT
 PANO_KAFKA_PORT=$KAFKA_PORT
 PANO_KAFKA_CONTROLLER_PORT=$KCTL_PORT
 PANO_ES_PORT=$ES_PORT

@@ -12,13 +12,14 @@ source "$(dirname "$0")/../integration/lib.sh"
 STACK=$PANO_SOURCE/deploy/local/pano-stack
 SHARED_STACK_DIR=${PANO_STACK_DIR:-/var/tmp/pano-stack}
 
-base=$(free_ports 4)
+base=$(free_ports 5) # AMQP, management, Kafka, its controller, Erlang distribution
 es_port=$(free_ports 1)
 PRIVATE_STACK=$(mktemp -d "/var/tmp/pano-demo-$TEST_ID.XXXXXX")
 chmod 755 "$PRIVATE_STACK"
 # The environment a user has: no PANO_* of the test harness.
 demo_env=(env -i "PATH=$PATH" "HOME=$HOME" "LANG=C.UTF-8" "TERM=dumb"
           "PANO_STACK_DIR=$PRIVATE_STACK" "PANO_AMQP_PORT=$base" "PANO_RABBITMQ_MGMT_PORT=$((base + 1))"
+          "PANO_RABBITMQ_DIST_PORT=$((base + 4))"
           "PANO_KAFKA_PORT=$((base + 2))" "PANO_KAFKA_CONTROLLER_PORT=$((base + 3))"
           "PANO_ES_PORT=$es_port" "PANO_ES_HEAP=512m" "PANO_KAFKA_HEAP=512m"
           "PANO_EXPLORER_PORT=0")

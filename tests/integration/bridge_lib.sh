@@ -128,11 +128,14 @@ private_stack_up() {
         shift 2
     done
     local base
-    base=$(free_ports $((2 + 2 * kafka_nodes + es_nodes)))
+    base=$(free_ports $((3 + 2 * kafka_nodes + es_nodes)))
     PRIVATE_STACK=$(mktemp -d "/var/tmp/pano-bridge-$TEST_ID.XXXXXX")
     chmod 755 "$PRIVATE_STACK"
     PRIV_AMQP=$base PRIV_MGMT=$((base + 1)) PRIV_KAFKA=$((base + 2)) PRIV_KCTL=$((base + 3))
     PRIV_ES=$((base + 2 + 2 * kafka_nodes))
+    # Erlang's distribution port too, or pano-stack puts it at AMQP + 20000,
+    # in the ephemeral range that outgoing connections take theirs from.
+    PRIV_DIST=$((base + 2 + 2 * kafka_nodes + es_nodes))
     local -a es_args=()
     if ((es_nodes > 0)); then
         PRIVATE_SERVICES+=,elasticsearch
@@ -150,7 +153,7 @@ private_stack_up() {
     log "starting a private $PRIVATE_SERVICES ($kafka_nodes Kafka node(s) from $PRIV_KAFKA) in $PRIVATE_STACK"
     PANO_STACK_DIR=$PRIVATE_STACK PANO_KAFKA_HEAP=512m PANO_ES_HEAP=512m PANO_KAFKA_PARTITIONS=4 \
         "$STACK" --only "$PRIVATE_SERVICES" --offline --timeout 240 \
-        --amqp-port "$PRIV_AMQP" --rabbitmq-mgmt-port "$PRIV_MGMT" \
+        --amqp-port "$PRIV_AMQP" --rabbitmq-mgmt-port "$PRIV_MGMT" --rabbitmq-dist-port "$PRIV_DIST" \
         --kafka-port "$PRIV_KAFKA" --kafka-controller-port "$PRIV_KCTL" \
         --kafka-nodes "$kafka_nodes" "${es_args[@]}" up \
         >"$TEST_DIR/private-stack.log" 2>&1 ||

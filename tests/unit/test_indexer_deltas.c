@@ -368,6 +368,62 @@ START_TEST(closing_sample)
 }
 END_TEST
 
+START_TEST(retried_on_the_same_pid)
+{
+    /* a job retried on the same host may get the same pid: a start after
+     * the run ended begins a new run */
+    deltas *d = fresh(100);
+    passed a0 = pass(d, WF, "start", "j1", 42, 100, "a0", NULL);
+    passed a1 = sample(d, "j1", 101, "a1", 2, 500, 50);
+    passed a2 = pass(d, WF, "end", "j1", 42, 102, "a2", NULL);
+    ck_assert_ptr_nonnull(a2.closing);
+    passed copy = pass(d, WF, "start", "j1", 42, 100, "a0", NULL); /* a replay: nothing */
+    passed b1 = sample(d, "j1", 201, "b1", 1, 400, 30);
+    ck_assert(b1.ch.late); /* still the first run's, ended */
+    passed b0 = pass(d, WF, "start", "j1", 42, 200, "b0", NULL);
+    passed b2 = sample(d, "j1", 202, "b2", 1, 400, 30);
+    ck_assert(!b2.ch.late);
+    ck_assert_double_eq(delta_of(b2.doc, "rss"), 400); /* from zero, not from the first run */
+    ck_assert_double_eq(delta_of(b2.doc, "rchar"), 30);
+    passed *all[] = {&a0, &a1, &a2, &copy, &b1, &b0, &b2};
+    for (size_t i = 0; i < 7; i++)
+        pass_free(all[i]);
+    deltas_free(d);
+}
+END_TEST
+
+START_TEST(odd_names_and_values)
+{
+    deltas *d = fresh(100);
+    char why[64];
+    /* a control character in a host or job name: not a run's (left as it came) */
+    const char *odd[] = {
+        "{\"event\":\"kickstart.inv.online\",\"ts\":1,\"event_id\":\"x\",\"hostname\":\"a\\u001fb\","
+        "\"pid\":1,\"rss\":1}",
+        "{\"event\":\"kickstart.inv.online\",\"ts\":1,\"event_id\":\"x\",\"hostname\":\"a\\u0000b\","
+        "\"pid\":1,\"rss\":1}",
+        "{\"event\":\"kickstart.inv.start\",\"ts\":1,\"event_id\":\"x\",\"hostname\":\"n\","
+        "\"dag_job_id\":\"j\\nk\",\"pid\":1}"};
+    for (size_t i = 0; i < 3; i++) {
+        pano_json *ev = pano_json_parse(odd[i], strlen(odd[i]), 64, why, sizeof why);
+        ck_assert_msg(ev, "%s", why);
+        ck_assert_ptr_null(delta_event_read(ev, WF, 0, next_offset++));
+        pano_json_free(ev);
+    }
+    /* values no sample can have are left out of its delta */
+    passed st = pass(d, WF, "start", "j1", 42, 100, "s0", NULL);
+    passed s1 = pass(d, WF, "online", "j1", 42, 101, "s1", "\"rss\":-5,\"rchar\":1e19,\"wchar\":7");
+    ck_assert_ptr_nonnull(s1.doc);
+    ck_assert_double_eq(delta_of(s1.doc, "rss"), 0);
+    ck_assert_double_eq(delta_of(s1.doc, "rchar"), 0);
+    ck_assert_double_eq(delta_of(s1.doc, "wchar"), 7);
+    passed *all[] = {&st, &s1};
+    for (size_t i = 0; i < 2; i++)
+        pass_free(all[i]);
+    deltas_free(d);
+}
+END_TEST
+
 START_TEST(runs_left_alone)
 {
     deltas *d = fresh(100);
@@ -515,13 +571,17 @@ START_TEST(lookup_goes_on_from_the_store)
         NULL};
     batch_pass(d, &b, answers);
     ck_assert_uint_eq(b.rounds, 2);
-    /* the workflow: its samples without delta, or with an indexer's below
-     * offset 100, routed by the workflow, over the samples' indices */
+    /* the workflow: its samples without delta, or with an indexer's (at any
+     * offset), routed by the workflow, over the samples' indices */
     ck_assert_ptr_nonnull(strstr(b.asked[0], "\"routing\":\"" WF "\""));
-    ck_assert_ptr_nonnull(strstr(b.asked[0], "\"pano-samples-*\",\"pano-kickstart\""));
-    ck_assert_ptr_nonnull(strstr(b.asked[0], "{\"range\":{\"delta_offset\":{\"lt\":100}}}"));
+    ck_assert_ptr_nonnull(strstr(b.asked[0], "\"index\":[\"pano-samples-*\",\"pano-kickstart\"]"));
+    ck_assert_ptr_null(strstr(b.asked[0], "delta_offset"));
     ck_assert_ptr_nonnull(strstr(b.asked[0], "\"delta_source\":\"indexer\""));
-    /* the run: one search, its latest sample below offset 100 */
+    /* the run: one search, its latest sample below offset 100 or its start,
+     * over the starts' indices too */
+    ck_assert_ptr_nonnull(strstr(b.asked[1], "\"pano-kickstart\",\"pano-kickstart-*\"]"));
+    ck_assert_ptr_nonnull(
+        strstr(b.asked[1], "\"event\":[\"kickstart.inv.online\",\"kickstart.inv.start\"]"));
     ck_assert_ptr_nonnull(strstr(b.asked[1], "{\"term\":{\"dag_job_id\":\"j1\"}}"));
     ck_assert_ptr_nonnull(strstr(b.asked[1], "{\"term\":{\"hostname\":\"node-1\"}}"));
     ck_assert_ptr_nonnull(strstr(b.asked[1], "{\"term\":{\"pid\":42}}"));
@@ -550,6 +610,7 @@ START_TEST(lookup_states)
     batch_add(&b, WF, "end", "mon", 105, "m5", NULL, 12);
     batch_add(&b, WF, "online", "new", 105, "n5", "\"rss\":5", 13);
     batch_add(&b, WF, "end", "closed", 106, "c6", NULL, 14);
+    batch_add(&b, WF, "online", "started", 105, "t5", "\"rss\":5", 15);
     const char *answers[] = {
         "{\"responses\":[" SOME "]}",
         "{\"responses\":["
@@ -561,7 +622,11 @@ START_TEST(lookup_states)
         /* mon: pano-monitor's own deltas */
         "{\"hits\":{\"hits\":[{\"_source\":{\"ts\":104,\"rss\":0,\"delta\":{\"rss\":-4}}}]}},"
         /* new: nothing stored */
-        NONE "]}",
+        NONE ","
+        /* started: its start stored (committed), none of its samples below
+         * the offset (an indexer stopped before committing made them) */
+        "{\"hits\":{\"hits\":[{\"_source\":{\"event\":\"kickstart.inv.start\",\"ts\":100}}]}}"
+        "]}",
         NULL};
     batch_pass(d, &b, answers);
     ck_assert_ptr_null(b.ch[0].doc);                       /* stays raw */
@@ -571,6 +636,8 @@ START_TEST(lookup_states)
     ck_assert_ptr_null(b.ch[2].closing); /* pano-monitor's: nothing to close */
     ck_assert_ptr_null(b.ch[3].doc);     /* no start seen, nothing stored: raw */
     ck_assert_ptr_null(b.ch[4].closing); /* closed already */
+    ck_assert_ptr_nonnull(b.ch[5].doc);  /* started: its first sample's delta */
+    ck_assert_double_eq(doc_delta(b.ch[5].doc, "rss"), 5);
     batch_free(&b);
     /* The same workflow again: nothing asked for runs in the table. */
     batch_run c = {0};
@@ -642,11 +709,18 @@ START_TEST(unusable_answers)
     pano_buf body = {0};
     char err[256];
     ck_assert_uint_eq(deltas_plan(d, &body), 2);
-    const char *bad[] = {"not json", "{\"responses\":[" NONE "]}",
-                         "{\"responses\":[" NONE ",{\"error\":{\"reason\":\"no shard\"},"
-                         "\"status\":503}]}"};
-    const char *why[] = {"unreadable", "answered 1 searches of 2", "no shard"};
-    for (size_t i = 0; i < 3; i++) {
+    const char *bad[] = {
+        "not json", "{\"responses\":[" NONE "]}",
+        "{\"responses\":[" NONE ",{\"error\":{\"reason\":\"no shard\"},\"status\":503}]}",
+        /* a shard of the store missing, or out of time: what it holds is not known */
+        "{\"responses\":[" NONE ",{\"_shards\":{\"failed\":1},\"hits\":{\"total\":{\"value\":0},"
+        "\"hits\":[]}}]}",
+        "{\"responses\":[" NONE ",{\"timed_out\":true,\"hits\":{\"total\":{\"value\":0},"
+        "\"hits\":[]}}]}",
+        "{\"responses\":[" NONE ",{\"hits\":{\"hits\":[]}}]}"};
+    const char *why[] = {"unreadable",           "answered 1 searches of 2", "no shard",
+                         "1 shards failed",      "timed out",                "no total"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         ck_assert_int_eq(deltas_read(d, bad[i], strlen(bad[i]), err, sizeof err), -1);
         ck_assert_msg(strstr(err, why[i]), "%s", err);
     }
@@ -672,6 +746,8 @@ int main(void)
     tcase_add_test(t, deltas_add_up);
     tcase_add_test(t, late_and_copies);
     tcase_add_test(t, closing_sample);
+    tcase_add_test(t, retried_on_the_same_pid);
+    tcase_add_test(t, odd_names_and_values);
     tcase_add_test(t, runs_left_alone);
     tcase_add_test(t, clashing_keys);
     suite_add_tcase(s, t);
