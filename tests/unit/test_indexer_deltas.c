@@ -160,6 +160,14 @@ static passed pass(deltas *d, const char *wf, const char *kind, const char *job,
     return p;
 }
 
+/* Free the events passed and d. */
+static void done(deltas *d, passed *const *all, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        pass_free(all[i]);
+    deltas_free(d);
+}
+
 static passed sample(deltas *d, const char *job, double ts, const char *id, double utime,
                      long rss, long rchar)
 {
@@ -304,9 +312,7 @@ START_TEST(late_and_copies)
     ck_assert_double_eq(rchar, 40);
     ck_assert_uint_eq(deltas_counts(d)->late, 2);
     passed *all[] = {&st, &s1, &s3, &s2, &copy, &s3b, &s4};
-    for (size_t i = 0; i < 7; i++)
-        pass_free(all[i]);
-    deltas_free(d);
+    done(d, all, sizeof all / sizeof *all);
 }
 END_TEST
 
@@ -362,9 +368,7 @@ START_TEST(closing_sample)
     ck_assert(pano_json_get_number(end2.closing, "ts", &ts) && ts == 105);
     ck_assert_double_eq(delta_of(end2.closing, "rss"), -7);
     passed *all[] = {&st, &s1, &s2, &end, &late, &again, &st2, &t1, &end2};
-    for (size_t i = 0; i < 9; i++)
-        pass_free(all[i]);
-    deltas_free(d);
+    done(d, all, sizeof all / sizeof *all);
 }
 END_TEST
 
@@ -386,9 +390,7 @@ START_TEST(retried_on_the_same_pid)
     ck_assert_double_eq(delta_of(b2.doc, "rss"), 400); /* from zero, not from the first run */
     ck_assert_double_eq(delta_of(b2.doc, "rchar"), 30);
     passed *all[] = {&a0, &a1, &a2, &copy, &b1, &b0, &b2};
-    for (size_t i = 0; i < 7; i++)
-        pass_free(all[i]);
-    deltas_free(d);
+    done(d, all, sizeof all / sizeof *all);
 }
 END_TEST
 
@@ -418,9 +420,7 @@ START_TEST(odd_names_and_values)
     ck_assert_double_eq(delta_of(s1.doc, "rchar"), 0);
     ck_assert_double_eq(delta_of(s1.doc, "wchar"), 7);
     passed *all[] = {&st, &s1};
-    for (size_t i = 0; i < 2; i++)
-        pass_free(all[i]);
-    deltas_free(d);
+    done(d, all, sizeof all / sizeof *all);
 }
 END_TEST
 
@@ -459,9 +459,7 @@ START_TEST(runs_left_alone)
     ck_assert_ptr_null(delta_event_read(o, "", 0, 1)); /* no valid wf_uuid */
     pano_json_free(o);
     passed *all[] = {&r1, &r2, &re, &ps, &p1, &pe, &es, &ee};
-    for (size_t i = 0; i < 8; i++)
-        pass_free(all[i]);
-    deltas_free(d);
+    done(d, all, sizeof all / sizeof *all);
 }
 END_TEST
 
