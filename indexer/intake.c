@@ -153,8 +153,10 @@ static void rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
  * starts over from its reset policy or waits forever. Its maintainers'
  * advice is a seek after the resume; the position is the message after the
  * last one the indexer received, so nothing is skipped or received twice.
- * A partition the indexer received nothing from since its assignment is
- * left where librdkafka's fetcher has it. */
+ * A partition the indexer received nothing from since its assignment has
+ * no position: it is sought to its committed offset, or to its start when
+ * it has none (the reset policy, earliest), where it would begin anyway;
+ * its first messages may have come during the pause, in the very race. */
 static void seek_to_positions(indexer *ix, rd_kafka_topic_partition_list_t *parts)
 {
     rd_kafka_resp_err_t e = rd_kafka_position(ix->consumer, parts);
@@ -163,6 +165,22 @@ static void seek_to_positions(indexer *ix, rd_kafka_topic_partition_list_t *part
         return;
     }
     rd_kafka_topic_partition_list_t *seek = pano_kafka_with_offsets(parts);
+    rd_kafka_topic_partition_list_t *unread = rd_kafka_topic_partition_list_new(parts->cnt);
+    for (int i = 0; i < parts->cnt; i++)
+        if (parts->elems[i].offset < 0)
+            rd_kafka_topic_partition_list_add(unread, parts->elems[i].topic,
+                                              parts->elems[i].partition);
+    e = unread->cnt ? rd_kafka_committed(ix->consumer, unread, 5000) : RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (e)
+        pano_warn("cannot read the committed offsets of %d partition(s): %s", unread->cnt,
+                  rd_kafka_err2str(e));
+    for (int i = 0; !e && i < unread->cnt; i++) {
+        const rd_kafka_topic_partition_t *u = &unread->elems[i];
+        if (!u->err)
+            rd_kafka_topic_partition_list_add(seek, u->topic, u->partition)->offset =
+                u->offset >= 0 ? u->offset : RD_KAFKA_OFFSET_BEGINNING;
+    }
+    rd_kafka_topic_partition_list_destroy(unread);
     rd_kafka_error_t *error = seek->cnt ? rd_kafka_seek_partitions(ix->consumer, seek, 10000)
                                         : NULL;
     if (error) {
