@@ -73,8 +73,6 @@ batch_item *batch_add(batch *b, rd_kafka_message_t *msg, double now)
     return it;
 }
 
-/* The messages of revoked partitions are not settled, their offsets are not
- * stored: the new owner replays them. */
 void batch_insert_closings(batch *b, const size_t *after, pano_bulk_doc *docs, size_t n)
 {
     /* From the back, each item moves once. */
@@ -92,6 +90,8 @@ void batch_insert_closings(batch *b, const size_t *after, pano_bulk_doc *docs, s
     b->count += n;
 }
 
+/* The messages of revoked partitions are not settled, their offsets are not
+ * stored: the new owner replays them. */
 size_t batch_drop(batch *b, const rd_kafka_topic_partition_list_t *parts)
 {
     size_t keep = 0, dropped = 0;

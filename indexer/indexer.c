@@ -578,8 +578,7 @@ int main(int argc, char **argv)
     ix.summarize = pano_config_bool(cfg, "pano.indexer.summaries");
     ix.layout = (pano_bulk_layout){.prefix = ix.prefix,
                                    .fallback_index = ix.fallback_index,
-                                   .policies = ix.policies,
-                                   .keep_event = ix.summarize};
+                                   .policies = ix.policies};
     ix.summary_layout = (summary_layout){.prefix = ix.prefix, .policies = ix.policies};
     snprintf(ix.dead_letter_topic, sizeof ix.dead_letter_topic, "%s",
              pano_config_str(cfg, "pano.kafka.dead_letter_topic"));
