@@ -448,17 +448,22 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
     pano_json_free(all);
 
     /* The per-run summaries (summary.h), of every summarized stream: only
-     * what a reader asks by is mapped, the workflow (searched), the _id
-     * (sorted by, not searched) and the count of events (summed by
-     * pano_query_changes); the rest is kept in _source. */
+     * what a reader asks by is mapped: the workflow, the kind, the DAG job
+     * and whether the run is open (searched), the _id (sorted by), the
+     * earliest event's time (its minimum per kind) and the count of events
+     * (summed by pano_query_changes); the rest is kept in _source. */
     pano_json *sp = pano_json_object();
     pano_json *set = pano_json_set_object(pano_json_set_object(sp, "set"), "properties");
     pano_json *swf = leaf("keyword");
     pano_json_set_str(swf, "normalizer", "pano_lowercase");
     pano_json_set(set, "wf", swf);
-    pano_json *sid = leaf("keyword");
-    pano_json_set_bool(sid, "index", false);
-    pano_json_set(set, "id", sid);
+    pano_json_set(set, "id", leaf("keyword"));
+    pano_json_set(set, "k", leaf("keyword"));
+    pano_json_set(set, "job", leaf("keyword"));
+    pano_json_set(set, "open", leaf("boolean"));
+    pano_json *t0 = leaf("double");
+    pano_json_set_bool(t0, "index", false);
+    pano_json_set(pano_json_set_object(pano_json_set_object(sp, "min"), "properties"), "t0", t0);
     pano_json *add = pano_json_set_object(pano_json_set_object(sp, "add"), "properties");
     pano_json *n = leaf("long");
     pano_json_set_bool(n, "index", false);

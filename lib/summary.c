@@ -481,6 +481,21 @@ static void write_number(pano_json_writer *w, double v)
         pano_json_write_double(w, v, -1);
 }
 
+bool pano_summary_open(const pano_run_summary *s)
+{
+    if (s->kind == PANO_SUMMARY_RUN)
+        return !(s->v[PANO_SF_END] > 0);
+    if (s->kind != PANO_SUMMARY_INST)
+        return false;
+    const pano_summary_latest *state = &s->latest[PANO_SL_ST];
+    const pano_summary_latest *main_end = &s->latest[PANO_SL_ME], *post_end = &s->latest[PANO_SL_PE];
+    const char *e = state->has ? state->t[0] : NULL;
+    double x = post_end->has ? post_end->v[PANO_PE_X] : main_end->v[PANO_ME_X];
+    bool verdict = post_end->has || main_end->has;
+    bool final_verdict = post_end->has || (e && strcmp(e, "main.end") == 0);
+    return !(verdict && final_verdict && !isnan(x));
+}
+
 /* Opens group g's object before its first member. */
 static void open_group(pano_json_writer *w, group g, bool *open)
 {
@@ -504,6 +519,8 @@ static void write_group(pano_json_writer *w, const pano_run_summary *s, group g)
         pano_json_write_str(w, s->id);
         pano_json_write_key(w, "wf");
         pano_json_write_str(w, s->wf);
+        pano_json_write_key(w, "open");
+        pano_json_write_bool(w, pano_summary_open(s));
     }
     for (int t = 0; t < PANO_ST_COUNT; t++) {
         if (texts[t].g != g || !s->t[t])

@@ -20,7 +20,9 @@
  * struct (pano_run_summary); as JSON (the document), groups of fields, each
  * merged its own way:
  *
- *   set     the key: k (run, inst, side), id, wf, job, host, pid, inst
+ *   set     the key: k (run, inst, side), id, wf, job, host, pid, inst;
+ *           open (pano_summary_open of the document, derived when it
+ *           is written, never merged)
  *   min     smallest number          max    largest number
  *   add     sum (counts: applied only for an event that was created, not
  *           for a replay already stored)
@@ -171,6 +173,17 @@ void pano_summary_merge(pano_run_summary *into, const pano_run_summary *from, bo
  * holds op (this very update was applied before); else doc is merged and
  * holds op among its last 16. */
 bool pano_summary_apply(pano_run_summary *doc, const pano_run_summary *update, const char *op);
+
+/* Whether a run or an instance has not ended by this document alone: a
+ * run without its .end, an instance without its verdict (the POST
+ * script's post.end, or a main.end as its latest state, with an exit
+ * code). A side document is never open. Of a run's documents of several
+ * periods, merged, one that is open has at least one document open by
+ * itself: the merge takes each field's latest or largest, so the document
+ * that holds the merged latest state, or every document, would be ended
+ * too. pano-query reads the jobs of open documents alone where that is
+ * all it needs (query.md). */
+bool pano_summary_open(const pano_run_summary *s);
 
 /* The document as JSON (one line), appended to out. */
 void pano_summary_write(const pano_run_summary *s, pano_buf *out);

@@ -752,8 +752,8 @@ static void make_rows(collect *c, pano_jobs *out, double ingest_delay)
     store_sort(out->jobs, out->n, sizeof *out->jobs, by_start_then_id);
 }
 
-int pano_query_jobs(pano_query *q, const char *wf_uuid, double now, pano_jobs *out, char *err,
-                    size_t errlen)
+int runs_query_jobs(pano_query *q, const char *wf_uuid, double now, bool open_only,
+                    pano_jobs *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     out->now = now;
@@ -771,7 +771,9 @@ int pano_query_jobs(pano_query *q, const char *wf_uuid, double now, pano_jobs *o
     const runs_coverage *cover = &counts.cover;
     if (q->use_summaries &&
         cover->events[RUNS_KIND_RUN] + cover->events[RUNS_KIND_INST] + cover->events[RUNS_KIND_SIDE])
-        rc = runs_from_summaries(q, out, cover, counts.side_events > 0, &c, err, errlen);
+        rc = runs_from_summaries(q, out, cover, counts.side_events > 0, open_only, &c, err,
+                                 errlen);
+    out->open_only = rc == 2;
     if (rc == 0 && counts.monitor_events > 0)
         rc = ask_monitor_runs(q, out, &c, err, errlen);
     if (rc == 0 && counts.monitor_events > 0)
@@ -793,6 +795,12 @@ int pano_query_jobs(pano_query *q, const char *wf_uuid, double now, pano_jobs *o
     make_rows(&c, out, q->ingest_delay);
     free(c.runs);
     return 0;
+}
+
+int pano_query_jobs(pano_query *q, const char *wf_uuid, double now, pano_jobs *out, char *err,
+                    size_t errlen)
+{
+    return runs_query_jobs(q, wf_uuid, now, false, out, err, errlen);
 }
 
 void pano_jobs_free(pano_jobs *jobs)

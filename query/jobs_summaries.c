@@ -65,7 +65,7 @@ static void run_of(reading *rd, const pano_run_summary *d)
     j->start = v[PANO_SF_FIRST];
     j->last_seen = or(v[PANO_SF_LAST], j->start);
     j->interval = or(v[PANO_SF_IV], 0);
-    if (or(v[PANO_SF_END], 0) > 0) {
+    if (!pano_summary_open(d)) {
         r->ended = true;
         j->end = j->last_seen; /* the end is the run's last event */
         j->exitcode = (int)or(v[PANO_SF_EXIT], -1);
@@ -135,12 +135,9 @@ static void instance_of(reading *rd, const pano_run_summary *d)
     if (e)
         snprintf(event, sizeof event, "stampede.job_inst.%s", e);
     j->state = e ? runs_state_after(event, or(state->v[PANO_STATE_STATUS], 0)) : PANO_JOB_QUEUED;
-    /* The verdict is the POST script's when it ran, else the job's own. */
     double x = post_end->has ? post_end->v[PANO_PE_X] : main_end->v[PANO_ME_X];
     double ts = post_end->has ? post_end->v[PANO_PE_TS] : main_end->v[PANO_ME_TS];
-    bool verdict = post_end->has || main_end->has;
-    bool final_verdict = post_end->has || (e && strcmp(e, "main.end") == 0);
-    if (verdict && final_verdict && !isnan(x)) {
+    if (!pano_summary_open(d)) { /* the POST script's verdict when it ran, else the job's */
         r->ended = true;
         j->state = runs_decode_status(x, &j->exitcode, &j->signal);
         j->end = or(ts, j->last_seen);
@@ -186,7 +183,7 @@ static void on_document(reading *rd, const pano_run_summary *d)
 
 /* The search of one page after `after` (the sort values of the last hit,
  * or NULL for the first). */
-static pano_json *page_body(const char *pit, const char *wf_uuid, const pano_json *after)
+static pano_json *page_body(const char *pit, const pano_json *query, const pano_json *after)
 {
     pano_json *b = pano_json_object();
     pano_json *p = pano_json_set_object(b, "pit");
@@ -194,8 +191,7 @@ static pano_json *page_body(const char *pit, const char *wf_uuid, const pano_jso
     pano_json_set_str(p, "keep_alive", KEEP_ALIVE);
     pano_json_set_int(b, "size", PAGE);
     pano_json_set_bool(b, "track_total_hits", false);
-    pano_json_set(pano_json_set_object(b, "query"), "term", pano_json_object());
-    pano_json_set_str(pano_json_get(pano_json_get(b, "query"), "term"), "set.wf", wf_uuid);
+    pano_json_set(b, "query", pano_json_clone(query));
     pano_json_set(b, "sort", store_literal("[{\"set.id\":\"asc\"},{\"_shard_doc\":\"asc\"}]"));
     /* Whole documents: Elasticsearch sends a stored _source as it is, but
      * filters one (leaving out the writers' tokens, say) by parsing and
@@ -205,9 +201,11 @@ static pano_json *page_body(const char *pit, const char *wf_uuid, const pano_jso
     return b;
 }
 
-/* Every summary document of the workflow, the documents of one run merged,
- * to on_document. 0, or -1 with a message in err. */
-static int read_all(pano_query *q, const pano_jobs *jobs, reading *rd, char *err, size_t errlen)
+/* Every summary document of the workflow that query matches, the documents
+ * of one run merged, to on_document, counted in *read. 0, or -1 with a
+ * message in err. */
+static int read_all(pano_query *q, const pano_jobs *jobs, const pano_json *query, reading *rd,
+                    size_t *read, char *err, size_t errlen)
 {
     char *indices = store_summary_indices(q, jobs);
     char *path = pano_asprintf("/%s/_pit?keep_alive=%s&routing=%s&ignore_unavailable=true",
@@ -234,7 +232,7 @@ static int read_all(pano_query *q, const pano_jobs *jobs, reading *rd, char *err
     pano_summary_init(&held);
     int rc = 0;
     for (;;) {
-        pano_json *body = page_body(pit, jobs->wf_uuid, after);
+        pano_json *body = page_body(pit, query, after);
         pano_arena_reset(&arena);
         pano_json *answer = store_post(
             q, "/_search?filter_path=pit_id,hits.hits._source,hits.hits.sort", body, &arena, err,
@@ -251,6 +249,7 @@ static int read_all(pano_query *q, const pano_jobs *jobs, reading *rd, char *err
         }
         const pano_json *hits = pano_json_get_array(pano_json_get(answer, "hits"), "hits");
         size_t n = pano_json_len(hits);
+        *read += n;
         for (size_t i = 0; i < n; i++) {
             pano_run_summary cur;
             if (!pano_summary_read(pano_json_get(pano_json_at(hits, i), "_source"), &cur))
@@ -362,8 +361,106 @@ static void refresh(pano_query *q, const pano_jobs *jobs)
     free(path);
 }
 
+/* A query: field is false. */
+static pano_json *field_is_false(const char *field)
+{
+    pano_json *q = pano_json_object();
+    pano_json_set_bool(pano_json_set_object(q, "term"), field, false);
+    return q;
+}
+
+/* The query of every summary of the workflow. */
+static pano_json *workflow_query(const char *wf_uuid)
+{
+    return store_term("set.wf", wf_uuid);
+}
+
+/* At most this many open documents are looked for; more, and every
+ * document is read. */
+#define OPEN_MAX 10000
+
+/* The query of the summaries of the workflow's open jobs (the DAG jobs with
+ * a run or an instance not ended, every document of theirs; a run without
+ * a DAG job, its documents) into *query, when the summaries are known to
+ * cover the workflow: one search that gives the earliest event each kind
+ * of summary holds (mapped since summaries say whether they are open) and
+ * the open documents. A document written before then has no `set.open`
+ * and counts as open. *query is left NULL when the summaries cannot tell
+ * (not mapped, or behind the events: the caller reads every document and
+ * checks) or too many are open. 0, or -1 with a message in err. */
+static int open_jobs_query(pano_query *q, const pano_jobs *jobs, const runs_coverage *events,
+                           pano_json **query, char *err, size_t errlen)
+{
+    *query = NULL;
+    char *indices = store_summary_indices(q, jobs);
+    char *path = pano_asprintf(
+        "/%s/_search?routing=%s&ignore_unavailable=true&allow_no_indices=true"
+        "&filter_path=aggregations,hits.hits._source",
+        indices, jobs->wf_uuid);
+    free(indices);
+    pano_json *body = pano_json_object();
+    pano_json_set_int(body, "size", OPEN_MAX);
+    pano_json_set_bool(body, "track_total_hits", false);
+    pano_json_set(body, "query", workflow_query(jobs->wf_uuid));
+    pano_json *open = pano_json_set_object(pano_json_set_object(body, "post_filter"), "bool");
+    pano_json_set(open, "must_not", field_is_false("set.open"));
+    pano_json_set(body, "_source", store_literal("[\"set.id\",\"set.job\"]"));
+    pano_json *kinds = pano_json_set_object(pano_json_set_object(body, "aggs"), "k");
+    pano_json *terms = pano_json_set_object(kinds, "terms");
+    pano_json_set_str(terms, "field", "set.k");
+    pano_json_set(pano_json_set_object(kinds, "aggs"), "t0", store_metric("min", "min.t0"));
+    pano_json *answer = store_post(q, path, body, NULL, err, errlen);
+    pano_json_free(body);
+    free(path);
+    if (!answer)
+        return -1;
+    static const char *const kind_names[RUNS_KINDS] = {"run", "inst", "side"};
+    const pano_json *buckets =
+        pano_json_get_array(store_agg(pano_json_get(answer, "aggregations"), "k"), "buckets");
+    bool covered = true;
+    for (int k = 0; k < RUNS_KINDS && covered; k++) {
+        if (events->events[k] <= 0)
+            continue;
+        double t0 = NAN;
+        for (size_t i = 0; i < pano_json_len(buckets); i++) {
+            const pano_json *b = pano_json_at(buckets, i);
+            const char *key = pano_json_get_str(b, "key");
+            if (key && strcmp(key, kind_names[k]) == 0)
+                t0 = store_value(b, "t0", NAN);
+        }
+        covered = !isnan(t0) && t0 <= events->first[k] + 1e-6;
+    }
+    const pano_json *hits = pano_json_get_array(pano_json_get(answer, "hits"), "hits");
+    size_t n = pano_json_len(hits);
+    if (covered && n < OPEN_MAX) {
+        pano_json *job_list = pano_json_array(), *id_list = pano_json_array();
+        for (size_t i = 0; i < n; i++) {
+            const pano_json *set = pano_json_get(pano_json_get(pano_json_at(hits, i), "_source"), "set");
+            const char *id = pano_json_get_str(set, "id"), *job = pano_json_get_str(set, "job");
+            if (id)
+                pano_json_append(id_list, pano_json_string(id));
+            if (job)
+                pano_json_append(job_list, pano_json_string(job));
+        }
+        pano_json *b = pano_json_object();
+        pano_json *in = pano_json_set_object(b, "bool");
+        pano_json *filter = pano_json_set_array(in, "filter");
+        pano_json_append(filter, workflow_query(jobs->wf_uuid));
+        pano_json *should = pano_json_set_array(in, "should");
+        pano_json *terms_job = pano_json_object(), *terms_id = pano_json_object();
+        pano_json_set(pano_json_set_object(terms_job, "terms"), "set.job", job_list);
+        pano_json_set(pano_json_set_object(terms_id, "terms"), "set.id", id_list);
+        pano_json_append(should, terms_job);
+        pano_json_append(should, terms_id);
+        pano_json_set_int(in, "minimum_should_match", 1);
+        *query = b;
+    }
+    pano_json_free(answer);
+    return 0;
+}
+
 int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverage *events,
-                        bool with_side, collect *c, char *err, size_t errlen)
+                        bool with_side, bool open_only, collect *c, char *err, size_t errlen)
 {
     /* pano-indexer writes a batch's summaries just after its events, so
      * the events may be searchable before them: summaries that count fewer
@@ -378,9 +475,19 @@ int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverag
         stored += events->events[k];
     if (summarized > 0 && summarized < stored)
         refresh(q, jobs);
+    pano_json *query = NULL;
+    if (open_only && open_jobs_query(q, jobs, events, &query, err, errlen) < 0)
+        return -1;
+    bool known = query != NULL; /* covered, as the first search showed */
+    if (!query)
+        query = workflow_query(jobs->wf_uuid);
     reading rd = {0};
-    int rc = read_all(q, jobs, &rd, err, errlen);
-    bool covered = rc == 0 && covers(&rd, events);
+    size_t read = 0;
+    int rc = read_all(q, jobs, query, &rd, &read, err, errlen);
+    pano_json_free(query);
+    pano_debug("%zu summary document(s) of %s read%s", read, jobs->wf_uuid,
+               known ? ", of the jobs not ended" : "");
+    bool covered = rc == 0 && (known || covers(&rd, events));
     if (covered) {
         store_sort(rd.monitor.runs, rd.monitor.n, sizeof *rd.monitor.runs, by_run_key);
         store_sort(rd.inst.runs, rd.inst.n, sizeof *rd.inst.runs, by_instance_key);
@@ -397,5 +504,5 @@ int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverag
         rd.inst = (collect){0};
     }
     reading_clear(&rd);
-    return rc < 0 ? -1 : covered ? 1 : 0;
+    return rc < 0 ? -1 : !covered ? 0 : known ? 2 : 1;
 }

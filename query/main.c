@@ -116,11 +116,14 @@ static int load_pegasus(opts *o, const char *uuid, pano_pegasus *p)
     return 0;
 }
 
-/* The jobs of the workflow, or an exit status. */
-static int load(opts *o, const char *uuid, pano_jobs *jobs)
+/* The jobs of the workflow (those a series needs when series_rows), or an
+ * exit status. */
+static int load_rows(opts *o, const char *uuid, bool series_rows, pano_jobs *jobs)
 {
     char err[1024];
-    if (pano_query_jobs(o->q, uuid, pano_now(), jobs, err, sizeof err) < 0) {
+    double now = pano_now();
+    if ((series_rows ? pano_query_series_rows(o->q, uuid, now, jobs, err, sizeof err)
+                     : pano_query_jobs(o->q, uuid, now, jobs, err, sizeof err)) < 0) {
         pano_error("%s", err);
         return strstr(err, "not a workflow UUID") ? 2 : EXIT_STORE;
     }
@@ -131,6 +134,11 @@ static int load(opts *o, const char *uuid, pano_jobs *jobs)
         return EXIT_UNKNOWN;
     }
     return 0;
+}
+
+static int load(opts *o, const char *uuid, pano_jobs *jobs)
+{
+    return load_rows(o, uuid, false, jobs);
 }
 
 static const char *exit_text(char *buf, size_t size, const pano_job *j)
@@ -585,7 +593,7 @@ static int cmd_series(opts *o, const char *uuid)
         return 2;
     }
     pano_jobs jobs;
-    int rc = load(o, uuid, &jobs);
+    int rc = load_rows(o, uuid, !o->job, &jobs);
     if (rc)
         return rc;
     const pano_job *j = o->job ? pano_jobs_find(&jobs, o->job) : NULL;

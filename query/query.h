@@ -104,6 +104,7 @@ typedef struct {
     int wf_status;       /* its status (0: success) */
     pano_job *jobs;      /* ordered by start, then id */
     size_t n;
+    bool open_only;      /* only the jobs not ended are in jobs (pano_query_series_rows) */
 } pano_jobs;
 
 /* Every job run of a workflow, as of now (epoch s; a run whose last sample
@@ -358,6 +359,15 @@ typedef struct {
 /* The time a series covers: the job's (or, job NULL, the workflow's) first
  * event to its last, or to now while it runs. False when there is none yet. */
 bool pano_jobs_span(const pano_jobs *jobs, const pano_job *job, double *from, double *to);
+
+/* The rows a series of the whole workflow needs, as of now: its span, and
+ * the jobs that did not end (running, lost, queued, held), each with every
+ * attempt, with open_only set; at the cost of those jobs, where the
+ * indexer's summaries can tell. Every row, as pano_query_jobs gives them,
+ * where they cannot, or when the workflow has samples without delta (they
+ * are reduced run by run, ended runs too). 0, or -1 with a message in err. */
+int pano_query_series_rows(pano_query *q, const char *wf_uuid, double now, pano_jobs *out,
+                           char *err, size_t errlen);
 
 /* A metric over time in buckets of step seconds, over pano_jobs_span() of
  * the whole workflow or one job (NULL: all). -1 with a message in err for

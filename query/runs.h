@@ -57,11 +57,20 @@ typedef struct {
 
 /* The runs of a workflow from the indexer's summaries (summary.h), added
  * to c (empty) in the order above, and the side events counted when
- * with_side. 1 when the summaries cover every event of the workflow of
- * their kinds (for each kind with events, a summary holds one as early as
- * the earliest); 0, with c left empty, when they do not (a store written,
- * or part of it, before summaries existed); -1 with a message in err. */
+ * with_side; when open_only, those of the jobs with a run or an instance
+ * not ended, where the summaries can tell (every run else). 1 when the
+ * summaries cover every event of the workflow of their kinds (for each
+ * kind with events, a summary holds one as early as the earliest), 2 when
+ * they do and only the open jobs' runs were read; 0, with
+ * c left empty, when they do not (a store written, or part of it, before
+ * summaries existed); -1 with a message in err. */
 int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverage *events,
-                        bool with_side, collect *c, char *err, size_t errlen);
+                        bool with_side, bool open_only, collect *c, char *err, size_t errlen);
+
+/* pano_query_jobs, or when open_only, where the summaries can tell, the
+ * rows of the jobs with a run or an instance not ended alone (with every
+ * attempt of theirs), open_only then set in out. */
+int runs_query_jobs(pano_query *q, const char *wf_uuid, double now, bool open_only,
+                    pano_jobs *out, char *err, size_t errlen);
 
 #endif

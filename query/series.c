@@ -22,6 +22,7 @@
 #include "gauge.h"
 #include "mem.h"
 #include "query.h"
+#include "runs.h"
 #include "store_es.h"
 
 #include <math.h>
@@ -573,6 +574,33 @@ static int ask_series(pano_query *q, const pano_jobs *jobs, const pano_job *job,
     run_index_free(&runs);
     free(docs);
     return rc;
+}
+
+int pano_query_series_rows(pano_query *q, const char *wf_uuid, double now, pano_jobs *out,
+                           char *err, size_t errlen)
+{
+    if (runs_query_jobs(q, wf_uuid, now, true, out, err, errlen) < 0)
+        return -1;
+    if (!out->open_only)
+        return 0;
+    static const char *const fam[] = {"samples", NULL};
+    pano_json *filter, *body = samples_body(out, NULL, &filter);
+    pano_json_append(filter, without_delta());
+    pano_json_set_int(body, "size", 0);
+    pano_json_set_int(body, "terminate_after", 1);
+    pano_json_set_bool(body, "track_total_hits", true);
+    pano_json *answer = store_search(q, out, fam, body, err, errlen);
+    if (!answer) {
+        pano_jobs_free(out);
+        return -1;
+    }
+    int64_t raw = 0;
+    pano_json_get_int(pano_json_get(pano_json_get(answer, "hits"), "total"), "value", &raw);
+    pano_json_free(answer);
+    if (raw == 0)
+        return 0;
+    pano_jobs_free(out);
+    return pano_query_jobs(q, wf_uuid, now, out, err, errlen);
 }
 
 int pano_query_series_many(pano_query *q, const pano_jobs *jobs, const pano_job *job,

@@ -8,9 +8,11 @@
 #   indexed by another indexer into another prefix: every summary document
 #   is the same in both (the writers' tokens and arrival order aside), and
 #   its counts count each event once;
-# - pano-query status, stats, jobs and anomalies give the same --json read
-#   from the summaries and reduced from the events (pano.query.summaries
-#   false), and the summaries are what it read (a point in time over them);
+# - pano-query status, stats, jobs, anomalies and series give the same
+#   --json read from the summaries and reduced from the events
+#   (pano.query.summaries false), and the summaries are what it read (a
+#   point in time over them; for a series, those of the jobs not ended
+#   alone, all of them when the summaries do not say which are open);
 # - a store written before summaries existed (the events indexed with
 #   pano.indexer.summaries false) is read from its events, with the same
 #   answers; so is one whose summaries miss the workflow's first events.
@@ -143,10 +145,12 @@ log "$runs runs, $insts instances, $sides side documents: the same from $N event
 # pano-query: the same answers from the summaries and from the events.
 compare() { # PREFIX WHAT: the --json of each command, both ways
     local cmd norm='walk(if type == "object" then del(.now) else . end)'
-    for cmd in status stats jobs anomalies; do
-        PANO_INDEXER_INDEX_PREFIX=$1 "$QUERY" "$cmd" "$WF" --json \
+    for cmd in status stats jobs anomalies "series --metric cpu" "series --metric rss --step 2s"; do
+        # shellcheck disable=SC2086 # the command's words
+        PANO_INDEXER_INDEX_PREFIX=$1 "$QUERY" $cmd "$WF" --json \
             >"$TEST_DIR/new.json" 2>"$TEST_DIR/new.log" || fail "$cmd: $(tail -3 "$TEST_DIR/new.log")"
-        PANO_INDEXER_INDEX_PREFIX=$1 "$QUERY" "$cmd" "$WF" --json --set pano.query.summaries=false \
+        # shellcheck disable=SC2086
+        PANO_INDEXER_INDEX_PREFIX=$1 "$QUERY" $cmd "$WF" --json --set pano.query.summaries=false \
             >"$TEST_DIR/old.json" 2>"$TEST_DIR/old.log" || fail "$cmd (events): $(tail -3 "$TEST_DIR/old.log")"
         diff <(jq -S "$norm" "$TEST_DIR/old.json") <(jq -S "$norm" "$TEST_DIR/new.json") >"$TEST_DIR/q.diff" ||
             fail "$2: pano-query $cmd differs from the summaries and from the events: $(head -c 2000 "$TEST_DIR/q.diff")"
@@ -163,7 +167,24 @@ jq -e '(.jobs | length) == 14 and ([.jobs[] | select(.id == "work_ID07#2")] | le
        and ([.jobs[] | select(.id == "work_ID04")][0].transfer_events == 3)' "$TEST_DIR/jobs.json" >/dev/null ||
     fail "jobs: $(jq -c '[.jobs[] | {id, state, darshan_events, transfer_events}]' "$TEST_DIR/jobs.json")"
 compare "${P}b-" "B"
-log "status, stats, jobs and anomalies: the same from the summaries as from the events"
+log "status, stats, jobs, anomalies and series: the same from the summaries as from the events"
+# A series reads the summaries of the jobs not ended alone: here work_ID11's
+# run, one document.
+PANO_INDEXER_INDEX_PREFIX=$P "$QUERY" series "$WF" --metric rss --json --log-level debug >/dev/null 2>"$TEST_DIR/series.log" ||
+    fail "series: $(tail -3 "$TEST_DIR/series.log")"
+grep -q "1 summary document(s) of $WF read, of the jobs not ended" "$TEST_DIR/series.log" ||
+    fail "series read other summaries than the open run's: $(grep -i summar "$TEST_DIR/series.log")"
+# Summaries written before they said whether they are open count as open:
+# the same answers.
+es -X POST "$ES/${P}b-summary-*/_search?routing=$WF" -d '{"size":1000,"query":{"term":{"set.wf":"'"$WF"'"}}}' |
+    jq -c --arg wf "$WF" '.hits.hits[] | {index: {_index, _id, routing: $wf}}, (._source | del(.set.open))' \
+    >"$TEST_DIR/unmarked.ndjson"
+curl -fsS -H 'Content-Type: application/x-ndjson' -X POST "$ES/_bulk?refresh=true" --data-binary "@$TEST_DIR/unmarked.ndjson" |
+    jq -e '.errors == false and (.items | length) == 28' >/dev/null || fail "cannot take set.open out of B's summaries"
+compare "${P}b-" "summaries that do not say whether they are open"
+PANO_INDEXER_INDEX_PREFIX=${P}b- "$QUERY" series "$WF" --metric rss --json --log-level debug >/dev/null 2>"$TEST_DIR/series.log"
+grep -q "28 summary document(s) of $WF read, of the jobs not ended" "$TEST_DIR/series.log" ||
+    fail "series of summaries without set.open: $(grep -i summar "$TEST_DIR/series.log")"
 
 # A store written before summaries: the events alone, read from the events.
 C_TOPICS="${PANO_KAFKA_TOPIC_PREFIX}c."

@@ -1,6 +1,7 @@
 /* The per-run summaries (lib/summary.h): what each event contributes, the
  * documents' ids, the merge (the same document whatever the order, counts
- * only when asked) and an update applied once under its token. */
+ * only when asked), whether a run is open, and an update applied once
+ * under its token. */
 #include "json.h"
 #include "partition.h"
 #include "summary.h"
@@ -289,6 +290,91 @@ START_TEST(any_order_the_same)
 }
 END_TEST
 
+/* The events of list in mask (bit i: list[i]), merged. */
+static pano_run_summary merged(const char *const *list, size_t n, unsigned mask)
+{
+    pano_run_summary doc;
+    pano_summary_init(&doc);
+    for (size_t i = 0; i < n; i++)
+        if (mask & (1u << i)) {
+            pano_run_summary p = part_of(list[i], (long)i);
+            pano_summary_merge(&doc, &p, true);
+            pano_summary_clear(&p);
+        }
+    return doc;
+}
+
+/* Whether a run or an instance is open, and that a run whose events fall in
+ * two documents (two periods) and is open has a document open by itself,
+ * however its events are split. */
+START_TEST(open_until_the_end_or_the_verdict)
+{
+    static const char *const post_end =
+        "{\"event\":\"stampede.job_inst.post.end\",\"ts\":25,\"event_id\":\"s8\",\"js_id\":4,"
+        "\"exitcode\":0," INST "}";
+    static const char *const late_main_end =
+        "{\"event\":\"stampede.job_inst.main.end\",\"ts\":22,\"event_id\":\"s9\",\"js_id\":4,"
+        "\"exitcode\":0,\"local_dur\":8," INST "}";
+    static const char *const no_exit_main_end =
+        "{\"event\":\"stampede.job_inst.main.end\",\"ts\":22,\"event_id\":\"s9\",\"js_id\":4,"
+        "\"local_dur\":8," INST "}";
+    const char *with_post[8], *with_main[8], *no_exit[8];
+    for (size_t i = 0; i < 7; i++)
+        with_post[i] = with_main[i] = no_exit[i] = inst_events[i];
+    with_post[7] = post_end;
+    with_main[7] = late_main_end;
+    no_exit[7] = no_exit_main_end;
+    struct {
+        const char *const *events;
+        size_t n;
+        bool open; /* all of them */
+    } cases[] = {
+        {run_events, 4, false},
+        {run_events, 3, true},   /* no .end yet */
+        {inst_events, 7, true},  /* pre.end, not main.end, is the latest state */
+        {with_post, 8, false},   /* the POST script's verdict */
+        {with_main, 8, false},   /* main.end the latest state, with an exit code */
+        {no_exit, 8, true},      /* main.end without an exit code */
+        {inst_events, 2, true},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        unsigned all = (1u << cases[c].n) - 1;
+        pano_run_summary whole = merged(cases[c].events, cases[c].n, all);
+        ck_assert_msg(pano_summary_open(&whole) == cases[c].open, "case %zu", c);
+        pano_json *doc = as_json(&whole);
+        const pano_json *flag = at(doc, "set.open");
+        ck_assert(flag && flag->type == PANO_JSON_BOOL && flag->u.boolean == cases[c].open);
+        pano_json_free(doc);
+        pano_summary_clear(&whole);
+        for (unsigned mask = 1; mask < all; mask++) {
+            pano_run_summary a = merged(cases[c].events, cases[c].n, mask);
+            pano_run_summary b = merged(cases[c].events, cases[c].n, all & ~mask);
+            pano_run_summary m;
+            pano_summary_init(&m);
+            pano_summary_merge(&m, &a, true);
+            pano_summary_merge(&m, &b, true);
+            ck_assert(pano_summary_open(&m) == cases[c].open);
+            if (cases[c].open)
+                ck_assert_msg(pano_summary_open(&a) || pano_summary_open(&b), "case %zu, split %x",
+                              c, mask);
+            pano_summary_clear(&a);
+            pano_summary_clear(&b);
+            pano_summary_clear(&m);
+        }
+    }
+    /* a side document is never open */
+    pano_run_summary d = part_of("{\"event\":\"darshan.perf\",\"ts\":5,\"event_id\":\"d\","
+                                  "\"dag_job_id\":\"j\",\"hostname\":\"h\"}",
+                                  0);
+    ck_assert(!pano_summary_open(&d));
+    pano_json *doc = as_json(&d);
+    const pano_json *flag = at(doc, "set.open");
+    ck_assert(flag && flag->type == PANO_JSON_BOOL && !flag->u.boolean);
+    pano_json_free(doc);
+    pano_summary_clear(&d);
+}
+END_TEST
+
 START_TEST(counts_only_when_asked)
 {
     pano_run_summary p = part_of(run_events[1], 1), doc;
@@ -344,6 +430,7 @@ int main(void)
     tcase_add_test(tc, what_an_instance_is_made_of);
     tcase_add_test(tc, side_events);
     tcase_add_test(tc, any_order_the_same);
+    tcase_add_test(tc, open_until_the_end_or_the_verdict);
     tcase_add_test(tc, counts_only_when_asked);
     tcase_add_test(tc, an_update_applied_once);
     suite_add_tcase(s, tc);
