@@ -449,7 +449,7 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
 
     /* The per-run summaries (summary.h), of every summarized stream: only
      * what a reader asks by is mapped: the workflow, the kind, the DAG job
-     * and whether the run is open (searched), the _id (sorted by), the
+     * and whether the run is open or failed (searched), the _id (sorted by), the
      * earliest event's time (its minimum per kind) and the count of events
      * (summed by pano_query_changes); the rest is kept in _source. */
     pano_json *sp = pano_json_object();
@@ -461,6 +461,7 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
     pano_json_set(set, "k", leaf("keyword"));
     pano_json_set(set, "job", leaf("keyword"));
     pano_json_set(set, "open", leaf("boolean"));
+    pano_json_set(set, "failed", leaf("boolean"));
     pano_json *t0 = leaf("double");
     pano_json_set_bool(t0, "index", false);
     pano_json_set(pano_json_set_object(pano_json_set_object(sp, "min"), "properties"), "t0", t0);

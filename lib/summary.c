@@ -496,6 +496,18 @@ bool pano_summary_open(const pano_run_summary *s)
     return !(verdict && final_verdict && !isnan(x));
 }
 
+bool pano_summary_failed(const pano_run_summary *s)
+{
+    const double *v = s->v;
+    if (s->kind == PANO_SUMMARY_RUN)
+        return v[PANO_SF_END] > 0 && (v[PANO_SF_SIG] > 0 || !(v[PANO_SF_EXIT] == 0));
+    if (s->kind != PANO_SUMMARY_INST)
+        return false;
+    const pano_summary_latest *main_end = &s->latest[PANO_SL_ME], *post_end = &s->latest[PANO_SL_PE];
+    double me = main_end->v[PANO_ME_X], pe = post_end->v[PANO_PE_X];
+    return (main_end->has && !isnan(me) && me != 0) || (post_end->has && !isnan(pe) && pe != 0);
+}
+
 /* Opens group g's object before its first member. */
 static void open_group(pano_json_writer *w, group g, bool *open)
 {
@@ -521,6 +533,8 @@ static void write_group(pano_json_writer *w, const pano_run_summary *s, group g)
         pano_json_write_str(w, s->wf);
         pano_json_write_key(w, "open");
         pano_json_write_bool(w, pano_summary_open(s));
+        pano_json_write_key(w, "failed");
+        pano_json_write_bool(w, pano_summary_failed(s));
     }
     for (int t = 0; t < PANO_ST_COUNT; t++) {
         if (texts[t].g != g || !s->t[t])

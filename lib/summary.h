@@ -21,8 +21,8 @@
  * merged its own way:
  *
  *   set     the key: k (run, inst, side), id, wf, job, host, pid, inst;
- *           open (pano_summary_open of the document, derived when it
- *           is written, never merged)
+ *           open, failed (pano_summary_open and pano_summary_failed of
+ *           the document, derived when it is written, never merged)
  *   min     smallest number          max    largest number
  *   add     sum (counts: applied only for an event that was created, not
  *           for a replay already stored)
@@ -184,6 +184,13 @@ bool pano_summary_apply(pano_run_summary *doc, const pano_run_summary *update, c
  * too. pano-query reads the jobs of open documents alone where that is
  * all it needs (query.md). */
 bool pano_summary_open(const pano_run_summary *s);
+
+/* Whether a run or an instance ended badly by this document alone: a run's
+ * .end with a signal, or an exit code other than 0 or none; an instance's
+ * main.end or post.end with an exit code other than 0 (a wider net than
+ * its verdict). A run whose row pano-query shows failed or killed has a
+ * document open or failed by itself, as above. */
+bool pano_summary_failed(const pano_run_summary *s);
 
 /* The document as JSON (one line), appended to out. */
 void pano_summary_write(const pano_run_summary *s, pano_buf *out);

@@ -752,7 +752,7 @@ static void make_rows(collect *c, pano_jobs *out, double ingest_delay)
     store_sort(out->jobs, out->n, sizeof *out->jobs, by_start_then_id);
 }
 
-int runs_query_jobs(pano_query *q, const char *wf_uuid, double now, bool open_only,
+int runs_query_jobs(pano_query *q, const char *wf_uuid, double now, runs_scope scope,
                     pano_jobs *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -771,9 +771,8 @@ int runs_query_jobs(pano_query *q, const char *wf_uuid, double now, bool open_on
     const runs_coverage *cover = &counts.cover;
     if (q->use_summaries &&
         cover->events[RUNS_KIND_RUN] + cover->events[RUNS_KIND_INST] + cover->events[RUNS_KIND_SIDE])
-        rc = runs_from_summaries(q, out, cover, counts.side_events > 0, open_only, &c, err,
-                                 errlen);
-    out->open_only = rc == 2;
+        rc = runs_from_summaries(q, out, cover, counts.side_events > 0, scope, &c, err, errlen);
+    out->partial = rc == 2;
     if (rc == 0 && counts.monitor_events > 0)
         rc = ask_monitor_runs(q, out, &c, err, errlen);
     if (rc == 0 && counts.monitor_events > 0)
@@ -800,7 +799,16 @@ int runs_query_jobs(pano_query *q, const char *wf_uuid, double now, bool open_on
 int pano_query_jobs(pano_query *q, const char *wf_uuid, double now, pano_jobs *out, char *err,
                     size_t errlen)
 {
-    return runs_query_jobs(q, wf_uuid, now, false, out, err, errlen);
+    return runs_query_jobs(q, wf_uuid, now, RUNS_ALL, out, err, errlen);
+}
+
+int pano_query_jobs_in_state(pano_query *q, const char *wf_uuid, double now,
+                             pano_job_state state, pano_jobs *out, char *err, size_t errlen)
+{
+    runs_scope scope = state == PANO_JOB_SUCCEEDED                               ? RUNS_ALL
+                       : state == PANO_JOB_FAILED || state == PANO_JOB_KILLED ? RUNS_OPEN_OR_FAILED
+                                                                               : RUNS_OPEN;
+    return runs_query_jobs(q, wf_uuid, now, scope, out, err, errlen);
 }
 
 void pano_jobs_free(pano_jobs *jobs)

@@ -379,17 +379,18 @@ static pano_json *workflow_query(const char *wf_uuid)
  * document is read. */
 #define OPEN_MAX 10000
 
-/* The query of the summaries of the workflow's open jobs (the DAG jobs with
- * a run or an instance not ended, every document of theirs; a run without
- * a DAG job, its documents) into *query, when the summaries are known to
- * cover the workflow: one search that gives the earliest event each kind
- * of summary holds (mapped since summaries say whether they are open) and
- * the open documents. A document written before then has no `set.open`
- * and counts as open. *query is left NULL when the summaries cannot tell
- * (not mapped, or behind the events: the caller reads every document and
- * checks) or too many are open. 0, or -1 with a message in err. */
-static int open_jobs_query(pano_query *q, const pano_jobs *jobs, const runs_coverage *events,
-                           pano_json **query, char *err, size_t errlen)
+/* The query of the summaries of the workflow's jobs in scope (the DAG jobs
+ * with a document open, or failed too, every document of theirs; a run
+ * without a DAG job, its documents) into *query, when the summaries are
+ * known to cover the workflow: one search that gives the earliest event
+ * each kind of summary holds (mapped since summaries say whether they are
+ * open) and the documents in scope. A document written before then lacks
+ * `set.open` and `set.failed` and counts as both. *query is left NULL when
+ * the summaries cannot tell (not mapped, or behind the events: the caller
+ * reads every document and checks) or too many are in scope. 0, or -1 with
+ * a message in err. */
+static int scope_query(pano_query *q, const pano_jobs *jobs, const runs_coverage *events,
+                       runs_scope scope, pano_json **query, char *err, size_t errlen)
 {
     *query = NULL;
     char *indices = store_summary_indices(q, jobs);
@@ -402,8 +403,14 @@ static int open_jobs_query(pano_query *q, const pano_jobs *jobs, const runs_cove
     pano_json_set_int(body, "size", OPEN_MAX);
     pano_json_set_bool(body, "track_total_hits", false);
     pano_json_set(body, "query", workflow_query(jobs->wf_uuid));
-    pano_json *open = pano_json_set_object(pano_json_set_object(body, "post_filter"), "bool");
-    pano_json_set(open, "must_not", field_is_false("set.open"));
+    /* in scope: not known to be out of it */
+    pano_json *out_of_scope = pano_json_object();
+    pano_json *all_false = pano_json_set_array(pano_json_set_object(out_of_scope, "bool"), "filter");
+    pano_json_append(all_false, field_is_false("set.open"));
+    if (scope == RUNS_OPEN_OR_FAILED)
+        pano_json_append(all_false, field_is_false("set.failed"));
+    pano_json_set(pano_json_set_object(pano_json_set_object(body, "post_filter"), "bool"),
+                  "must_not", out_of_scope);
     pano_json_set(body, "_source", store_literal("[\"set.id\",\"set.job\"]"));
     pano_json *kinds = pano_json_set_object(pano_json_set_object(body, "aggs"), "k");
     pano_json *terms = pano_json_set_object(kinds, "terms");
@@ -460,7 +467,8 @@ static int open_jobs_query(pano_query *q, const pano_jobs *jobs, const runs_cove
 }
 
 int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverage *events,
-                        bool with_side, bool open_only, collect *c, char *err, size_t errlen)
+                        bool with_side, runs_scope scope, collect *c, char *err,
+                        size_t errlen)
 {
     /* pano-indexer writes a batch's summaries just after its events, so
      * the events may be searchable before them: summaries that count fewer
@@ -476,7 +484,7 @@ int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverag
     if (summarized > 0 && summarized < stored)
         refresh(q, jobs);
     pano_json *query = NULL;
-    if (open_only && open_jobs_query(q, jobs, events, &query, err, errlen) < 0)
+    if (scope != RUNS_ALL && scope_query(q, jobs, events, scope, &query, err, errlen) < 0)
         return -1;
     bool known = query != NULL; /* covered, as the first search showed */
     if (!query)
@@ -486,7 +494,7 @@ int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverag
     int rc = read_all(q, jobs, query, &rd, &read, err, errlen);
     pano_json_free(query);
     pano_debug("%zu summary document(s) of %s read%s", read, jobs->wf_uuid,
-               known ? ", of the jobs not ended" : "");
+               !known ? "" : scope == RUNS_OPEN ? ", of the jobs not ended" : ", of the jobs not ended or failed");
     bool covered = rc == 0 && (known || covers(&rd, events));
     if (covered) {
         store_sort(rd.monitor.runs, rd.monitor.n, sizeof *rd.monitor.runs, by_run_key);

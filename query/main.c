@@ -116,14 +116,21 @@ static int load_pegasus(opts *o, const char *uuid, pano_pegasus *p)
     return 0;
 }
 
-/* The jobs of the workflow (those a series needs when series_rows), or an
- * exit status. */
-static int load_rows(opts *o, const char *uuid, bool series_rows, pano_jobs *jobs)
+/* Which rows of the workflow a command needs. */
+typedef enum { ROWS_ALL, ROWS_SERIES, ROWS_IN_STATE } rows_needed;
+
+/* The jobs of the workflow (those a series needs, or every one in state
+ * among others), or an exit status. */
+static int load_rows(opts *o, const char *uuid, rows_needed need, pano_job_state state,
+                     pano_jobs *jobs)
 {
     char err[1024];
     double now = pano_now();
-    if ((series_rows ? pano_query_series_rows(o->q, uuid, now, jobs, err, sizeof err)
-                     : pano_query_jobs(o->q, uuid, now, jobs, err, sizeof err)) < 0) {
+    int rc = need == ROWS_SERIES ? pano_query_series_rows(o->q, uuid, now, jobs, err, sizeof err)
+             : need == ROWS_IN_STATE
+                 ? pano_query_jobs_in_state(o->q, uuid, now, state, jobs, err, sizeof err)
+                 : pano_query_jobs(o->q, uuid, now, jobs, err, sizeof err);
+    if (rc < 0) {
         pano_error("%s", err);
         return strstr(err, "not a workflow UUID") ? 2 : EXIT_STORE;
     }
@@ -138,7 +145,7 @@ static int load_rows(opts *o, const char *uuid, bool series_rows, pano_jobs *job
 
 static int load(opts *o, const char *uuid, pano_jobs *jobs)
 {
-    return load_rows(o, uuid, false, jobs);
+    return load_rows(o, uuid, ROWS_ALL, PANO_JOB_QUEUED, jobs);
 }
 
 static const char *exit_text(char *buf, size_t size, const pano_job *j)
@@ -240,14 +247,14 @@ static bool matches_filters(const pano_job *j, const opts *o)
 
 static int cmd_jobs(opts *o, const char *uuid)
 {
-    pano_job_state s;
+    pano_job_state s = PANO_JOB_QUEUED;
     if (o->state && !pano_job_state_parse(o->state, &s)) {
         pano_error("--state: '%s' is not one of queued, held, running, lost, succeeded, "
                    "failed, killed", o->state);
         return 2;
     }
     pano_jobs jobs;
-    int rc = load(o, uuid, &jobs);
+    int rc = load_rows(o, uuid, o->state ? ROWS_IN_STATE : ROWS_ALL, s, &jobs);
     if (rc)
         return rc;
     if (o->json) {
@@ -593,7 +600,7 @@ static int cmd_series(opts *o, const char *uuid)
         return 2;
     }
     pano_jobs jobs;
-    int rc = load_rows(o, uuid, !o->job, &jobs);
+    int rc = load_rows(o, uuid, o->job ? ROWS_ALL : ROWS_SERIES, PANO_JOB_QUEUED, &jobs);
     if (rc)
         return rc;
     const pano_job *j = o->job ? pano_jobs_find(&jobs, o->job) : NULL;

@@ -104,7 +104,8 @@ typedef struct {
     int wf_status;       /* its status (0: success) */
     pano_job *jobs;      /* ordered by start, then id */
     size_t n;
-    bool open_only;      /* only the jobs not ended are in jobs (pano_query_series_rows) */
+    bool partial;        /* only the jobs a narrower question needs are in jobs
+                            (pano_query_series_rows, pano_query_jobs_in_state) */
 } pano_jobs;
 
 /* Every job run of a workflow, as of now (epoch s; a run whose last sample
@@ -112,6 +113,13 @@ typedef struct {
  * returns 0; -1 with a message in err when the store cannot be asked. */
 int pano_query_jobs(pano_query *q, const char *wf_uuid, double now, pano_jobs *out, char *err,
                     size_t errlen);
+
+/* Every row in state, among others: where the indexer's summaries can
+ * tell, only the rows of the jobs that did not end (for queued, held,
+ * running and lost) or that did not end or ended badly (failed, killed),
+ * each with every attempt, with partial set; all rows else. */
+int pano_query_jobs_in_state(pano_query *q, const char *wf_uuid, double now,
+                             pano_job_state state, pano_jobs *out, char *err, size_t errlen);
 void pano_jobs_free(pano_jobs *jobs);
 
 /* The row of a job: a DAG job id for its latest attempt
@@ -362,7 +370,7 @@ bool pano_jobs_span(const pano_jobs *jobs, const pano_job *job, double *from, do
 
 /* The rows a series of the whole workflow needs, as of now: its span, and
  * the jobs that did not end (running, lost, queued, held), each with every
- * attempt, with open_only set; at the cost of those jobs, where the
+ * attempt, with partial set; at the cost of those jobs, where the
  * indexer's summaries can tell. Every row, as pano_query_jobs gives them,
  * where they cannot, or when the workflow has samples without delta (they
  * are reduced run by run, ended runs too). 0, or -1 with a message in err. */

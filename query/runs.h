@@ -30,6 +30,11 @@ typedef struct {
     size_t n, cap;
 } collect;
 
+/* Which jobs' rows a question needs: all, those with a run or an instance
+ * not ended, or those and the ones that ended badly (summary.h's open and
+ * failed). */
+typedef enum { RUNS_ALL, RUNS_OPEN, RUNS_OPEN_OR_FAILED } runs_scope;
+
 /* A new run at the end of c, nothing known yet (-1 for the unknowns). */
 run *runs_add(collect *c);
 /* Free a run's strings. */
@@ -57,20 +62,22 @@ typedef struct {
 
 /* The runs of a workflow from the indexer's summaries (summary.h), added
  * to c (empty) in the order above, and the side events counted when
- * with_side; when open_only, those of the jobs with a run or an instance
- * not ended, where the summaries can tell (every run else). 1 when the
+ * with_side; of the jobs in scope, where the summaries can tell (every run
+ * else). 1 when the
  * summaries cover every event of the workflow of their kinds (for each
  * kind with events, a summary holds one as early as the earliest), 2 when
- * they do and only the open jobs' runs were read; 0, with
+ * they do and only the runs of the jobs in scope were read; 0, with
  * c left empty, when they do not (a store written, or part of it, before
  * summaries existed); -1 with a message in err. */
 int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverage *events,
-                        bool with_side, bool open_only, collect *c, char *err, size_t errlen);
+                        bool with_side, runs_scope scope, collect *c, char *err,
+                        size_t errlen);
 
-/* pano_query_jobs, or when open_only, where the summaries can tell, the
- * rows of the jobs with a run or an instance not ended alone (with every
- * attempt of theirs), open_only then set in out. */
-int runs_query_jobs(pano_query *q, const char *wf_uuid, double now, bool open_only,
+
+/* pano_query_jobs, or for a narrower scope, where the summaries can tell,
+ * the rows of the jobs in it alone (with every attempt of theirs), partial
+ * then set in out. */
+int runs_query_jobs(pano_query *q, const char *wf_uuid, double now, runs_scope scope,
                     pano_jobs *out, char *err, size_t errlen);
 
 #endif

@@ -579,9 +579,9 @@ static int ask_series(pano_query *q, const pano_jobs *jobs, const pano_job *job,
 int pano_query_series_rows(pano_query *q, const char *wf_uuid, double now, pano_jobs *out,
                            char *err, size_t errlen)
 {
-    if (runs_query_jobs(q, wf_uuid, now, true, out, err, errlen) < 0)
+    if (runs_query_jobs(q, wf_uuid, now, RUNS_OPEN, out, err, errlen) < 0)
         return -1;
-    if (!out->open_only)
+    if (!out->partial)
         return 0;
     static const char *const fam[] = {"samples", NULL};
     pano_json *filter, *body = samples_body(out, NULL, &filter);

@@ -11,8 +11,9 @@
 # - pano-query status, stats, jobs, anomalies and series give the same
 #   --json read from the summaries and reduced from the events
 #   (pano.query.summaries false), and the summaries are what it read (a
-#   point in time over them; for a series, those of the jobs not ended
-#   alone, all of them when the summaries do not say which are open);
+#   point in time over them; for a series or jobs --state, those of the
+#   jobs not ended, or failed, alone; all of them when the summaries do not
+#   say which are open or failed);
 # - a store written before summaries existed (the events indexed with
 #   pano.indexer.summaries false) is read from its events, with the same
 #   answers; so is one whose summaries miss the workflow's first events.
@@ -145,7 +146,8 @@ log "$runs runs, $insts instances, $sides side documents: the same from $N event
 # pano-query: the same answers from the summaries and from the events.
 compare() { # PREFIX WHAT: the --json of each command, both ways
     local cmd norm='walk(if type == "object" then del(.now) else . end)'
-    for cmd in status stats jobs anomalies "series --metric cpu" "series --metric rss --step 2s"; do
+    for cmd in status stats jobs anomalies "jobs --state failed" "jobs --state lost" \
+        "series --metric cpu" "series --metric rss --step 2s"; do
         # shellcheck disable=SC2086 # the command's words
         PANO_INDEXER_INDEX_PREFIX=$1 "$QUERY" $cmd "$WF" --json \
             >"$TEST_DIR/new.json" 2>"$TEST_DIR/new.log" || fail "$cmd: $(tail -3 "$TEST_DIR/new.log")"
@@ -174,17 +176,26 @@ PANO_INDEXER_INDEX_PREFIX=$P "$QUERY" series "$WF" --metric rss --json --log-lev
     fail "series: $(tail -3 "$TEST_DIR/series.log")"
 grep -q "1 summary document(s) of $WF read, of the jobs not ended" "$TEST_DIR/series.log" ||
     fail "series read other summaries than the open run's: $(grep -i summar "$TEST_DIR/series.log")"
-# Summaries written before they said whether they are open count as open:
-# the same answers.
+# jobs --state failed, those and the failed jobs': work_ID05's run and
+# instance, work_ID07's two of each.
+PANO_INDEXER_INDEX_PREFIX=$P "$QUERY" jobs "$WF" --state failed --json --log-level debug >/dev/null 2>"$TEST_DIR/failed.log" ||
+    fail "jobs --state failed: $(tail -3 "$TEST_DIR/failed.log")"
+grep -q "7 summary document(s) of $WF read, of the jobs not ended or failed" "$TEST_DIR/failed.log" ||
+    fail "jobs --state failed read other summaries: $(grep -i summar "$TEST_DIR/failed.log")"
+# Summaries written before they said whether they are open or failed count
+# as both: the same answers.
 es -X POST "$ES/${P}b-summary-*/_search?routing=$WF" -d '{"size":1000,"query":{"term":{"set.wf":"'"$WF"'"}}}' |
-    jq -c --arg wf "$WF" '.hits.hits[] | {index: {_index, _id, routing: $wf}}, (._source | del(.set.open))' \
+    jq -c --arg wf "$WF" '.hits.hits[] | {index: {_index, _id, routing: $wf}}, (._source | del(.set.open, .set.failed))' \
     >"$TEST_DIR/unmarked.ndjson"
 curl -fsS -H 'Content-Type: application/x-ndjson' -X POST "$ES/_bulk?refresh=true" --data-binary "@$TEST_DIR/unmarked.ndjson" |
     jq -e '.errors == false and (.items | length) == 28' >/dev/null || fail "cannot take set.open out of B's summaries"
-compare "${P}b-" "summaries that do not say whether they are open"
+compare "${P}b-" "summaries that do not say whether they are open or failed"
 PANO_INDEXER_INDEX_PREFIX=${P}b- "$QUERY" series "$WF" --metric rss --json --log-level debug >/dev/null 2>"$TEST_DIR/series.log"
 grep -q "28 summary document(s) of $WF read, of the jobs not ended" "$TEST_DIR/series.log" ||
     fail "series of summaries without set.open: $(grep -i summar "$TEST_DIR/series.log")"
+PANO_INDEXER_INDEX_PREFIX=${P}b- "$QUERY" jobs "$WF" --state failed --json --log-level debug >/dev/null 2>"$TEST_DIR/failed.log"
+grep -q "28 summary document(s) of $WF read, of the jobs not ended or failed" "$TEST_DIR/failed.log" ||
+    fail "jobs --state failed of summaries without set.failed: $(grep -i summar "$TEST_DIR/failed.log")"
 
 # A store written before summaries: the events alone, read from the events.
 C_TOPICS="${PANO_KAFKA_TOPIC_PREFIX}c."

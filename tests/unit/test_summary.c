@@ -304,9 +304,10 @@ static pano_run_summary merged(const char *const *list, size_t n, unsigned mask)
     return doc;
 }
 
-/* Whether a run or an instance is open, and that a run whose events fall in
- * two documents (two periods) and is open has a document open by itself,
- * however its events are split. */
+/* Whether a run or an instance is open or failed, and that a run whose
+ * events fall in two documents (two periods) and is open has a document
+ * open by itself, and one that failed a document open or failed, however
+ * its events are split. */
 START_TEST(open_until_the_end_or_the_verdict)
 {
     static const char *const post_end =
@@ -327,23 +328,26 @@ START_TEST(open_until_the_end_or_the_verdict)
     struct {
         const char *const *events;
         size_t n;
-        bool open; /* all of them */
+        bool open, failed; /* all of them */
     } cases[] = {
-        {run_events, 4, false},
-        {run_events, 3, true},   /* no .end yet */
-        {inst_events, 7, true},  /* pre.end, not main.end, is the latest state */
-        {with_post, 8, false},   /* the POST script's verdict */
-        {with_main, 8, false},   /* main.end the latest state, with an exit code */
-        {no_exit, 8, true},      /* main.end without an exit code */
-        {inst_events, 2, true},
+        {run_events, 4, false, true}, /* exit code 3 */
+        {run_events, 3, true, false}, /* no .end yet */
+        {inst_events, 7, true, true}, /* pre.end, not main.end, is the latest state; 512 */
+        {with_post, 8, false, true},  /* the POST script's verdict, 0; main.end's 512 */
+        {with_main, 8, false, false}, /* main.end the latest state, with exit code 0 */
+        {no_exit, 8, true, false},    /* main.end without an exit code */
+        {inst_events, 2, true, false},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         unsigned all = (1u << cases[c].n) - 1;
         pano_run_summary whole = merged(cases[c].events, cases[c].n, all);
         ck_assert_msg(pano_summary_open(&whole) == cases[c].open, "case %zu", c);
+        ck_assert_msg(pano_summary_failed(&whole) == cases[c].failed, "case %zu", c);
         pano_json *doc = as_json(&whole);
         const pano_json *flag = at(doc, "set.open");
         ck_assert(flag && flag->type == PANO_JSON_BOOL && flag->u.boolean == cases[c].open);
+        flag = at(doc, "set.failed");
+        ck_assert(flag && flag->type == PANO_JSON_BOOL && flag->u.boolean == cases[c].failed);
         pano_json_free(doc);
         pano_summary_clear(&whole);
         for (unsigned mask = 1; mask < all; mask++) {
@@ -354,9 +358,14 @@ START_TEST(open_until_the_end_or_the_verdict)
             pano_summary_merge(&m, &a, true);
             pano_summary_merge(&m, &b, true);
             ck_assert(pano_summary_open(&m) == cases[c].open);
+            ck_assert(pano_summary_failed(&m) == cases[c].failed);
             if (cases[c].open)
                 ck_assert_msg(pano_summary_open(&a) || pano_summary_open(&b), "case %zu, split %x",
                               c, mask);
+            if (cases[c].failed)
+                ck_assert_msg(pano_summary_open(&a) || pano_summary_open(&b) ||
+                                  pano_summary_failed(&a) || pano_summary_failed(&b),
+                              "case %zu, split %x", c, mask);
             pano_summary_clear(&a);
             pano_summary_clear(&b);
             pano_summary_clear(&m);
@@ -366,9 +375,11 @@ START_TEST(open_until_the_end_or_the_verdict)
     pano_run_summary d = part_of("{\"event\":\"darshan.perf\",\"ts\":5,\"event_id\":\"d\","
                                   "\"dag_job_id\":\"j\",\"hostname\":\"h\"}",
                                   0);
-    ck_assert(!pano_summary_open(&d));
+    ck_assert(!pano_summary_open(&d) && !pano_summary_failed(&d));
     pano_json *doc = as_json(&d);
     const pano_json *flag = at(doc, "set.open");
+    ck_assert(flag && flag->type == PANO_JSON_BOOL && !flag->u.boolean);
+    flag = at(doc, "set.failed");
     ck_assert(flag && flag->type == PANO_JSON_BOOL && !flag->u.boolean);
     pano_json_free(doc);
     pano_summary_clear(&d);
