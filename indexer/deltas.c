@@ -42,7 +42,7 @@ typedef enum { EV_START, EV_SAMPLE, EV_END } ev_kind;
 struct delta_event {
     ev_kind kind;
     bool own_delta; /* a sample with its publisher's delta */
-    bool clash;     /* a sample that says delta_source or delta_offset itself */
+    bool clash;     /* a sample that says delta_source, _offset or _after_end itself */
     int partition;
     int64_t offset;
     double ts;
@@ -184,7 +184,8 @@ delta_event *delta_event_read(const pano_json *ev, const char *wf_uuid, int part
     }
     if (kind == EV_SAMPLE) {
         e->own_delta = pano_json_get(ev, "delta") != NULL;
-        e->clash = pano_json_get(ev, "delta_source") || pano_json_get(ev, "delta_offset");
+        e->clash = pano_json_get(ev, "delta_source") || pano_json_get(ev, "delta_offset") ||
+                   pano_json_get(ev, "delta_after_end");
         for (size_t i = 0; i < PANO_SAMPLE_NVALUES; i++)
             if (pano_json_get_number(ev, pano_sample_values[i].name, &e->values[i]) &&
                 in_range(e->values[i]))
@@ -326,8 +327,8 @@ static void ask_run(const deltas *d, const delta_event *e, pano_buf *out)
         pano_json_append(sort, s);
     }
     pano_json *src = pano_json_set_array(body, "_source");
-    static const char *const fields[] = {"event", "ts", "event_id", "delta", "delta_source",
-                                         "sample"};
+    static const char *const fields[] = {"event",        "ts",     "event_id",       "delta",
+                                         "delta_source", "sample", "delta_after_end"};
     for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
         pano_json_append(src, pano_json_string(fields[i]));
     for (size_t i = 0; i < PANO_SAMPLE_NVALUES; i++)
@@ -406,7 +407,10 @@ static void state_of(const pano_json *src, run_state *r)
     if (event && strcmp(event, "kickstart.inv.start") == 0)
         r->mode = RUN_ANNOUNCED; /* no sample of it stored before */
     else if (source && strcmp(source, "indexer") == 0) {
-        r->mode = sample && strcmp(sample, "closing") == 0 ? RUN_ENDED : RUN_INGEST;
+        const pano_json *after_end = pano_json_get(src, "delta_after_end");
+        bool ended = (sample && strcmp(sample, "closing") == 0) ||
+                     (after_end && after_end->type == PANO_JSON_BOOL && after_end->u.boolean);
+        r->mode = ended ? RUN_ENDED : RUN_INGEST;
         pano_json_get_number(src, "ts", &r->last_ts);
         r->last_id = id ? run_table_hash(id) : 0;
         for (size_t i = 0; i < PANO_SAMPLE_NVALUES; i++)
@@ -496,7 +500,8 @@ static void put_value(pano_buf *b, size_t i, double v)
 }
 
 /* The document with delta, delta_source and delta_offset in front. */
-static char *with_delta(const char *doc, size_t len, const double *delta, const delta_event *e)
+static char *with_delta(const char *doc, size_t len, const double *delta, const delta_event *e,
+                        bool after_end)
 {
     pano_buf b = {0};
     pano_buf_append_str(&b, "{\"delta\":{");
@@ -504,8 +509,8 @@ static char *with_delta(const char *doc, size_t len, const double *delta, const 
         pano_buf_appendf(&b, "%s\"%s\":", i ? "," : "", pano_sample_values[i].name);
         put_value(&b, i, delta[i]);
     }
-    pano_buf_appendf(&b, "},\"delta_source\":\"indexer\",\"delta_offset\":%lld,",
-                     (long long)e->offset);
+    pano_buf_appendf(&b, "},\"delta_source\":\"indexer\",\"delta_offset\":%lld,%s",
+                     (long long)e->offset, after_end ? "\"delta_after_end\":true," : "");
     if (!e->clash) {
         pano_buf_append(&b, doc + 1, len - 1); /* after its '{' */
         return b.data;
@@ -515,6 +520,7 @@ static char *with_delta(const char *doc, size_t len, const double *delta, const 
     pano_json *o = pano_json_parse(doc, len, PANO_JSON_DEFAULT_DEPTH, why, sizeof why);
     pano_json_remove(o, "delta_source");
     pano_json_remove(o, "delta_offset");
+    pano_json_remove(o, "delta_after_end");
     size_t n;
     char *text = pano_json_serialize(o, &n);
     pano_buf_append(&b, text + 1, n - 1);
@@ -593,7 +599,7 @@ static void sample_delta(deltas *d, run_state *r, const delta_event *e, const ch
         r->last_id = e->id_hash;
     }
     workflow_of(d, e)->kept = true;
-    out->doc = with_delta(doc, doc_len, delta, e);
+    out->doc = with_delta(doc, doc_len, delta, e, r->mode == RUN_ENDED);
     out->late = late;
     d->n.made++;
     d->n.late += late;

@@ -358,6 +358,10 @@ START_TEST(closing_sample)
     passed late = sample(d, "j1", 102.2, "s3", 2.4, 200, 40);
     ck_assert(late.ch.late);
     ck_assert_double_eq(delta_of(late.doc, "rchar"), 0);
+    /* and says so, for a lookup after a restart to find the run ended */
+    const pano_json *after = pano_json_get(late.doc, "delta_after_end");
+    ck_assert(after && after->type == PANO_JSON_BOOL && after->u.boolean);
+    ck_assert_ptr_null(pano_json_get(s2.doc, "delta_after_end"));
     passed again = pass(d, WF, "end", "j1", 42, 102.5, "e1", NULL);
     ck_assert_ptr_null(again.ch.closing);
     ck_assert_uint_eq(deltas_counts(d)->closings, 1);
@@ -469,13 +473,15 @@ START_TEST(clashing_keys)
     deltas *d = fresh(100);
     passed st = pass(d, WF, "start", "j1", 42, 100, "s0", NULL);
     passed s = pass(d, WF, "online", "j1", 42, 101, "s1",
-                    "\"rss\":9,\"delta_source\":\"mine\",\"delta_offset\":-1");
+                    "\"rss\":9,\"delta_source\":\"mine\",\"delta_offset\":-1,"
+                    "\"delta_after_end\":true");
     ck_assert_ptr_nonnull(s.doc);
     size_t n = 0;
     for (size_t i = 0; i < pano_json_len(s.doc); i++)
         n += strcmp(pano_json_key_at(s.doc, i), "delta_source") == 0;
     ck_assert_uint_eq(n, 1);
     ck_assert_str_eq(pano_json_get_str(s.doc, "delta_source"), "indexer");
+    ck_assert_ptr_null(pano_json_get(s.doc, "delta_after_end")); /* not the indexer's word */
     ck_assert_double_eq(delta_of(s.doc, "rss"), 9);
     pass_free(&st);
     pass_free(&s);
@@ -609,6 +615,7 @@ START_TEST(lookup_states)
     batch_add(&b, WF, "online", "new", 105, "n5", "\"rss\":5", 13);
     batch_add(&b, WF, "end", "closed", 106, "c6", NULL, 14);
     batch_add(&b, WF, "online", "started", 105, "t5", "\"rss\":5", 15);
+    batch_add(&b, WF, "online", "after", 105, "a5", "\"rss\":5", 16);
     const char *answers[] = {
         "{\"responses\":[" SOME "]}",
         "{\"responses\":["
@@ -623,7 +630,10 @@ START_TEST(lookup_states)
         NONE ","
         /* started: its start stored (committed), none of its samples below
          * the offset (an indexer stopped before committing made them) */
-        "{\"hits\":{\"hits\":[{\"_source\":{\"event\":\"kickstart.inv.start\",\"ts\":100}}]}}"
+        "{\"hits\":{\"hits\":[{\"_source\":{\"event\":\"kickstart.inv.start\",\"ts\":100}}]}},"
+        /* after: a sample that came after its end, the latest by time */
+        "{\"hits\":{\"hits\":[{\"_source\":{\"ts\":104,\"rss\":4,\"delta\":{\"rss\":0},"
+        "\"delta_source\":\"indexer\",\"delta_after_end\":true}}]}}"
         "]}",
         NULL};
     batch_pass(d, &b, answers);
@@ -636,6 +646,9 @@ START_TEST(lookup_states)
     ck_assert_ptr_null(b.ch[4].closing); /* closed already */
     ck_assert_ptr_nonnull(b.ch[5].doc);  /* started: its first sample's delta */
     ck_assert_double_eq(doc_delta(b.ch[5].doc, "rss"), 5);
+    ck_assert_ptr_nonnull(b.ch[6].doc);                    /* ended too: */
+    ck_assert_double_eq(doc_delta(b.ch[6].doc, "rss"), 0); /* delta 0, not 1 */
+    ck_assert(b.ch[6].late);
     batch_free(&b);
     /* The same workflow again: nothing asked for runs in the table. */
     batch_run c = {0};

@@ -124,9 +124,10 @@ START_TEST(one_template_per_stream_for_its_partitions)
     ck_assert(pano_json_get_int(settings, "number_of_shards", &v) && v == 2);
     ck_assert(pano_json_get_int(settings, "number_of_replicas", &v) && v == 0);
     ck_assert_str_eq(pano_json_get_str(settings, "refresh_interval"), "1s");
-    /* one for the partitions of every summary stream: the workflow, the
-     * _id (to sort by only) and the count mapped, nothing else (no dynamic
-     * fields), refreshed as the events */
+    /* one for the partitions of every summary stream: what readers ask by
+     * mapped (the workflow, the kind, the DAG job, whether open or failed,
+     * the _id, the earliest event's time and the count), nothing else (no
+     * dynamic fields), refreshed as the events */
     pano_json *sum = pano_json_get(templates, "p-summary");
     ck_assert_msg(sum, "no template for the summaries");
     ck_assert_str_eq(pano_json_at(pano_json_get(sum, "index_patterns"), 0)->u.string.text,
@@ -134,14 +135,22 @@ START_TEST(one_template_per_stream_for_its_partitions)
     pano_json *m = pano_json_get(pano_json_get(sum, "template"), "mappings");
     ck_assert(pano_json_get(m, "dynamic")->type == PANO_JSON_BOOL &&
               !pano_json_get(m, "dynamic")->u.boolean);
-    ck_assert_str_eq(type_of("p-summary", "set.id"), "keyword");
-    ck_assert(!pano_json_get(field("p-summary", "set.id"), "index")->u.boolean);
+    static const char *const searched[][2] = {
+        {"set.id", "keyword"}, {"set.k", "keyword"},     {"set.job", "keyword"},
+        {"set.open", "boolean"}, {"set.failed", "boolean"}};
+    for (size_t i = 0; i < sizeof searched / sizeof *searched; i++) {
+        ck_assert_str_eq(type_of("p-summary", searched[i][0]), searched[i][1]);
+        ck_assert_ptr_null(pano_json_get(field("p-summary", searched[i][0]), "index"));
+    }
     ck_assert_str_eq(pano_json_get_str(field("p-summary", "set.wf"), "normalizer"), "pano_lowercase");
-    ck_assert_ptr_null(field("p-summary", "set.job"));
-    /* the count of events, summed by pano_query_changes, not searched */
+    ck_assert_ptr_null(field("p-summary", "set.host"));
+    /* the count of events, summed by pano_query_changes, and the earliest
+     * event's time, its minimum taken per kind: not searched */
     ck_assert_str_eq(type_of("p-summary", "add.n"), "long");
     ck_assert(!pano_json_get(field("p-summary", "add.n"), "index")->u.boolean);
-    ck_assert_ptr_null(field("p-summary", "min"));
+    ck_assert_str_eq(type_of("p-summary", "min.t0"), "double");
+    ck_assert(!pano_json_get(field("p-summary", "min.t0"), "index")->u.boolean);
+    ck_assert_ptr_null(field("p-summary", "min.first"));
     ck_assert_ptr_null(field("p-summary", "latest"));
     settings = pano_json_get(pano_json_get(sum, "template"), "settings");
     ck_assert_str_eq(pano_json_get_str(settings, "refresh_interval"), "1s");
