@@ -80,8 +80,14 @@ pano_query *pano_query_new(const pano_config *cfg, char *err, size_t errlen)
     pano_es *es = pano_es_new(cfg, err, errlen);
     if (!es)
         return NULL;
+    pano_es *reader = pano_es_new(cfg, err, errlen);
+    if (!reader) {
+        pano_es_free(es);
+        return NULL;
+    }
     pano_query *q = pano_calloc(1, sizeof *q);
     q->es = es;
+    q->reader = reader;
     q->prefix = pano_strdup(pano_config_str(cfg, "pano.indexer.index_prefix"));
     memcpy(q->policies, policies, sizeof policies);
     q->ingest_delay = pano_config_double(cfg, "pano.query.ingest_delay");
@@ -94,6 +100,7 @@ void pano_query_free(pano_query *q)
     if (!q)
         return;
     pano_es_free(q->es);
+    pano_es_free(q->reader);
     free(q->prefix);
     free(q);
 }
@@ -101,6 +108,7 @@ void pano_query_free(pano_query *q)
 void pano_query_set_abort(pano_query *q, bool (*should_stop)(void *user), void *user)
 {
     pano_es_set_abort(q->es, should_stop, user);
+    pano_es_set_abort(q->reader, should_stop, user);
 }
 
 /* ---- collecting runs -------------------------------------------------------- */

@@ -2,10 +2,11 @@
  * jobs_summaries.c - a workflow's runs from the indexer's summaries
  * (summary.h, runs.h).
  *
- * Every summary document of the workflow is read through a point in time,
- * in pages of 10,000 sorted by _id (so that a run's documents of two
- * partitions come one after the other and are merged), only the fields
- * used. Each becomes the run jobs.c would have made of the same events:
+ * The summary documents of the workflow (or of the jobs a question needs)
+ * are read through a point in time, in pages of 10,000, sorted by _id when
+ * the workflow spans two partitions (so that a run's documents of both come
+ * one after the other and are merged), else in the order they are stored.
+ * Each becomes the run jobs.c would have made of the same events:
  * run_of mirrors on_monitor_run and on_open_run, instance_of on_instance,
  * and the side counts go through runs_side as on_side's do.
  */
@@ -16,6 +17,8 @@
 #include "summary.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +40,7 @@ typedef struct {
 } reading;
 
 /* A string of a summary as a new string ("" when absent). */
-static char *dup(const char *s)
+static char *text_of(const char *s)
 {
     return pano_strdup(s ? s : "");
 }
@@ -56,12 +59,12 @@ static void run_of(reading *rd, const pano_run_summary *d)
     run *r = runs_add(&rd->monitor);
     pano_job *j = &r->job;
     j->from_monitor = true;
-    j->dag_job_id = dup(d->t[PANO_ST_JOB]);
-    j->host = dup(d->t[PANO_ST_HOST]);
-    j->transformation = dup(d->t[PANO_ST_XF]);
-    j->site = dup(d->t[PANO_ST_SITE]);
+    j->dag_job_id = text_of(d->t[PANO_ST_JOB]);
+    j->host = text_of(d->t[PANO_ST_HOST]);
+    j->transformation = text_of(d->t[PANO_ST_XF]);
+    j->site = text_of(d->t[PANO_ST_SITE]);
     j->pid = (int64_t)or(v[PANO_SF_PID], -1);
-    j->exe = dup(d->t[PANO_ST_EXE]);
+    j->exe = text_of(d->t[PANO_ST_EXE]);
     j->start = v[PANO_SF_FIRST];
     j->last_seen = or(v[PANO_SF_LAST], j->start);
     j->interval = or(v[PANO_SF_IV], 0);
@@ -107,13 +110,13 @@ static void instance_of(reading *rd, const pano_run_summary *d)
     run *r = runs_add(&rd->inst);
     pano_job *j = &r->job;
     j->from_stampede = true;
-    j->dag_job_id = dup(d->t[PANO_ST_JOB]);
+    j->dag_job_id = text_of(d->t[PANO_ST_JOB]);
     r->inst_id = (int64_t)or(v[PANO_SF_INST], 0);
-    j->host = dup(d->latest[PANO_SL_H].t[0]);
-    j->site = dup(d->latest[PANO_SL_SI].t[0]);
+    j->host = text_of(d->latest[PANO_SL_H].t[0]);
+    j->site = text_of(d->latest[PANO_SL_SI].t[0]);
     const pano_summary_latest *inv = &d->latest[PANO_SL_IV];
-    j->transformation = dup(inv->t[0]);
-    j->exe = dup(inv->t[1]);
+    j->transformation = text_of(inv->t[0]);
+    j->exe = text_of(inv->t[1]);
     r->submitted = or(v[PANO_SF_SUB], 0);
     double exec = or(v[PANO_SF_EXEC], 0), inv_start = or(v[PANO_SF_IST], 0);
     j->start = exec > 0 ? exec : inv_start > 0 ? inv_start : r->submitted;
@@ -154,8 +157,8 @@ static void side_of(reading *rd, const pano_run_summary *d)
         rd->sides = pano_reallocarray(rd->sides, rd->cap_sides, sizeof *rd->sides);
     }
     side_count *s = &rd->sides[rd->nsides++];
-    s->job = dup(d->t[PANO_ST_JOB]);
-    s->host = dup(d->t[PANO_ST_HOST]);
+    s->job = text_of(d->t[PANO_ST_JOB]);
+    s->host = text_of(d->t[PANO_ST_HOST]);
     s->darshan = (int64_t)or(d->v[PANO_SF_D], 0);
     s->transfer = (int64_t)or(d->v[PANO_SF_T], 0);
 }
@@ -181,9 +184,12 @@ static void on_document(reading *rd, const pano_run_summary *d)
 
 /* ---- reading ------------------------------------------------------------------- */
 
+static void reading_clear(reading *rd);
+
 /* The search of one page after `after` (the sort values of the last hit,
  * or NULL for the first). */
-static pano_json *page_body(const char *pit, const pano_json *query, const pano_json *after)
+static pano_json *page_body(const char *pit, const pano_json *query, bool by_id,
+                            const pano_json *after)
 {
     pano_json *b = pano_json_object();
     pano_json *p = pano_json_set_object(b, "pit");
@@ -192,7 +198,8 @@ static pano_json *page_body(const char *pit, const pano_json *query, const pano_
     pano_json_set_int(b, "size", PAGE);
     pano_json_set_bool(b, "track_total_hits", false);
     pano_json_set(b, "query", pano_json_clone(query));
-    pano_json_set(b, "sort", store_literal("[{\"set.id\":\"asc\"},{\"_shard_doc\":\"asc\"}]"));
+    pano_json_set(b, "sort", store_literal(by_id ? "[{\"set.id\":\"asc\"},{\"_shard_doc\":\"asc\"}]"
+                                                 : "[{\"_shard_doc\":\"asc\"}]"));
     /* Whole documents: Elasticsearch sends a stored _source as it is, but
      * filters one (leaving out the writers' tokens, say) by parsing and
      * writing it again, which took twice as long for a quarter fewer bytes. */
@@ -201,8 +208,125 @@ static pano_json *page_body(const char *pit, const pano_json *query, const pano_
     return b;
 }
 
+/* One slice of the reading (or the whole when nslices is 1), on its own
+ * client: its pages, the documents of one run merged, to on_document. */
+typedef struct {
+    pano_es *es;
+    const char *pit;      /* the point in time as opened */
+    char *last_pit;       /* as the latest answer gave it (to close) */
+    const pano_json *query;
+    bool by_id;
+    int slice, nslices;
+    reading rd;
+    size_t read;
+    int rc;
+    char err[512];
+} slice_read;
+
+static pano_json *slice_page(const slice_read *s, const pano_json *after)
+{
+    pano_json *b = page_body(s->last_pit, s->query, s->by_id, after);
+    if (s->nslices > 1) {
+        pano_json *sl = pano_json_set_object(b, "slice");
+        pano_json_set_int(sl, "id", s->slice);
+        pano_json_set_int(sl, "max", s->nslices);
+    }
+    return b;
+}
+
+static void *read_slice(void *arg)
+{
+    slice_read *s = arg;
+    s->last_pit = pano_strdup(s->pit);
+    pano_arena arena;
+    pano_arena_init(&arena, 1 << 20);
+    pano_json *after = NULL;
+    pano_run_summary held; /* the last document read: the next may be of its run */
+    bool holding = false;
+    pano_summary_init(&held);
+    for (;;) {
+        pano_json *body = slice_page(s, after);
+        pano_arena_reset(&arena);
+        pano_json *answer =
+            store_post_on(s->es, "/_search?filter_path=pit_id,hits.hits._source,hits.hits.sort",
+                          body, &arena, s->err, sizeof s->err);
+        pano_json_free(body);
+        if (!answer) {
+            s->rc = -1;
+            break;
+        }
+        const char *next_pit = pano_json_get_str(answer, "pit_id");
+        if (next_pit && strcmp(next_pit, s->last_pit) != 0) {
+            free(s->last_pit);
+            s->last_pit = pano_strdup(next_pit);
+        }
+        const pano_json *hits = pano_json_get_array(pano_json_get(answer, "hits"), "hits");
+        size_t n = pano_json_len(hits);
+        s->read += n;
+        for (size_t i = 0; i < n; i++) {
+            pano_run_summary cur;
+            if (!pano_summary_read(pano_json_get(pano_json_at(hits, i), "_source"), &cur))
+                continue;
+            if (holding && strcmp(held.id, cur.id) == 0) { /* its run, another period */
+                pano_summary_merge(&held, &cur, true);
+                pano_summary_clear(&cur);
+                continue;
+            }
+            if (holding)
+                on_document(&s->rd, &held);
+            pano_summary_clear(&held);
+            held = cur;
+            holding = true;
+        }
+        pano_json_free(after);
+        after = n ? pano_json_clone(pano_json_get(pano_json_at(hits, n - 1), "sort")) : NULL;
+        if (n < PAGE || !after)
+            break;
+    }
+    if (holding && s->rc == 0)
+        on_document(&s->rd, &held);
+    pano_summary_clear(&held);
+    pano_json_free(after);
+    pano_arena_free(&arena);
+    return NULL;
+}
+
+/* The runs of from added to into (from is left empty). */
+static void move_runs(collect *into, collect *from)
+{
+    for (size_t i = 0; i < from->n; i++)
+        *runs_add(into) = from->runs[i];
+    free(from->runs);
+    memset(from, 0, sizeof *from);
+}
+
+/* What slice from read, added to into (from is left empty). */
+static void move_reading(reading *into, reading *from)
+{
+    move_runs(&into->monitor, &from->monitor);
+    move_runs(&into->inst, &from->inst);
+    for (size_t i = 0; i < from->nsides; i++) {
+        if (into->nsides == into->cap_sides) {
+            into->cap_sides = into->cap_sides ? into->cap_sides * 2 : 64;
+            into->sides = pano_reallocarray(into->sides, into->cap_sides, sizeof *into->sides);
+        }
+        into->sides[into->nsides++] = from->sides[i];
+    }
+    free(from->sides);
+    from->sides = NULL;
+    from->nsides = from->cap_sides = 0;
+    for (int k = 0; k < RUNS_KINDS; k++)
+        if (from->seen[k] && (!into->seen[k] || from->first[k] < into->first[k])) {
+            into->first[k] = from->first[k];
+            into->seen[k] = true;
+        }
+}
+
 /* Every summary document of the workflow that query matches, the documents
- * of one run merged, to on_document, counted in *read. 0, or -1 with a
+ * of one run merged, to on_document, counted in *read. When the workflow
+ * lies in one partition of each summary stream (no run has two documents),
+ * in two slices at once, one on each of the query's clients: Elasticsearch
+ * fetches one slice's page while the other's is parsed. 0, or -1 with a
  * message in err. */
 static int read_all(pano_query *q, const pano_jobs *jobs, const pano_json *query, reading *rd,
                     size_t *read, char *err, size_t errlen)
@@ -222,67 +346,49 @@ static int read_all(pano_query *q, const pano_jobs *jobs, const pano_json *query
         pano_json_free(opened);
         return -1;
     }
-    char *pit = pano_strdup(id);
-    pano_json_free(opened);
-    pano_arena arena;
-    pano_arena_init(&arena, 1 << 20);
-    pano_json *after = NULL;
-    pano_run_summary held; /* the last document read: the next may be of its run */
-    bool holding = false;
-    pano_summary_init(&held);
-    int rc = 0;
-    for (;;) {
-        pano_json *body = page_body(pit, query, after);
-        pano_arena_reset(&arena);
-        pano_json *answer = store_post(
-            q, "/_search?filter_path=pit_id,hits.hits._source,hits.hits.sort", body, &arena, err,
-            errlen);
-        pano_json_free(body);
-        if (!answer) {
-            rc = -1;
-            break;
-        }
-        const char *next_pit = pano_json_get_str(answer, "pit_id");
-        if (next_pit && strcmp(next_pit, pit) != 0) {
-            free(pit);
-            pit = pano_strdup(next_pit);
-        }
-        const pano_json *hits = pano_json_get_array(pano_json_get(answer, "hits"), "hits");
-        size_t n = pano_json_len(hits);
-        *read += n;
-        for (size_t i = 0; i < n; i++) {
-            pano_run_summary cur;
-            if (!pano_summary_read(pano_json_get(pano_json_at(hits, i), "_source"), &cur))
-                continue;
-            if (holding && strcmp(held.id, cur.id) == 0) { /* its run, another period */
-                pano_summary_merge(&held, &cur, true);
-                pano_summary_clear(&cur);
-                continue;
-            }
-            if (holding)
-                on_document(rd, &held);
-            pano_summary_clear(&held);
-            held = cur;
-            holding = true;
-        }
-        pano_json_free(after);
-        after = n ? pano_json_clone(pano_json_get(pano_json_at(hits, n - 1), "sort")) : NULL;
-        if (n < PAGE || !after)
-            break;
+    /* Sorted by _id when a run may have documents in two partitions, so
+     * that they come one after the other; else in the order they are
+     * stored, which Elasticsearch pages at less cost, and in slices. */
+    bool by_id = !store_summary_one_period(q, jobs);
+    int nslices = by_id ? 1 : 2;
+    slice_read s[2];
+    for (int i = 0; i < nslices; i++)
+        s[i] = (slice_read){.es = i ? q->reader : q->es, .pit = id, .query = query,
+                            .by_id = by_id, .slice = i, .nslices = nslices};
+    pthread_t t;
+    bool threaded = false;
+    if (nslices > 1) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        threaded = pthread_create(&t, NULL, read_slice, &s[1]) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
-    if (holding && rc == 0)
-        on_document(rd, &held);
-    pano_summary_clear(&held);
-    pano_json_free(after);
-    pano_arena_free(&arena);
+    read_slice(&s[0]);
+    if (threaded)
+        pthread_join(t, NULL);
+    else if (nslices > 1)
+        read_slice(&s[1]);
+    int rc = 0;
+    for (int i = 0; i < nslices; i++) {
+        if (s[i].rc < 0 && rc == 0) {
+            snprintf(err, errlen, "%s", s[i].err);
+            rc = -1;
+        }
+        *read += s[i].read;
+        move_reading(rd, &s[i].rd);
+        reading_clear(&s[i].rd);
+    }
     /* The point in time is let go now rather than after its keep-alive. */
-    char *close = pano_asprintf("{\"id\":\"%s\"}", pit);
+    char *close = pano_asprintf("{\"id\":\"%s\"}", s[0].last_pit);
     pano_es_response r = {0};
     char why[256];
     if (pano_es_request(q->es, "DELETE", "/_pit", close, strlen(close), &r, why, sizeof why) == 0)
         pano_es_response_free(&r);
     free(close);
-    free(pit);
+    for (int i = 0; i < nslices; i++)
+        free(s[i].last_pit);
+    pano_json_free(opened);
     return rc;
 }
 

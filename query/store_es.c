@@ -62,6 +62,22 @@ char *store_summary_indices(const pano_query *q, const pano_jobs *jobs)
     return list.data;
 }
 
+bool store_summary_one_period(const pano_query *q, const pano_jobs *jobs)
+{
+    if (!(jobs->stored_from > 0 && jobs->stored_to >= jobs->stored_from))
+        return false;
+    for (int s = 0; s < PANO_N_STREAMS; s++) {
+        if (!pano_summary_stream(s))
+            continue;
+        char from[16], to[16];
+        pano_period_suffix(q->policies[s].period, jobs->stored_from, from, sizeof from);
+        pano_period_suffix(q->policies[s].period, jobs->stored_to, to, sizeof to);
+        if (strcmp(from, to) != 0)
+            return false;
+    }
+    return true;
+}
+
 int store_summarized(pano_query *q, const pano_jobs *where, int64_t *out, char *err,
                      size_t errlen)
 {
@@ -253,20 +269,20 @@ pano_json *store_literal(const char *text)
 
 /* The search; the answer is parsed into arena when given (a read-only tree
  * that lives until the arena is reset), else onto the heap. */
-static pano_json *search(pano_query *q, const char *path, const pano_json *body,
-                         pano_arena *arena, char *err, size_t errlen)
+static pano_json *search_on(pano_es *es, const char *path, const pano_json *body,
+                            pano_arena *arena, char *err, size_t errlen)
 {
     size_t len;
     char *text = pano_json_serialize(body, &len);
     pano_es_response r = {0};
     char why[512];
     double t0 = pano_now();
-    int rc = pano_es_request(q->es, "POST", path, text, len, &r, why, sizeof why);
+    int rc = pano_es_request(es, "POST", path, text, len, &r, why, sizeof why);
     pano_debug("POST %s (%zu bytes): HTTP %ld, %zu bytes in %.1f ms", path, len, r.status, r.len,
                (pano_now() - t0) * 1000);
     free(text);
     if (rc < 0) {
-        snprintf(err, errlen, "Elasticsearch at %s does not answer: %s", pano_es_describe(q->es),
+        snprintf(err, errlen, "Elasticsearch at %s does not answer: %s", pano_es_describe(es),
                  why);
         return NULL;
     }
@@ -279,7 +295,7 @@ static pano_json *search(pano_query *q, const char *path, const pano_json *body,
         else
             snprintf(reason, sizeof reason, "unreadable answer: %.200s", why);
         snprintf(err, errlen, "Elasticsearch at %s refused a search (HTTP %ld): %s",
-                 pano_es_describe(q->es), r.status, reason);
+                 pano_es_describe(es), r.status, reason);
         if (!arena)
             pano_json_free(answer);
         answer = NULL;
@@ -288,10 +304,22 @@ static pano_json *search(pano_query *q, const char *path, const pano_json *body,
     return answer;
 }
 
+static pano_json *search(pano_query *q, const char *path, const pano_json *body,
+                         pano_arena *arena, char *err, size_t errlen)
+{
+    return search_on(q->es, path, body, arena, err, errlen);
+}
+
 pano_json *store_post(pano_query *q, const char *path, const pano_json *body, pano_arena *arena,
                       char *err, size_t errlen)
 {
     return search(q, path, body, arena, err, errlen);
+}
+
+pano_json *store_post_on(pano_es *es, const char *path, const pano_json *body, pano_arena *arena,
+                         char *err, size_t errlen)
+{
+    return search_on(es, path, body, arena, err, errlen);
 }
 
 pano_json *store_search(pano_query *q, const pano_jobs *jobs, const char *const *streams,

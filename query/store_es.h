@@ -16,6 +16,7 @@
 
 struct pano_query {
     pano_es *es;
+    pano_es *reader; /* a second client, for reading summaries two slices at once */
     char *prefix; /* pano.indexer.index_prefix */
     pano_stream_policy policies[PANO_N_STREAMS]; /* pano.indexer.partition */
     double ingest_delay; /* pano.query.ingest_delay */
@@ -89,6 +90,10 @@ pano_json *store_search_except(pano_query *q, const pano_jobs *jobs, const char 
  * of them when there are too many to name. */
 char *store_summary_indices(const pano_query *q, const pano_jobs *jobs);
 
+/* Whether the workflow's span lies in one partition of every summary
+ * stream, so that no run has documents in two (a run's are then one). */
+bool store_summary_one_period(const pano_query *q, const pano_jobs *jobs);
+
 /* How many events the workflow's summaries count (the sum of their add.n,
  * mapped for this by pano-indexer's template), over the summary partitions
  * of its span (store_summary_indices). 0, or -1 with a message in err. */
@@ -100,6 +105,9 @@ int store_summarized(pano_query *q, const pano_jobs *jobs, int64_t *out, char *e
  * is not 2xx. Does not take body. */
 pano_json *store_post(pano_query *q, const char *path, const pano_json *body, pano_arena *arena,
                       char *err, size_t errlen);
+/* The same, on the given client (one of the query's). */
+pano_json *store_post_on(pano_es *es, const char *path, const pano_json *body, pano_arena *arena,
+                         char *err, size_t errlen);
 
 /* Run the composite aggregation named `name` at the top of body's aggs to
  * its last page (page_size buckets a request), calling each() for every
