@@ -16,7 +16,9 @@
 #   say which are open or failed);
 # - a store written before summaries existed (the events indexed with
 #   pano.indexer.summaries false) is read from its events, with the same
-#   answers; so is one whose summaries miss the workflow's first events.
+#   answers; so is one whose summaries miss the workflow's first events;
+# - a workflow across two partitions (daily ones, around midnight UTC), its
+#   runs with a document in each: the same answers both ways.
 source "$(dirname "$0")/indexer_lib.sh"
 require_stack
 command -v kcat >/dev/null || fail "kcat is not installed"
@@ -24,8 +26,9 @@ QUERY=$PANO_BUILD/query/pano-query
 WF=$(cat /proc/sys/kernel/random/uuid)
 T0=$(($(date +%s) - 3600)) # an hour ago: the partitions of now
 
-# The workflow's events, one JSON object a line, each with its event_id.
-python3 - "$WF" "$T0" >"$TEST_DIR/events.jsonl" <<'EOF'
+# The workflow's events from T0, one JSON object a line, each with its event_id.
+events_from() { # T0
+python3 - "$WF" "$1" <<'EOF'
 import json, sys
 wf, t0 = sys.argv[1], float(sys.argv[2])
 out = []
@@ -70,6 +73,8 @@ for k in range(3):
 for e in out:
     print(json.dumps(e))
 EOF
+}
+events_from "$T0" >"$TEST_DIR/events.jsonl"
 N=$(wc -l <"$TEST_DIR/events.jsonl")
 
 produce() { # TOPIC_PREFIX FILE: each event to its family's topic, keyed by the workflow
@@ -221,6 +226,22 @@ curl -fsS -H 'Content-Type: application/x-ndjson' -X POST "$ES/_bulk?refresh=tru
 compare "${P}b-" "summaries without the first runs"
 reduced "${P}b-" || fail "summaries missing the first runs were used"
 log "stores without (all) summaries: read from the events, the same answers"
+
+# A workflow across two partitions: daily ones, its events 7.5 minutes
+# either side of midnight UTC, so that runs have a document in each, read
+# sorted by _id and merged.
+D_TOPICS="${PANO_KAFKA_TOPIC_PREFIX}d."
+events_from $(($(date +%s) / 86400 * 86400 - 450)) >"$TEST_DIR/events-d.jsonl"
+produce "$D_TOPICS" "$TEST_DIR/events-d.jsonl"
+export PANO_INDEXER_PARTITION=day
+PANO_KAFKA_TOPIC_PREFIX=$D_TOPICS PANO_KAFKA_DEAD_LETTER_TOPIC="${D_TOPICS}dead-letter" \
+    PANO_INDEXER_GROUP="$TEST_ID-d" PANO_INDEXER_INDEX_PREFIX="${P}d-" start_indexer d
+wait_until 60 indexed "${P}d-" "$N" || fail "D: $(events_sent "${P}d-") of $N events"
+split=$(summaries "${P}d-" | jq '[group_by(.set.id)[] | select(length == 2)] | length')
+((split > 0)) || fail "D: no run has a document in each day"
+compare "${P}d-" "a workflow across two partitions"
+unset PANO_INDEXER_PARTITION
+log "a workflow across two days, $split runs with a document in each: the same answers"
 
 # Summaries not yet searchable when their events are: pano-query refreshes
 # them. Refreshes of A's summaries are turned off; the open run's end is
