@@ -38,6 +38,22 @@ static pano_json *leaf(const char *type)
     return m;
 }
 
+/* A field of that type that is not searched (kept, or only aggregated). */
+static pano_json *not_searched(const char *type)
+{
+    pano_json *m = leaf(type);
+    pano_json_set_bool(m, "index", false);
+    return m;
+}
+
+/* A workflow's UUID: a keyword matched without case. */
+static pano_json *wf_keyword(void)
+{
+    pano_json *m = leaf("keyword");
+    pano_json_set_str(m, "normalizer", "pano_lowercase");
+    return m;
+}
+
 static bool is_object_mapping(const pano_json *m)
 {
     const char *t = pano_json_get_str(m, "type");
@@ -283,9 +299,7 @@ static pano_json *dynamic_rule(const char *name, const char *match, const char *
 static void fixed_fields(pano_json *props)
 {
     pano_json_set(props, "@timestamp", leaf("date"));
-    pano_json *wf = leaf("keyword");
-    pano_json_set_str(wf, "normalizer", "pano_lowercase");
-    pano_json_set(props, "wf_uuid", wf);
+    pano_json_set(props, "wf_uuid", wf_keyword());
     pano_json_set(props, "event", leaf("keyword"));
     pano_json_set(props, "event_id", leaf("keyword"));
 }
@@ -426,9 +440,7 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
     pano_json_set(dl, "topic", leaf("keyword"));
     pano_json_set(dl, "partition", leaf("long"));
     pano_json_set(dl, "offset", leaf("long"));
-    pano_json *wf = leaf("keyword");
-    pano_json_set_str(wf, "normalizer", "pano_lowercase");
-    pano_json_set(dl, "wf_uuid", wf);
+    pano_json_set(dl, "wf_uuid", wf_keyword());
     pano_json_set(dl, "event", leaf("keyword"));
     pano_json_set(dl, "event_id", leaf("keyword"));
     pano_json_set(dl, "source", leaf("keyword"));
@@ -436,9 +448,7 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
     pano_json_set(dl, "exchange", leaf("keyword"));
     pano_json_set(dl, "original_size", leaf("long"));
     pano_json_set(dl, "truncated", leaf("boolean"));
-    pano_json *orig = leaf("text");
-    pano_json_set_bool(orig, "index", false);
-    pano_json_set(dl, "original", orig);
+    pano_json_set(dl, "original", not_searched("text"));
     char dead[260];
     snprintf(dead, sizeof dead, "%.250s-*", opt->dead_letter_index);
     const char *dead_patterns[] = {dead, NULL};
@@ -454,21 +464,16 @@ int pano_templates_build(const pano_schema_file *schemas, const pano_template_op
      * (summed by pano_query_changes); the rest is kept in _source. */
     pano_json *sp = pano_json_object();
     pano_json *set = pano_json_set_object(pano_json_set_object(sp, "set"), "properties");
-    pano_json *swf = leaf("keyword");
-    pano_json_set_str(swf, "normalizer", "pano_lowercase");
-    pano_json_set(set, "wf", swf);
+    pano_json_set(set, "wf", wf_keyword());
     pano_json_set(set, "id", leaf("keyword"));
     pano_json_set(set, "k", leaf("keyword"));
     pano_json_set(set, "job", leaf("keyword"));
     pano_json_set(set, "open", leaf("boolean"));
     pano_json_set(set, "failed", leaf("boolean"));
-    pano_json *t0 = leaf("double");
-    pano_json_set_bool(t0, "index", false);
-    pano_json_set(pano_json_set_object(pano_json_set_object(sp, "min"), "properties"), "t0", t0);
-    pano_json *add = pano_json_set_object(pano_json_set_object(sp, "add"), "properties");
-    pano_json *n = leaf("long");
-    pano_json_set_bool(n, "index", false);
-    pano_json_set(add, "n", n);
+    pano_json_set(pano_json_set_object(pano_json_set_object(sp, "min"), "properties"), "t0",
+                  not_searched("double"));
+    pano_json_set(pano_json_set_object(pano_json_set_object(sp, "add"), "properties"), "n",
+                  not_searched("long"));
     char summaries[260];
     snprintf(t[nfam + 3].name, sizeof t[nfam + 3].name, "%.200ssummary", opt->prefix);
     snprintf(summaries, sizeof summaries, "%s-*", t[nfam + 3].name);

@@ -499,12 +499,6 @@ static int scope_query(pano_query *q, const pano_jobs *jobs, const runs_coverage
                        runs_scope scope, pano_json **query, char *err, size_t errlen)
 {
     *query = NULL;
-    char *indices = store_summary_indices(q, jobs);
-    char *path = pano_asprintf(
-        "/%s/_search?routing=%s&ignore_unavailable=true&allow_no_indices=true"
-        "&filter_path=aggregations,hits.hits._source",
-        indices, jobs->wf_uuid);
-    free(indices);
     pano_json *body = pano_json_object();
     pano_json_set_int(body, "size", OPEN_MAX);
     pano_json_set_bool(body, "track_total_hits", false);
@@ -522,9 +516,8 @@ static int scope_query(pano_query *q, const pano_jobs *jobs, const runs_coverage
     pano_json *terms = pano_json_set_object(kinds, "terms");
     pano_json_set_str(terms, "field", "set.k");
     pano_json_set(pano_json_set_object(kinds, "aggs"), "t0", store_metric("min", "min.t0"));
-    pano_json *answer = store_post(q, path, body, NULL, err, errlen);
-    pano_json_free(body);
-    free(path);
+    pano_json *answer =
+        store_summary_search(q, jobs, body, "aggregations,hits.hits._source", err, errlen);
     if (!answer)
         return -1;
     static const char *const kind_names[RUNS_KINDS] = {"run", "inst", "side"};

@@ -78,22 +78,29 @@ bool store_summary_one_period(const pano_query *q, const pano_jobs *jobs)
     return true;
 }
 
+pano_json *store_summary_search(pano_query *q, const pano_jobs *jobs, pano_json *body,
+                                const char *keep, char *err, size_t errlen)
+{
+    char *indices = store_summary_indices(q, jobs);
+    char *path = pano_asprintf("/%s/_search?routing=%s&ignore_unavailable=true"
+                               "&allow_no_indices=true&filter_path=%s",
+                               indices, jobs->wf_uuid, keep);
+    free(indices);
+    pano_json *answer = store_post(q, path, body, NULL, err, errlen);
+    pano_json_free(body);
+    free(path);
+    return answer;
+}
+
 int store_summarized(pano_query *q, const pano_jobs *where, int64_t *out, char *err,
                      size_t errlen)
 {
-    char *indices = store_summary_indices(q, where);
-    char *path = pano_asprintf("/%s/_search?routing=%s&ignore_unavailable=true"
-                               "&allow_no_indices=true&filter_path=aggregations",
-                               indices, where->wf_uuid);
-    free(indices);
     pano_json *body = pano_json_object();
     pano_json_set_int(body, "size", 0);
     pano_json *term = pano_json_set_object(pano_json_set_object(body, "query"), "term");
     pano_json_set_str(term, "set.wf", where->wf_uuid);
     pano_json_set(pano_json_set_object(body, "aggs"), "n", store_metric("sum", "add.n"));
-    pano_json *answer = store_post(q, path, body, NULL, err, errlen);
-    pano_json_free(body);
-    free(path);
+    pano_json *answer = store_summary_search(q, where, body, "aggregations", err, errlen);
     if (!answer)
         return -1;
     *out = (int64_t)store_value(pano_json_get(answer, "aggregations"), "n", 0);

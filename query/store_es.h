@@ -94,6 +94,12 @@ char *store_summary_indices(const pano_query *q, const pano_jobs *jobs);
  * stream, so that no run has documents in two (a run's are then one). */
 bool store_summary_one_period(const pano_query *q, const pano_jobs *jobs);
 
+/* A search of the workflow's summaries (over store_summary_indices, routed
+ * by its UUID), the answer filtered to keep (a filter_path): the parsed
+ * answer, or NULL with a message in err. Takes body and frees it. */
+pano_json *store_summary_search(pano_query *q, const pano_jobs *jobs, pano_json *body,
+                                const char *keep, char *err, size_t errlen);
+
 /* How many events the workflow's summaries count (the sum of their add.n,
  * mapped for this by pano-indexer's template), over the summary partitions
  * of its span (store_summary_indices). 0, or -1 with a message in err. */
