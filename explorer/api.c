@@ -8,6 +8,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -539,17 +540,20 @@ static void metrics(pano_http_reply *r)
 typedef struct {
     const pano_http_request *req;
     bool (*stopping)(void);
-    const char *why; /* set once it is abandoned */
+    const char *_Atomic why; /* set once it is abandoned (asked from two threads) */
 } abandon;
 
 static bool should_abandon(void *user)
 {
     abandon *a = user;
-    if (!a->why && a->stopping && a->stopping())
-        a->why = "the explorer is stopping";
-    if (!a->why && pano_http_client_gone(a->req))
-        a->why = "the client went away";
-    return a->why != NULL;
+    const char *why = atomic_load(&a->why);
+    if (!why && a->stopping && a->stopping())
+        why = "the explorer is stopping";
+    if (!why && pano_http_client_gone(a->req))
+        why = "the client went away";
+    if (why)
+        atomic_store(&a->why, why);
+    return why != NULL;
 }
 
 static void answer(call *c)
@@ -605,9 +609,10 @@ void explorer_api(const explorer_context *ctx, const pano_http_request *req, pan
     call c = {.q = q, .cache = ctx->cache, .req = req, .r = r};
     answer(&c);
     pano_query_set_abort(q, NULL, NULL);
-    if (a.why) {
-        pano_info("abandoned %.200s: %s", pano_http_path(req), a.why);
+    const char *why = atomic_load(&a.why);
+    if (why) {
+        pano_info("abandoned %.200s: %s", pano_http_path(req), why);
         pano_buf_clear(&r->body);
-        reply_error(r, 503, "abandoned: %s", a.why);
+        reply_error(r, 503, "abandoned: %s", why);
     }
 }

@@ -50,7 +50,8 @@ pano_query *pano_query_new(const pano_config *cfg, char *err, size_t errlen);
 void pano_query_free(pano_query *q);
 /* Give up the requests in progress once should_stop(user) is true: the
  * call asking fails with "abandoned" in its error (pano_es_set_abort()).
- * NULL: never. */
+ * NULL: never. should_stop may be called from two threads at once (the
+ * summaries are read in two slices). */
 void pano_query_set_abort(pano_query *q, bool (*should_stop)(void *user), void *user);
 
 /* ---- jobs ---------------------------------------------------------------- */
