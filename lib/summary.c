@@ -643,18 +643,25 @@ static char *json_text(const pano_json *v)
     return v && v->type == PANO_JSON_STRING ? pano_strdup(v->u.string.text) : NULL;
 }
 
+bool pano_summary_kind_parse(const char *name, pano_summary_kind *out)
+{
+    for (int i = 0; name && i < 3; i++)
+        if (strcmp(name, kind_names[i]) == 0) {
+            *out = (pano_summary_kind)i;
+            return true;
+        }
+    return false;
+}
+
 bool pano_summary_read(const pano_json *doc, pano_run_summary *out)
 {
     pano_summary_init(out);
     const pano_json *set = pano_json_get(doc, "set");
-    const char *k = pano_json_get_str(set, "k"), *id = pano_json_get_str(set, "id");
-    int kind = -1;
-    for (int i = 0; k && i < 3; i++)
-        if (strcmp(k, kind_names[i]) == 0)
-            kind = i;
-    if (kind < 0 || !id)
+    const char *id = pano_json_get_str(set, "id");
+    pano_summary_kind kind;
+    if (!pano_summary_kind_parse(pano_json_get_str(set, "k"), &kind) || !id)
         return false;
-    out->kind = (pano_summary_kind)kind;
+    out->kind = kind;
     snprintf(out->id, sizeof out->id, "%s", id);
     const char *wf = pano_json_get_str(set, "wf");
     snprintf(out->wf, sizeof out->wf, "%s", wf ? wf : "");

@@ -139,6 +139,10 @@ typedef struct {
  * to another (NULL-terminated). */
 extern const char *const pano_job_inst_state_events[];
 
+/* A kind from its name in a document's set.k ("run", "inst", "side"):
+ * false for another name or NULL. */
+bool pano_summary_kind_parse(const char *name, pano_summary_kind *out);
+
 /* Whether events of this stream (its index in pano_streams) have
  * summaries, in the summary stream of that name (samples belong to
  * kickstart's runs and so to its stream). */

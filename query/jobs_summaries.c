@@ -150,30 +150,47 @@ static void instance_of(reading *rd, const pano_run_summary *d)
         j->duration = !isnan(local) ? local : inv_dur;
 }
 
-static void side_of(reading *rd, const pano_run_summary *d)
+/* A new side count at the end of rd's, to fill. */
+static side_count *new_side(reading *rd)
 {
     if (rd->nsides == rd->cap_sides) {
         rd->cap_sides = rd->cap_sides ? rd->cap_sides * 2 : 64;
         rd->sides = pano_reallocarray(rd->sides, rd->cap_sides, sizeof *rd->sides);
     }
-    side_count *s = &rd->sides[rd->nsides++];
+    return &rd->sides[rd->nsides++];
+}
+
+static void side_of(reading *rd, const pano_run_summary *d)
+{
+    side_count *s = new_side(rd);
     s->job = text_of(d->t[PANO_ST_JOB]);
     s->host = text_of(d->t[PANO_ST_HOST]);
     s->darshan = (int64_t)or(d->v[PANO_SF_D], 0);
     s->transfer = (int64_t)or(d->v[PANO_SF_T], 0);
 }
 
-/* One document (a run's, merged over its partitions). */
-static void on_document(reading *rd, const pano_run_summary *d)
+/* The kind of run (runs.h) a kind of summary makes. */
+static int kind_of(pano_summary_kind kind)
 {
-    int k = d->kind == PANO_SUMMARY_RUN    ? RUNS_KIND_RUN
-            : d->kind == PANO_SUMMARY_INST ? RUNS_KIND_INST
-                                           : RUNS_KIND_SIDE;
-    double t0 = d->v[PANO_SF_T0];
+    return kind == PANO_SUMMARY_RUN    ? RUNS_KIND_RUN
+           : kind == PANO_SUMMARY_INST ? RUNS_KIND_INST
+                                       : RUNS_KIND_SIDE;
+}
+
+/* t0, the time of an event summarized as kind k, in rd's earliest. */
+static void note_first(reading *rd, int k, double t0)
+{
     if (!isnan(t0) && (!rd->seen[k] || t0 < rd->first[k])) {
         rd->first[k] = t0;
         rd->seen[k] = true;
     }
+}
+
+/* One document (a run's, merged over its partitions). */
+static void on_document(reading *rd, const pano_run_summary *d)
+{
+    int k = kind_of(d->kind);
+    note_first(rd, k, d->v[PANO_SF_T0]);
     if (k == RUNS_KIND_RUN)
         run_of(rd, d);
     else if (k == RUNS_KIND_INST)
@@ -305,21 +322,14 @@ static void move_reading(reading *into, reading *from)
 {
     move_runs(&into->monitor, &from->monitor);
     move_runs(&into->inst, &from->inst);
-    for (size_t i = 0; i < from->nsides; i++) {
-        if (into->nsides == into->cap_sides) {
-            into->cap_sides = into->cap_sides ? into->cap_sides * 2 : 64;
-            into->sides = pano_reallocarray(into->sides, into->cap_sides, sizeof *into->sides);
-        }
-        into->sides[into->nsides++] = from->sides[i];
-    }
+    for (size_t i = 0; i < from->nsides; i++)
+        *new_side(into) = from->sides[i];
     free(from->sides);
     from->sides = NULL;
     from->nsides = from->cap_sides = 0;
     for (int k = 0; k < RUNS_KINDS; k++)
-        if (from->seen[k] && (!into->seen[k] || from->first[k] < into->first[k])) {
-            into->first[k] = from->first[k];
-            into->seen[k] = true;
-        }
+        if (from->seen[k])
+            note_first(into, k, from->first[k]);
 }
 
 /* Every summary document of the workflow that query matches, the documents
@@ -520,22 +530,17 @@ static int scope_query(pano_query *q, const pano_jobs *jobs, const runs_coverage
         store_summary_search(q, jobs, body, "aggregations,hits.hits._source", err, errlen);
     if (!answer)
         return -1;
-    static const char *const kind_names[RUNS_KINDS] = {"run", "inst", "side"};
+    /* the earliest event of each kind, as reading every document finds it */
+    reading earliest = {0};
     const pano_json *buckets =
         pano_json_get_array(store_agg(pano_json_get(answer, "aggregations"), "k"), "buckets");
-    bool covered = true;
-    for (int k = 0; k < RUNS_KINDS && covered; k++) {
-        if (events->events[k] <= 0)
-            continue;
-        double t0 = NAN;
-        for (size_t i = 0; i < pano_json_len(buckets); i++) {
-            const pano_json *b = pano_json_at(buckets, i);
-            const char *key = pano_json_get_str(b, "key");
-            if (key && strcmp(key, kind_names[k]) == 0)
-                t0 = store_value(b, "t0", NAN);
-        }
-        covered = !isnan(t0) && t0 <= events->first[k] + 1e-6;
+    for (size_t i = 0; i < pano_json_len(buckets); i++) {
+        const pano_json *b = pano_json_at(buckets, i);
+        pano_summary_kind kind;
+        if (pano_summary_kind_parse(pano_json_get_str(b, "key"), &kind))
+            note_first(&earliest, kind_of(kind), store_value(b, "t0", NAN));
     }
+    bool covered = covers(&earliest, events);
     const pano_json *hits = pano_json_get_array(pano_json_get(answer, "hits"), "hits");
     size_t n = pano_json_len(hits);
     if (covered && n < OPEN_MAX) {
@@ -598,17 +603,11 @@ int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverag
     if (covered) {
         store_sort(rd.monitor.runs, rd.monitor.n, sizeof *rd.monitor.runs, by_run_key);
         store_sort(rd.inst.runs, rd.inst.n, sizeof *rd.inst.runs, by_instance_key);
-        for (int k = 0; k < 2; k++) {
-            collect *from = k == 0 ? &rd.monitor : &rd.inst;
-            for (size_t i = 0; i < from->n; i++)
-                *runs_add(c) = from->runs[i];
-            free(from->runs);
-        }
+        move_runs(c, &rd.monitor);
+        move_runs(c, &rd.inst);
         for (size_t i = 0; with_side && i < rd.nsides; i++)
             runs_side(c, rd.sides[i].job, rd.sides[i].host, rd.sides[i].darshan,
                       rd.sides[i].transfer);
-        rd.monitor = (collect){0};
-        rd.inst = (collect){0};
     }
     reading_clear(&rd);
     return rc < 0 ? -1 : !covered ? 0 : known ? 2 : 1;

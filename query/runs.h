@@ -73,7 +73,6 @@ int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverag
                         bool with_side, runs_scope scope, collect *c, char *err,
                         size_t errlen);
 
-
 /* pano_query_jobs, or for a narrower scope, where the summaries can tell,
  * the rows of the jobs in it alone (with every attempt of theirs), partial
  * then set in out. */

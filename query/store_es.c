@@ -276,8 +276,8 @@ pano_json *store_literal(const char *text)
 
 /* The search; the answer is parsed into arena when given (a read-only tree
  * that lives until the arena is reset), else onto the heap. */
-static pano_json *search_on(pano_es *es, const char *path, const pano_json *body,
-                            pano_arena *arena, char *err, size_t errlen)
+pano_json *store_post_on(pano_es *es, const char *path, const pano_json *body, pano_arena *arena,
+                         char *err, size_t errlen)
 {
     size_t len;
     char *text = pano_json_serialize(body, &len);
@@ -311,22 +311,10 @@ static pano_json *search_on(pano_es *es, const char *path, const pano_json *body
     return answer;
 }
 
-static pano_json *search(pano_query *q, const char *path, const pano_json *body,
-                         pano_arena *arena, char *err, size_t errlen)
-{
-    return search_on(q->es, path, body, arena, err, errlen);
-}
-
 pano_json *store_post(pano_query *q, const char *path, const pano_json *body, pano_arena *arena,
                       char *err, size_t errlen)
 {
-    return search(q, path, body, arena, err, errlen);
-}
-
-pano_json *store_post_on(pano_es *es, const char *path, const pano_json *body, pano_arena *arena,
-                         char *err, size_t errlen)
-{
-    return search_on(es, path, body, arena, err, errlen);
+    return store_post_on(q->es, path, body, arena, err, errlen);
 }
 
 pano_json *store_search(pano_query *q, const pano_jobs *jobs, const char *const *streams,
@@ -350,7 +338,7 @@ pano_json *store_search_except(pano_query *q, const pano_jobs *jobs, const char 
         free(path);
         path = p.data;
     }
-    pano_json *answer = search(q, path, body, NULL, err, errlen);
+    pano_json *answer = store_post(q, path, body, NULL, err, errlen);
     free(path);
     pano_json_free(body);
     return answer;
@@ -370,7 +358,7 @@ int store_composite_each(pano_query *q, const pano_jobs *jobs, const char *const
     int rc;
     for (;;) {
         pano_arena_reset(&arena);
-        pano_json *answer = search(q, path, body, &arena, err, errlen);
+        pano_json *answer = store_post(q, path, body, &arena, err, errlen);
         if (!answer) {
             rc = -1;
             break;
