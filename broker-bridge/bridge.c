@@ -515,9 +515,7 @@ int main(int argc, char **argv)
     }
 
     const char *schema_dir = pano_config_str(cfg, "pano.bridge.schema_dir");
-    b.schemas = schema_dir ? pano_schema_set_load(schema_dir, err, sizeof err)
-                           : pano_schema_set_from_files(pano_builtin_schemas, err, sizeof err);
-    if (!b.schemas) {
+    if (!(b.schemas = pano_schema_set_configured(cfg, err, sizeof err))) {
         pano_error("%s", err);
         free(password);
         goto out_url;

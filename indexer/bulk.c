@@ -25,9 +25,6 @@ void pano_bulk_timestamp(double ts, char *out, size_t size)
     snprintf(out, size, "%s.%06ldZ", date, micros);
 }
 
-/* Epoch seconds that make a sensible @timestamp: 1970 to 9999. */
-#define MAX_TS 253402300799.0
-
 void pano_bulk_partition(const char *base, pano_period period, double ts, char *out,
                          size_t size)
 {
@@ -43,40 +40,20 @@ pano_bulk_doc_status pano_bulk_doc_prepare(const char *json, size_t len,
     memset(out, 0, sizeof *out);
     char err[200];
     pano_json *ev = pano_json_parse(json, len, PANO_JSON_DEFAULT_DEPTH, err, sizeof err);
-    bool ok = false;
     if (!ev) {
         snprintf(reason, reason_len, "invalid JSON: %s", err);
         return PANO_BULK_DOC_INVALID;
     }
-    const char *name = ev->type == PANO_JSON_OBJECT ? pano_json_get_str(ev, "event") : NULL;
-    const char *id = ev->type == PANO_JSON_OBJECT ? pano_json_get_str(ev, "event_id") : NULL;
-    double ts = 0;
-    if (ev->type != PANO_JSON_OBJECT || !name || !pano_event_name_valid(name))
-        snprintf(reason, reason_len, "no valid event name");
-    else if (!id || !*id || strlen(id) >= sizeof out->id ||
-             strlen(id) != pano_json_get(ev, "event_id")->u.string.len)
-        snprintf(reason, reason_len, "no usable event_id");
-    else if (!pano_json_get_number(ev, "ts", &ts) || !(ts >= 0 && ts <= MAX_TS))
-        snprintf(reason, reason_len, "no usable ts (epoch seconds)");
-    else {
-        ok = true;
-        out->ts = ts;
-        snprintf(out->id, sizeof out->id, "%s", id); /* for a dead letter too */
-    }
-    int stream = PANO_STREAM_UNASSIGNED;
-    if (ok && pano_wf_uuid_normalize(pano_json_get_str(ev, "wf_uuid"), out->wf_uuid))
-        stream = pano_stream_index(pano_event_stream(name));
-    else
-        out->wf_uuid[0] = '\0';
-    const pano_stream_policy *policy = &layout->policies[stream];
-    bool expired = ok && pano_period_expired(policy, ts, now);
-    if (expired) {
-        snprintf(reason, reason_len,
-                 "older than the retention of stream %s (%.0f days after its period): its "
-                 "partition is deleted",
-                 pano_streams[stream], policy->retention / 86400);
-        ok = false;
-    }
+    pano_place place;
+    pano_place_status st = pano_event_place(ev, layout->policies, now, &place, reason, reason_len);
+    bool ok = st == PANO_PLACE_OK, expired = st == PANO_PLACE_EXPIRED;
+    if (place.event_id) /* for a dead letter too */
+        snprintf(out->id, sizeof out->id, "%s", place.event_id);
+    if (ok || expired)
+        out->ts = place.ts;
+    memcpy(out->wf_uuid, place.wf_uuid, sizeof out->wf_uuid);
+    int stream = place.stream;
+    double ts = place.ts;
     if (ok) {
         out->stream = pano_streams[stream];
         char base[256];
@@ -86,7 +63,7 @@ pano_bulk_doc_status pano_bulk_doc_prepare(const char *json, size_t len,
             snprintf(base, sizeof base, "%.200s%s", layout->prefix, out->stream);
             memcpy(out->routing, out->wf_uuid, sizeof out->routing);
         }
-        pano_bulk_partition(base, policy->period, ts, out->index, sizeof out->index);
+        pano_bulk_partition(base, layout->policies[stream].period, ts, out->index, sizeof out->index);
         char stamp[64];
         pano_bulk_timestamp(ts, stamp, sizeof stamp);
         if (pano_json_get(ev, "@timestamp") || memchr(json, '\n', len) ||

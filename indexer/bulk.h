@@ -40,7 +40,7 @@ typedef struct {
 
 typedef struct {
     char index[256];
-    char id[192];
+    char id[PANO_EVENT_ID_MAX];
     char routing[PANO_WF_UUID_LEN + 1]; /* "" for none */
     char wf_uuid[PANO_WF_UUID_LEN + 1]; /* normalized, "" when not valid */
     const char *stream;                 /* static string (partition.h) */

@@ -42,7 +42,7 @@ const pano_config_key pano_config_keys[] = {
      {"PEGASUS_AMQP_URL", "KICKSTART_MON_URL"}, {"pegasus.catalog.workflow.amqp.url"},
      "Broker URL: amqp[s]://user:pass@host:port/vhost/exchange, or Panorama's "
      "rabbitmq[s]://user:pass@host:port/api/exchanges/VHOST/EXCHANGE/publish. "
-     "Unset: events are written as JSON lines (see pano.output)."},
+     "Unset: events go to the embedded store (pano.store), or to pano.output when set."},
     {"pano.amqp.password_file", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
      "File holding the broker password (first line); overrides a password in the "
      "URL and keeps it out of URLs, environments and ps output."},
@@ -58,6 +58,13 @@ const pano_config_key pano_config_keys[] = {
     /* ---- output without a broker ---- */
     {"pano.output", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
      "Without a broker URL: file to append events to as JSON lines (- for stdout)."},
+    {"pano.store", PANO_CFG_STR, NULL, NOLIMIT, false, {0}, {0},
+     "The embedded store (a directory; each host writes its own SQLite file in it). "
+     "Publishers write their events into it when no broker URL and no pano.output is set "
+     "(default: $XDG_DATA_HOME/pano/store, else ~/.local/share/pano/store); pano-query and "
+     "pano-explorer read it instead of Elasticsearch when it is set."},
+    {"pano.store.busy_timeout", PANO_CFG_DOUBLE, "30", 0.1, 3600, false, {0}, {0},
+     "Seconds a writer of the embedded store waits for the others before it gives up."},
 
     /* ---- what publishers send (lib/filter.h) ---- */
     {"pano.events", PANO_CFG_STR, "*", NOLIMIT, false, {0},

@@ -16,8 +16,7 @@ struct pano_metrics {
     int level;
 };
 
-pano_metrics *pano_metrics_open(const pano_config *cfg, const char *default_output, char *err,
-                                size_t errlen)
+pano_metrics *pano_metrics_open(const pano_config *cfg, char *err, size_t errlen)
 {
     pano_metrics *m = pano_calloc(1, sizeof *m);
     if (!cfg) {
@@ -27,7 +26,7 @@ pano_metrics *pano_metrics_open(const pano_config *cfg, const char *default_outp
         cfg = m->own_cfg;
     }
     m->level = (int)pano_config_int(cfg, "pano.monitor.level");
-    m->sink = pano_sink_open(cfg, default_output ? default_output : "-", err, errlen);
+    m->sink = pano_sink_open(cfg, err, errlen);
     if (!m->sink)
         goto fail;
     m->src = pano_source_new(cfg);

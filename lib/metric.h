@@ -37,11 +37,11 @@
 typedef struct pano_metrics pano_metrics;
 
 /* cfg NULL: read the configuration (PANO_CONFIG file, then the
- * environment). default_output is the sink's fallback without a broker URL
- * (NULL: "-", standard output). Returns NULL with a message in err when
- * events cannot be sent at all (bad URL, unwritable output). */
-pano_metrics *pano_metrics_open(const pano_config *cfg, const char *default_output, char *err,
-                                size_t errlen);
+ * environment). Events go where every publisher's go (sink.h: the broker,
+ * pano.output, else the embedded store). Returns NULL with a message in
+ * err when events cannot be sent at all (bad URL, unwritable output or
+ * store). */
+pano_metrics *pano_metrics_open(const pano_config *cfg, char *err, size_t errlen);
 void pano_metrics_close(pano_metrics *m);
 
 /* Whether a metric of this level would be sent. */

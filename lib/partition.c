@@ -172,3 +172,45 @@ bool pano_period_expired(const pano_stream_policy *policy, double ts, double now
 {
     return policy->retention > 0 && pano_period_next(policy->period, ts) + policy->retention < now;
 }
+
+/* Epoch seconds that make a sensible @timestamp: 1970 to 9999. */
+#define MAX_TS 253402300799.0
+
+pano_place_status pano_event_place(const pano_json *ev, const pano_stream_policy *policies,
+                                   double now, pano_place *out, char *reason,
+                                   size_t reason_len)
+{
+    memset(out, 0, sizeof *out);
+    out->stream = PANO_STREAM_UNASSIGNED;
+    bool object = ev->type == PANO_JSON_OBJECT;
+    const char *name = object ? pano_json_get_str(ev, "event") : NULL;
+    const char *id = object ? pano_json_get_str(ev, "event_id") : NULL;
+    if (!name || !pano_event_name_valid(name)) {
+        snprintf(reason, reason_len, "no valid event name");
+        return PANO_PLACE_INVALID;
+    }
+    if (!id || !*id || strlen(id) >= PANO_EVENT_ID_MAX ||
+        strlen(id) != pano_json_get(ev, "event_id")->u.string.len) {
+        snprintf(reason, reason_len, "no usable event_id");
+        return PANO_PLACE_INVALID;
+    }
+    out->event = name;
+    out->event_id = id;
+    if (!pano_json_get_number(ev, "ts", &out->ts) || !(out->ts >= 0 && out->ts <= MAX_TS)) {
+        snprintf(reason, reason_len, "no usable ts (epoch seconds)");
+        return PANO_PLACE_INVALID;
+    }
+    if (pano_wf_uuid_normalize(pano_json_get_str(ev, "wf_uuid"), out->wf_uuid))
+        out->stream = pano_stream_index(pano_event_stream(name));
+    else
+        out->wf_uuid[0] = '\0';
+    const pano_stream_policy *policy = &policies[out->stream];
+    if (pano_period_expired(policy, out->ts, now)) {
+        snprintf(reason, reason_len,
+                 "older than the retention of stream %s (%.0f days after its period): its "
+                 "partition is deleted",
+                 pano_streams[out->stream], policy->retention / 86400);
+        return PANO_PLACE_EXPIRED;
+    }
+    return PANO_PLACE_OK;
+}

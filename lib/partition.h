@@ -22,6 +22,8 @@
 #define PANO_PARTITION_H
 
 #include "config.h"
+#include "event.h"
+#include "json.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -65,5 +67,26 @@ bool pano_period_parse(pano_period p, const char *suffix, double *start, double 
 /* True when the period holding ts ended more than the retention before now:
  * its index is deleted (or due to be), so an event there would not stay. */
 bool pano_period_expired(const pano_stream_policy *policy, double ts, double now);
+
+/* Where a store keeps one event, and whether it can: the checks every
+ * store applies (Elasticsearch's through pano-indexer, the embedded one):
+ * an event name, an event_id (shorter than PANO_EVENT_ID_MAX), a ts in
+ * epoch seconds between 1970 and 9999, and a period not past its stream's
+ * retention at time now. Without a valid wf_uuid the event belongs to the
+ * stream "unassigned". */
+#define PANO_EVENT_ID_MAX 192
+typedef enum { PANO_PLACE_OK, PANO_PLACE_INVALID, PANO_PLACE_EXPIRED } pano_place_status;
+typedef struct {
+    const char *event;    /* its name (in the event given) */
+    const char *event_id; /* in the event given */
+    double ts;
+    int stream;                         /* in pano_streams */
+    char wf_uuid[PANO_WF_UUID_LEN + 1]; /* normalized, "" when not valid */
+} pano_place;
+
+/* OK, or why not in reason. policies: PANO_N_STREAMS of them. */
+pano_place_status pano_event_place(const pano_json *ev, const pano_stream_policy *policies,
+                                   double now, pano_place *out, char *reason,
+                                   size_t reason_len);
 
 #endif

@@ -1108,3 +1108,10 @@ bool pano_schema_validate(const pano_schema *schema, const pano_json *value, cha
     c.reason[0] = '\0';
     return check(schema, value, &c);
 }
+
+pano_schema_set *pano_schema_set_configured(const pano_config *cfg, char *err, size_t errlen)
+{
+    const char *dir = pano_config_str(cfg, "pano.bridge.schema_dir");
+    return dir ? pano_schema_set_load(dir, err, errlen)
+               : pano_schema_set_from_files(pano_builtin_schemas, err, errlen);
+}

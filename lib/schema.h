@@ -26,6 +26,7 @@
 #ifndef PANO_SCHEMA_H
 #define PANO_SCHEMA_H
 
+#include "config.h"
 #include "json.h"
 
 #include <stdbool.h>
@@ -64,6 +65,10 @@ const pano_schema *pano_schema_envelope(const pano_schema_set *set);
  * by a NULL path. */
 pano_schema_set *pano_schema_set_from_files(const pano_schema_file *files, char *err,
                                             size_t errlen);
+
+/* The schemas events are checked against: the directory pano.bridge.
+ * schema_dir names, else the built-in ones. NULL with a message in err. */
+pano_schema_set *pano_schema_set_configured(const pano_config *cfg, char *err, size_t errlen);
 
 /* Compile one schema from its JSON text, for tests and single-file use;
  * $refs may only point inside it. NULL with a message in err on error. */

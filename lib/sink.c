@@ -7,6 +7,7 @@
 #include "mem.h"
 #include "secret.h"
 #include "spool.h"
+#include "store.h"
 #include "url.h"
 
 #include <errno.h>
@@ -30,6 +31,8 @@ struct pano_sink {
     double backoff;  /* seconds, doubles after each failed connection */
     bool spooled;    /* this sink put something in the spool */
     pano_sink_stats stats;
+    /* the embedded store */
+    pano_store *store;
     /* file */
     FILE *out;
     bool close_out;
@@ -38,6 +41,12 @@ struct pano_sink {
     size_t nlines;
     bool hold;
 };
+
+/* The file beside a broker or a store is a copy: their answer counts. */
+static bool file_is_copy(const pano_sink *s)
+{
+    return s->has_url || s->store;
+}
 
 /* Held lines are written once this much is waiting. */
 #define HOLD_BYTES (64u * 1024)
@@ -80,8 +89,7 @@ static int open_output(pano_sink *s, const char *path, char *err, size_t errlen)
     return 0;
 }
 
-pano_sink *pano_sink_open(const pano_config *cfg, const char *default_output, char *err,
-                          size_t errlen)
+pano_sink *pano_sink_open(const pano_config *cfg, char *err, size_t errlen)
 {
     pano_sink *s = pano_calloc(1, sizeof *s);
     if (!(s->filter = pano_filter_new(cfg, pano_log_program(), err, errlen)))
@@ -111,9 +119,21 @@ pano_sink *pano_sink_open(const pano_config *cfg, const char *default_output, ch
     }
     /* An output file asked for is written, broker or not (a copy beside it). */
     const char *path = pano_config_str(cfg, "pano.output");
-    if (path && *path ? open_output(s, path, err, errlen) < 0
-                      : !s->has_url && open_output(s, default_output, err, errlen) < 0)
+    if (path && *path && open_output(s, path, err, errlen) < 0)
         goto fail;
+    const char *store = pano_config_str(cfg, "pano.store");
+    if (!s->has_url && (!s->out || (store && *store))) {
+        char dir[4096];
+        if (pano_store_path(cfg, dir, sizeof dir, err, errlen) < 0 ||
+            !(s->store = pano_store_open_writer(cfg, dir, err, errlen)))
+            goto fail;
+        if (s->out) /* "STORE and FILE" */
+            snprintf(s->description + strlen(s->description),
+                     sizeof s->description - strlen(s->description), " and %.200s",
+                     pano_store_file(s->store));
+        else
+            snprintf(s->description, sizeof s->description, "%s", pano_store_file(s->store));
+    }
     if (s->has_url) { /* "amqp://user:***@host/vhost/exchange[ and FILE]" */
         char file[sizeof s->description];
         snprintf(file, sizeof file, " and %.400s", s->out ? s->description : "");
@@ -169,7 +189,7 @@ static int write_lines(pano_sink *s, bool log_each, char *err, size_t errlen)
             done += (size_t)n;
     }
     if (!e) {
-        if (!s->has_url) /* else the file is a copy: the broker's answer counts */
+        if (!file_is_copy(s))
             s->stats.sent += s->nlines;
         pano_buf_clear(&s->lines);
         s->nlines = 0;
@@ -180,10 +200,10 @@ static int write_lines(pano_sink *s, bool log_each, char *err, size_t errlen)
     const char *p = s->lines.data, *end = s->lines.data + s->lines.len;
     for (const char *nl; p < end && (nl = memchr(p, '\n', (size_t)(end - p))); p = nl + 1) {
         if ((size_t)(nl + 1 - s->lines.data) <= done) {
-            s->stats.sent += !s->has_url;
+            s->stats.sent += !file_is_copy(s);
             continue;
         }
-        s->stats.failed += !s->has_url;
+        s->stats.failed += !file_is_copy(s);
         if (log_each)
             pano_error("event not written (%s): %.*s", err, (int)(nl - p), p);
     }
@@ -205,7 +225,7 @@ static int line_added(pano_sink *s, char *err, size_t errlen)
 
 void pano_sink_hold(pano_sink *s, bool hold)
 {
-    s->hold = hold && !s->has_url;
+    s->hold = hold && !file_is_copy(s);
 }
 
 int pano_sink_flush(pano_sink *s, char *err, size_t errlen)
@@ -242,6 +262,28 @@ static int publish(pano_sink *s, const char *key, const char *id, const char *js
     if (s->backoff > 15)
         s->backoff = 15;
     s->retry_at = pano_now() + s->backoff;
+    return -1;
+}
+
+static int store_event(pano_sink *s, const char *key, const char *json, size_t len,
+                       char *err, size_t errlen)
+{
+    char why[512];
+    switch (pano_store_put(s->store, key, json, len, why, sizeof why)) {
+    case PANO_STORE_STORED:
+    case PANO_STORE_DUPLICATE:
+        s->stats.sent++;
+        return 0;
+    case PANO_STORE_REJECTED:
+        s->stats.rejected++;
+        snprintf(err, errlen, "%s refused: %s; kept in the dead letters of %s", key, why,
+                 pano_store_file(s->store));
+        return -1;
+    case PANO_STORE_FAILED:
+        break;
+    }
+    s->stats.failed++;
+    snprintf(err, errlen, "%s not stored: %s", key, why);
     return -1;
 }
 
@@ -319,13 +361,15 @@ int pano_sink_send_raw(pano_sink *s, const char *routing_key, const char *event_
     }
     if (s->out) {
         pano_buf_append(&s->lines, json, len);
-        if (!s->has_url)
+        if (!file_is_copy(s))
             return line_added(s, err, errlen);
-        /* The copy beside the broker: a failure to write it is its own. */
+        /* The copy beside the broker or store: a failure to write it is its own. */
         char werr[512];
         if (line_added(s, werr, sizeof werr) < 0)
-            pano_error("event %s not written (%s); publishing it still", routing_key, werr);
+            pano_error("event %s not written (%s); sending it still", routing_key, werr);
     }
+    if (s->store)
+        return store_event(s, routing_key, json, len, err, errlen);
     if (!s->spool) {
         int rc = publish(s, routing_key, event_id, json, len, err, errlen);
         if (rc == 0)
@@ -392,7 +436,7 @@ int pano_sink_send(pano_sink *s, const pano_json *event, char *err, size_t errle
     }
     if (s->format == PANO_SINK_PAYLOAD)
         return filtered_out(s, name) ? 0 : write_payload(s, event, err, errlen);
-    if (!s->has_url) { /* straight into the line buffer */
+    if (!file_is_copy(s)) { /* straight into the line buffer */
         if (filtered_out(s, name))
             return 0;
         pano_json_serialize_to(&s->lines, event);
@@ -425,6 +469,7 @@ void pano_sink_close(pano_sink *s)
                       err);
     }
     pano_spool_close(s->spool);
+    pano_store_close(s->store);
     pano_amqp_close(s->amqp);
     if (s->has_url)
         pano_amqp_url_free(&s->url);

@@ -19,7 +19,11 @@
  *     is standard output). With a broker URL too, events go to both: the
  *     file holds a copy of every event the sink is given, whatever the
  *     broker does with it.
- *   - neither: JSON lines to the program's default output.
+ *   - no broker URL: the embedded store (store.h) that pano.store names, or
+ *     the default one, unless pano.output is set and pano.store is not. An
+ *     event counts as sent once stored (or found there already, by its
+ *     event_id); one the store's checks refuse is kept in its dead letters
+ *     and reported as an error.
  */
 #ifndef PANO_SINK_H
 #define PANO_SINK_H
@@ -32,13 +36,11 @@
 
 typedef struct pano_sink pano_sink;
 
-/* default_output is used when neither pano.amqp.url nor pano.output is set
- * ("-" for stdout, "/dev/stderr", ...). Returns NULL with a message in err
- * when the configuration is unusable (bad URL, unreadable password file,
- * output file that cannot be opened). A broker that is down is not an error
- * here: sends will fail and say so. */
-pano_sink *pano_sink_open(const pano_config *cfg, const char *default_output, char *err,
-                          size_t errlen);
+/* Returns NULL with a message in err when the configuration is unusable
+ * (bad URL, unreadable password file, output file or store that cannot be
+ * opened). A broker that is down is not an error here: sends will fail and
+ * say so. */
+pano_sink *pano_sink_open(const pano_config *cfg, char *err, size_t errlen);
 
 /* How a file sink writes each event. */
 typedef enum {
@@ -63,10 +65,10 @@ int pano_sink_send(pano_sink *sink, const pano_json *event, char *err, size_t er
 int pano_sink_send_raw(pano_sink *sink, const char *routing_key, const char *event_id,
                        const char *json, size_t len, char *err, size_t errlen);
 
-/* File output only (JSON lines or payload blocks; no effect with a broker):
- * while held, sent events are kept in memory (up to 64 KiB, then written)
- * and written together by pano_sink_flush() or pano_sink_close(), one
- * write for many events.
+/* File output only (JSON lines or payload blocks; no effect with a broker
+ * or the store): while held, sent events are kept in memory (up to 64 KiB,
+ * then written) and written together by pano_sink_flush() or
+ * pano_sink_close(), one write for many events.
  * pano_sink_send() returns 0 for a held event; one that later cannot be
  * written is logged in full as an error and counted in stats.failed. For
  * programs that send events in bursts and flush before they wait. */
@@ -86,14 +88,15 @@ typedef struct {
     uint64_t spooled;  /* stored in the spool */
     uint64_t replayed; /* delivered from the spool (by this sink) */
     uint64_t dropped;  /* dropped from a full spool by this sink */
-    uint64_t rejected; /* refused by the broker, put aside in the spool */
+    uint64_t rejected; /* refused by the broker (put aside in the spool) or by the
+                          store's checks (kept in its dead letters) */
     uint64_t failed;   /* neither delivered nor kept */
 } pano_sink_stats;
 
 pano_sink_stats pano_sink_get_stats(const pano_sink *sink);
 
-/* "amqp://user:***@host:5672/vhost/exchange", the output path, or both
- * ("amqp://... and events.jsonl"). */
+/* "amqp://user:***@host:5672/vhost/exchange", the output path, the store's
+ * file, or two of them ("amqp://... and events.jsonl"). */
 const char *pano_sink_describe(const pano_sink *sink);
 
 void pano_sink_close(pano_sink *sink);

@@ -736,7 +736,7 @@ static int cmd_anomalies(opts *o, const char *uuid)
         char canonical[PANO_WF_UUID_LEN + 1];
         if (pano_wf_uuid_normalize(uuid, canonical))
             pano_cli_set(o->cfg, "pano.wf_uuid", canonical);
-        if (!(sink = pano_sink_open(o->cfg, "-", err, sizeof err))) {
+        if (!(sink = pano_sink_open(o->cfg, err, sizeof err))) {
             pano_error("%s", err);
             return EXIT_STORE;
         }

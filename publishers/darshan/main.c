@@ -445,7 +445,7 @@ int main(int argc, char **argv)
     a.source = pano_source_new(cfg);
     char err[512];
     if (a.mode == OUT_PUBLISH)
-        a.sink = pano_sink_open(cfg, "-", err, sizeof err);
+        a.sink = pano_sink_open(cfg, err, sizeof err);
     else
         a.sink = pano_sink_open_file(
             cfg, "-", a.mode == OUT_JSON ? PANO_SINK_JSON_LINES : PANO_SINK_PAYLOAD, err,

@@ -113,7 +113,7 @@ int main(int argc, char **argv)
             goto out;
         }
     }
-    m = pano_metrics_open(cfg, "-", err, sizeof err);
+    m = pano_metrics_open(cfg, err, sizeof err);
     if (!m) {
         pano_error("%s", err);
         rc = 1;

@@ -363,7 +363,7 @@ static void configure(monitor *m, int argc, char **argv)
         setenv("PANO_WF_UUID", pano_source_wf_uuid(m->source), 1) < 0)
         pano_warn("cannot export PANO_WF_UUID: %s", strerror(errno));
     char err[512];
-    m->sink = pano_sink_open(cfg, "/dev/stderr", err, sizeof err);
+    m->sink = pano_sink_open(cfg, err, sizeof err);
     if (!m->sink)
         pano_warn("events cannot be sent: %s", err);
     else

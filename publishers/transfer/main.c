@@ -108,7 +108,7 @@ static int output_open(output *o, pano_config *cfg, bool payload)
         if (publish == 1 && !has_url)
             pano_warn("publishing was asked for but no broker URL is set (pano.amqp.url, "
                       "PEGASUS_AMQP_URL); events are written as JSON lines");
-        o->sink = pano_sink_open(cfg, "-", err, sizeof err);
+        o->sink = pano_sink_open(cfg, err, sizeof err);
     }
     if (!o->sink) {
         pano_error("%s", err);

@@ -516,7 +516,7 @@ START_TEST(metric_events_and_levels)
     close(fd);
     setenv("PANO_OUTPUT", path, 1);
     char err[256];
-    pano_metrics *m = pano_metrics_open(NULL, NULL, err, sizeof err);
+    pano_metrics *m = pano_metrics_open(NULL, err, sizeof err);
     ck_assert_msg(m != NULL, "%s", err);
     const char *tags[] = {"phase=solve", "grid=512", NULL};
     ck_assert_int_eq(pano_metric(m, "residual", 0.25, 1, tags, err, sizeof err), 0);

@@ -3,6 +3,7 @@
 #include "config.h"
 #include "event.h"
 #include "sink.h"
+#include "store.h"
 #include "testutil.h"
 
 #include <stdio.h>
@@ -23,6 +24,9 @@ static void setup(void)
 static void teardown(void)
 {
     unlink(out);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s/store", dir);
+    ck_assert_int_eq(system(cmd), 0);
     ck_assert_int_eq(rmdir(dir), 0);
 }
 
@@ -31,7 +35,7 @@ static pano_sink *open_sink(const char *path)
     pano_config *cfg = pano_config_new();
     char err[256];
     ck_assert(pano_config_set(cfg, "pano.output", path, PANO_CFG_CLI, err, sizeof err) == 0);
-    pano_sink *s = pano_sink_open(cfg, "-", err, sizeof err);
+    pano_sink *s = pano_sink_open(cfg, err, sizeof err);
     ck_assert_msg(s != NULL, "%s", err);
     pano_config_free(cfg);
     return s;
@@ -189,7 +193,7 @@ START_TEST(output_file_beside_a_broker)
                               sizeof err) == 0);
     ck_assert(pano_config_set(cfg, "pano.amqp.timeout", "1", PANO_CFG_CLI, err, sizeof err) ==
               0);
-    pano_sink *s = pano_sink_open(cfg, "-", err, sizeof err);
+    pano_sink *s = pano_sink_open(cfg, err, sizeof err);
     ck_assert_msg(s != NULL, "%s", err);
     pano_config_free(cfg);
     const char *d = pano_sink_describe(s);
@@ -206,6 +210,74 @@ START_TEST(output_file_beside_a_broker)
 }
 END_TEST
 
+/* How many rows the store's files hold in table. */
+static long long stored(const char *table)
+{
+    char path[128], err[256], sql[64];
+    snprintf(path, sizeof path, "%s/store", dir);
+    const char *paths[] = {path};
+    sqlite3 *db = pano_store_open_reader(paths, 1, err, sizeof err);
+    ck_assert_msg(db != NULL, "%s", err);
+    sqlite3_stmt *st;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
+    ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    long long n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+/* No broker: the embedded store, with a copy in pano.output when both are
+ * set; an event its checks refuse is an error, kept as a dead letter. */
+START_TEST(the_store_without_a_broker)
+{
+    pano_config *cfg = pano_config_new();
+    char err[256], store[128];
+    snprintf(store, sizeof store, "%s/store", dir);
+    ck_assert(pano_config_set(cfg, "pano.store", store, PANO_CFG_CLI, err, sizeof err) == 0);
+    ck_assert(pano_config_set(cfg, "pano.output", out, PANO_CFG_CLI, err, sizeof err) == 0);
+    ck_assert(pano_config_set(cfg, "pano.hostname", "n1", PANO_CFG_CLI, err, sizeof err) == 0);
+    pano_sink *s = pano_sink_open(cfg, err, sizeof err);
+    ck_assert_msg(s != NULL, "%s", err);
+    pano_config_free(cfg);
+    ck_assert_msg(strstr(pano_sink_describe(s), "/store/n1.pano.sqlite"), "%s",
+                  pano_sink_describe(s));
+    for (int i = 1; i <= 3; i++) {
+        pano_json *ev = pano_json_object();
+        char id[16];
+        snprintf(id, sizeof id, "e%d", i);
+        pano_json_set_str(ev, "event", "stampede.xwf.start");
+        pano_json_set_double(ev, "ts", 1764000000 + i, 3);
+        pano_json_set_str(ev, "event_id", id);
+        pano_json_set_str(ev, "wf_uuid", "0b5c8a6e-1111-2222-3333-444455556666");
+        ck_assert_msg(pano_sink_send(s, ev, err, sizeof err) == 0, "%s", err);
+        if (i == 3) /* sent again: the same event_id, stored once */
+            ck_assert_msg(pano_sink_send(s, ev, err, sizeof err) == 0, "%s", err);
+        pano_json_free(ev);
+    }
+    pano_json *bad = pano_json_object();
+    pano_json_set_str(bad, "event", "stampede.xwf.start");
+    ck_assert_int_eq(pano_sink_send(s, bad, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "refused") && strstr(err, "dead letters"), "%s", err);
+    pano_json_free(bad);
+    pano_sink_stats st = pano_sink_get_stats(s);
+    ck_assert_uint_eq(st.sent, 4);
+    ck_assert_uint_eq(st.rejected, 1);
+    pano_sink_close(s);
+    ck_assert_int_eq(stored("events"), 3);
+    ck_assert_int_eq(stored("dead_letters"), 1);
+    /* the copy holds every event the sink was given */
+    FILE *f = fopen(out, "r");
+    ck_assert_ptr_nonnull(f);
+    int lines = 0;
+    for (int c; (c = fgetc(f)) != EOF;)
+        lines += c == '\n';
+    fclose(f);
+    ck_assert_int_eq(lines, 5);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sink");
@@ -217,6 +289,7 @@ int main(void)
     tcase_add_test(tc, held_payload_blocks);
     tcase_add_test(tc, write_failures);
     tcase_add_test(tc, output_file_beside_a_broker);
+    tcase_add_test(tc, the_store_without_a_broker);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }

@@ -1,0 +1,584 @@
+#include "store.h"
+
+#include "buf.h"
+#include "clock.h"
+#include "log.h"
+#include "mem.h"
+#include "normalize.h"
+#include "partition.h"
+#include "schema.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#define APPLICATION_ID 0x70616e6f /* "pano" */
+#define PURGE_EVERY 3600.0
+
+struct pano_store {
+    sqlite3 *db;
+    char *file;
+    pano_schema_set *schemas;
+    pano_normalizer *nz;
+    pano_normalize_options nopts;
+    pano_stream_policy policies[PANO_N_STREAMS];
+    sqlite3_stmt *insert, *dead;
+    bool in_batch;
+};
+
+static const char *const CREATE_SQL =
+    "CREATE TABLE IF NOT EXISTS events ("
+    " event_id TEXT NOT NULL UNIQUE,"
+    " wf_uuid TEXT NOT NULL,"
+    " stream TEXT NOT NULL,"
+    " event TEXT NOT NULL,"
+    " ts REAL NOT NULL,"
+    " doc TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS events_by_workflow ON events (wf_uuid, stream, event, ts);"
+    "CREATE TABLE IF NOT EXISTS dead_letters ("
+    " received REAL NOT NULL,"
+    " reason TEXT NOT NULL,"
+    " event TEXT,"
+    " event_id TEXT,"
+    " wf_uuid TEXT,"
+    " body BLOB NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value ANY);";
+
+int pano_store_path(const pano_config *cfg, char *out, size_t size, char *err, size_t errlen)
+{
+    const char *set = pano_config_str(cfg, "pano.store");
+    const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
+    int n;
+    if (set && *set)
+        n = snprintf(out, size, "%s", set);
+    else if (xdg && xdg[0] == '/')
+        n = snprintf(out, size, "%s/pano/store", xdg);
+    else if (home && *home)
+        n = snprintf(out, size, "%s/.local/share/pano/store", home);
+    else {
+        snprintf(err, errlen, "no store: set pano.store (PANO_STORE, --store) or HOME");
+        return -1;
+    }
+    if (n < 0 || (size_t)n >= size) {
+        snprintf(err, errlen, "store path too long");
+        return -1;
+    }
+    return 0;
+}
+
+/* mkdir -p, the directories made 0700. */
+static int make_dirs(const char *path, char *err, size_t errlen)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        snprintf(err, errlen, "store path too long");
+        return -1;
+    }
+    for (char *p = buf + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char c = *p;
+        *p = '\0';
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST) {
+            snprintf(err, errlen, "cannot create store directory %s: %s", buf, strerror(errno));
+            return -1;
+        }
+        if (c == '\0')
+            break;
+        *p = c;
+    }
+    struct stat st;
+    if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "store %s is not a directory", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* File systems on which several hosts may open one file: SQLite's WAL
+ * (shared memory) must not be used there. */
+static bool network_fs(const char *dir)
+{
+    struct statfs fs;
+    if (statfs(dir, &fs) < 0)
+        return true; /* unknown: the mode safe everywhere */
+    switch ((unsigned long)fs.f_type) {
+    case 0x6969UL:     /* NFS */
+    case 0x0BD00BD0UL: /* Lustre */
+    case 0x47504653UL: /* GPFS */
+    case 0xFF534D42UL: /* CIFS */
+    case 0xFE534D42UL: /* SMB2 */
+    case 0x517BUL:     /* SMB */
+    case 0x65735546UL: /* FUSE (sshfs, ...) */
+    case 0x01021997UL: /* 9p */
+    case 0x00C36400UL: /* Ceph */
+    case 0x19830326UL: /* BeeGFS */
+        return true;
+    default:
+        return false;
+    }
+}
+
+static int sql_fail(sqlite3 *db, const char *what, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(db));
+    return -1;
+}
+
+static int exec(sqlite3 *db, const char *sql, char *err, size_t errlen)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK)
+        return 0;
+    snprintf(err, errlen, "%s", msg ? msg : sqlite3_errmsg(db));
+    sqlite3_free(msg);
+    return -1;
+}
+
+/* COMMIT when rc is 0, else (or when that fails) ROLLBACK, keeping the
+ * first message in err: 0 when committed. */
+static int finish(sqlite3 *db, int rc, char *err, size_t errlen)
+{
+    if (rc == 0 && exec(db, "COMMIT", err, errlen) == 0)
+        return 0;
+    char ignored[128];
+    exec(db, "ROLLBACK", ignored, sizeof ignored);
+    return -1;
+}
+
+static int64_t pragma_int(sqlite3 *db, const char *sql)
+{
+    sqlite3_stmt *st;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return v;
+}
+
+/* Refuse a file that is not a pano store or is of a newer format. */
+static int check_format(sqlite3 *db, const char *schema, const char *file, char *err,
+                        size_t errlen)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "PRAGMA %s.application_id", schema);
+    int64_t app = pragma_int(db, sql);
+    snprintf(sql, sizeof sql, "PRAGMA %s.user_version", schema);
+    int64_t version = pragma_int(db, sql);
+    if (app < 0 || version < 0) {
+        snprintf(err, errlen, "%s: cannot be read: %s", file, sqlite3_errmsg(db));
+        return -1;
+    }
+    if (app != APPLICATION_ID) {
+        snprintf(err, errlen, "%s is not a pano store", file);
+        return -1;
+    }
+    if (version > PANO_STORE_FORMAT) {
+        snprintf(err, errlen,
+                 "%s is a pano store of format %lld, newer than this pano reads (%d): use a "
+                 "newer pano",
+                 file, (long long)version, PANO_STORE_FORMAT);
+        return -1;
+    }
+    return 0;
+}
+
+static int create_tables(sqlite3 *db, const char *file, char *err, size_t errlen)
+{
+    if (exec(db, "BEGIN IMMEDIATE", err, errlen) < 0)
+        return -1;
+    int64_t app = pragma_int(db, "PRAGMA main.application_id");
+    int64_t tables = pragma_int(db, "SELECT count(*) FROM sqlite_master");
+    char sql[160];
+    int rc = 0;
+    if (app == 0 && tables == 0) {
+        snprintf(sql, sizeof sql, "PRAGMA application_id = %d; PRAGMA user_version = %d;",
+                 APPLICATION_ID, PANO_STORE_FORMAT);
+        rc = exec(db, sql, err, errlen);
+    } else
+        rc = check_format(db, "main", file, err, errlen);
+    if (rc == 0)
+        rc = exec(db, CREATE_SQL, err, errlen);
+    return finish(db, rc, err, errlen);
+}
+
+/* Delete the events past their stream's retention, at most once an hour. */
+static int purge(pano_store *s, char *err, size_t errlen)
+{
+    bool any = false;
+    for (int i = 0; i < PANO_N_STREAMS; i++)
+        any |= s->policies[i].retention > 0;
+    if (!any)
+        return 0;
+    double now = pano_now();
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(s->db, "SELECT value FROM meta WHERE key = 'purged'", -1, &st, NULL) !=
+        SQLITE_OK)
+        return sql_fail(s->db, "reading the store's metadata", err, errlen);
+    double last = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_double(st, 0) : 0;
+    sqlite3_finalize(st);
+    if (now - last < PURGE_EVERY)
+        return 0;
+    if (exec(s->db, "BEGIN IMMEDIATE", err, errlen) < 0)
+        return -1;
+    int rc = 0;
+    if (sqlite3_prepare_v2(s->db, "DELETE FROM events WHERE stream = ?1 AND ts < ?2", -1, &st,
+                           NULL) != SQLITE_OK)
+        rc = sql_fail(s->db, "purging the store", err, errlen);
+    for (int i = 0; rc == 0 && i < PANO_N_STREAMS; i++) {
+        const pano_stream_policy *p = &s->policies[i];
+        if (p->retention <= 0)
+            continue;
+        /* The periods that ended more than the retention ago. */
+        sqlite3_bind_text(st, 1, pano_streams[i], -1, SQLITE_STATIC);
+        sqlite3_bind_double(st, 2, pano_period_start(p->period, now - p->retention));
+        if (sqlite3_step(st) != SQLITE_DONE)
+            rc = sql_fail(s->db, "purging the store", err, errlen);
+        else if (sqlite3_changes(s->db) > 0)
+            pano_info("store %s: %d event(s) of stream %s past their retention deleted", s->file,
+                      sqlite3_changes(s->db), pano_streams[i]);
+        sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    if (rc == 0) {
+        char sql[96];
+        snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta VALUES ('purged', %.3f)", now);
+        rc = exec(s->db, sql, err, errlen);
+    }
+    return finish(s->db, rc, err, errlen);
+}
+
+pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char *err,
+                                   size_t errlen)
+{
+    if (make_dirs(dir, err, errlen) < 0)
+        return NULL;
+    char host[256] = "";
+    const char *configured = pano_config_str(cfg, "pano.hostname");
+    if (configured && *configured)
+        snprintf(host, sizeof host, "%s", configured);
+    else if (gethostname(host, sizeof host - 1) < 0 || !host[0])
+        snprintf(host, sizeof host, "localhost");
+    host[64] = '\0';
+    for (char *p = host; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '_' || (*p == '.' && p != host)))
+            *p = '_';
+
+    pano_store *s = pano_calloc(1, sizeof *s);
+    s->file = pano_asprintf("%s/%s%s", dir, host, PANO_STORE_SUFFIX);
+    if (pano_stream_policies(cfg, s->policies, err, errlen) < 0)
+        goto fail;
+    if (!(s->schemas = pano_schema_set_configured(cfg, err, errlen)))
+        goto fail;
+    s->nopts = (pano_normalize_options){
+        .schemas = s->schemas,
+        .max_size = pano_config_size(cfg, "pano.bridge.max_message_size"),
+    };
+    s->nz = pano_normalizer_new(&s->nopts);
+
+    mode_t old = umask(077);
+    int rc = sqlite3_open_v2(s->file, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    umask(old);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "cannot open store file %s: %s", s->file,
+                 s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+        goto fail;
+    }
+    sqlite3_busy_timeout(s->db, (int)(pano_config_double(cfg, "pano.store.busy_timeout") * 1000));
+    bool network = network_fs(dir);
+    char mode[128];
+    snprintf(mode, sizeof mode, "PRAGMA journal_mode = %s; PRAGMA synchronous = %s",
+             network ? "DELETE" : "WAL", network ? "FULL" : "NORMAL");
+    char why[256];
+    if (exec(s->db, mode, why, sizeof why) < 0 || create_tables(s->db, s->file, why, sizeof why) < 0 ||
+        purge(s, why, sizeof why) < 0) {
+        snprintf(err, errlen, "store file %s: %s", s->file, why);
+        goto fail;
+    }
+    if (sqlite3_prepare_v2(s->db,
+                           "INSERT INTO events (event_id, wf_uuid, stream, event, ts, doc) "
+                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (event_id) DO NOTHING",
+                           -1, &s->insert, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db,
+                           "INSERT INTO dead_letters (received, reason, event, event_id, "
+                           "wf_uuid, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                           -1, &s->dead, NULL) != SQLITE_OK) {
+        sql_fail(s->db, s->file, err, errlen);
+        goto fail;
+    }
+    pano_debug("store %s (%s journal)", s->file, network ? "rollback" : "WAL");
+    return s;
+
+fail:
+    pano_store_close(s);
+    return NULL;
+}
+
+const char *pano_store_file(const pano_store *s)
+{
+    return s->file;
+}
+
+static void bind_str(sqlite3_stmt *st, int i, const char *v)
+{
+    if (v && *v)
+        sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* One statement, in its own transaction unless a batch is open. */
+static int run(pano_store *s, sqlite3_stmt *st, char *err, size_t errlen)
+{
+    int rc = 0;
+    if (!s->in_batch && exec(s->db, "BEGIN IMMEDIATE", err, errlen) < 0)
+        return -1;
+    if (sqlite3_step(st) != SQLITE_DONE)
+        rc = sql_fail(s->db, s->file, err, errlen);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return s->in_batch ? rc : finish(s->db, rc, err, errlen);
+}
+
+static pano_store_outcome dead_letter(pano_store *s, const char *json, size_t len,
+                                      const char *reason, char *err, size_t errlen)
+{
+    /* Name and id as far as they can be read from what came. */
+    char perr[64];
+    pano_json *ev = pano_json_parse(json, len, PANO_JSON_DEFAULT_DEPTH, perr, sizeof perr);
+    bool obj = ev && ev->type == PANO_JSON_OBJECT;
+    sqlite3_bind_double(s->dead, 1, pano_now());
+    sqlite3_bind_text(s->dead, 2, reason, -1, SQLITE_TRANSIENT);
+    bind_str(s->dead, 3, obj ? pano_json_get_str(ev, "event") : NULL);
+    bind_str(s->dead, 4, obj ? pano_json_get_str(ev, "event_id") : NULL);
+    bind_str(s->dead, 5, obj ? pano_json_get_str(ev, "wf_uuid") : NULL);
+    sqlite3_bind_blob(s->dead, 6, json, (int)len, SQLITE_TRANSIENT);
+    pano_json_free(ev);
+    char why[256];
+    if (run(s, s->dead, why, sizeof why) < 0) {
+        snprintf(err, errlen, "rejected (%s), and its dead letter not stored: %s", reason, why);
+        return PANO_STORE_FAILED;
+    }
+    snprintf(err, errlen, "%s", reason);
+    return PANO_STORE_REJECTED;
+}
+
+pano_store_outcome pano_store_put(pano_store *s, const char *routing_key, const char *json,
+                                  size_t len, char *err, size_t errlen)
+{
+    if (len > INT_MAX)
+        return dead_letter(s, json, 0, "message too large", err, errlen);
+    pano_normalized n;
+    if (!pano_normalize(s->nz, routing_key ? routing_key : "", json, len, &n)) {
+        pano_store_outcome o = dead_letter(s, json, len, n.reason, err, errlen);
+        pano_normalized_free(&n);
+        return o;
+    }
+    char perr[200], reason[256];
+    pano_json *ev = pano_json_parse(n.body, n.len, PANO_JSON_DEFAULT_DEPTH, perr, sizeof perr);
+    pano_place place;
+    pano_place_status st = ev ? pano_event_place(ev, s->policies, pano_now(), &place, reason,
+                                                 sizeof reason)
+                              : PANO_PLACE_INVALID;
+    if (!ev)
+        snprintf(reason, sizeof reason, "invalid JSON: %s", perr);
+    pano_store_outcome o;
+    if (st != PANO_PLACE_OK)
+        o = dead_letter(s, json, len, reason, err, errlen);
+    else {
+        sqlite3_bind_text(s->insert, 1, place.event_id, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s->insert, 2, place.wf_uuid, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s->insert, 3, pano_streams[place.stream], -1, SQLITE_STATIC);
+        sqlite3_bind_text(s->insert, 4, place.event, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_double(s->insert, 5, place.ts);
+        sqlite3_bind_text(s->insert, 6, n.body, (int)n.len, SQLITE_TRANSIENT);
+        if (run(s, s->insert, err, errlen) < 0)
+            o = PANO_STORE_FAILED;
+        else
+            o = sqlite3_changes(s->db) > 0 ? PANO_STORE_STORED : PANO_STORE_DUPLICATE;
+    }
+    pano_json_free(ev);
+    pano_normalized_free(&n);
+    return o;
+}
+
+int pano_store_begin(pano_store *s, char *err, size_t errlen)
+{
+    if (s->in_batch)
+        return 0;
+    if (exec(s->db, "BEGIN IMMEDIATE", err, errlen) < 0)
+        return -1;
+    s->in_batch = true;
+    return 0;
+}
+
+int pano_store_commit(pano_store *s, char *err, size_t errlen)
+{
+    if (!s->in_batch)
+        return 0;
+    s->in_batch = false;
+    return finish(s->db, 0, err, errlen);
+}
+
+void pano_store_close(pano_store *s)
+{
+    if (!s)
+        return;
+    if (s->in_batch) {
+        char err[256];
+        if (pano_store_commit(s, err, sizeof err) < 0)
+            pano_error("store %s: the last events were not stored: %s", s->file, err);
+    }
+    sqlite3_finalize(s->insert);
+    sqlite3_finalize(s->dead);
+    if (s->db)
+        sqlite3_close(s->db);
+    pano_normalizer_free(s->nz);
+    pano_schema_set_free(s->schemas);
+    free(s->file);
+    free(s);
+}
+
+/* ---- reading ------------------------------------------------------------------------ */
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The files of path: itself, or a directory's *.pano.sqlite, sorted. */
+static int list_files(const char *path, char ***files, size_t *n, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        snprintf(err, errlen, "no store at %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        *files = pano_realloc(*files, (*n + 1) * sizeof **files);
+        (*files)[(*n)++] = pano_strdup(path);
+        return 0;
+    }
+    DIR *d = opendir(path);
+    if (!d) {
+        snprintf(err, errlen, "cannot read store %s: %s", path, strerror(errno));
+        return -1;
+    }
+    size_t first = *n, sl = strlen(PANO_STORE_SUFFIX);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l <= sl || strcmp(e->d_name + l - sl, PANO_STORE_SUFFIX) != 0)
+            continue;
+        *files = pano_realloc(*files, (*n + 1) * sizeof **files);
+        (*files)[(*n)++] = pano_asprintf("%s/%s", path, e->d_name);
+    }
+    closedir(d);
+    if (*n == first) {
+        snprintf(err, errlen, "no store at %s (no *%s file in it)", path, PANO_STORE_SUFFIX);
+        return -1;
+    }
+    qsort(*files + first, *n - first, sizeof **files, by_name);
+    return 0;
+}
+
+/* "file:PATH?mode=ro" with the characters a URI gives a meaning to escaped. */
+static char *ro_uri(const char *path)
+{
+    size_t len = strlen(path);
+    char *uri = pano_malloc(len * 3 + 32), *o = uri;
+    o += sprintf(o, "file:");
+    for (const char *p = path; *p; p++)
+        if (*p == '%' || *p == '?' || *p == '#')
+            o += sprintf(o, "%%%02X", (unsigned char)*p);
+        else
+            *o++ = *p;
+    sprintf(o, "?mode=ro");
+    return uri;
+}
+
+/* The union of the files' tables: each file's events but those of an
+ * event_id an earlier file holds. */
+static char *union_sql(const char *table, size_t n, bool by_id)
+{
+    pano_buf b = {0};
+    pano_buf_appendf(&b, "CREATE TEMP VIEW %s AS ", table);
+    for (size_t i = 0; i < n; i++) {
+        pano_buf_appendf(&b, "%sSELECT * FROM f%zu.%s", i ? " UNION ALL " : "", i, table);
+        if (by_id && i > 0) {
+            pano_buf_appendf(&b, " WHERE event_id NOT IN (");
+            for (size_t j = 0; j < i; j++)
+                pano_buf_appendf(&b, "%sSELECT event_id FROM f%zu.events", j ? " UNION ALL " : "", j);
+            pano_buf_appendf(&b, ")");
+        }
+    }
+    return b.data;
+}
+
+sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, size_t errlen)
+{
+    char **files = NULL;
+    size_t nfiles = 0;
+    sqlite3 *db = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (list_files(paths[i], &files, &nfiles, err, errlen) < 0)
+            goto fail;
+    if (nfiles == 0) {
+        snprintf(err, errlen, "no store given");
+        goto fail;
+    }
+    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL) !=
+        SQLITE_OK) {
+        snprintf(err, errlen, "cannot open SQLite: %s", db ? sqlite3_errmsg(db) : "no memory");
+        goto fail;
+    }
+    int max = sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, -1);
+    if (nfiles > (size_t)max) {
+        snprintf(err, errlen, "%zu store files, more than SQLite opens at once (%d)", nfiles, max);
+        goto fail;
+    }
+    sqlite3_busy_timeout(db, 10000);
+    for (size_t i = 0; i < nfiles; i++) {
+        char *uri = ro_uri(files[i]);
+        char *sql = sqlite3_mprintf("ATTACH %Q AS f%d", uri, (int)i);
+        free(uri);
+        char schema[32];
+        snprintf(schema, sizeof schema, "f%zu", i);
+        int rc = exec(db, sql, err, errlen);
+        sqlite3_free(sql);
+        if (rc < 0 || check_format(db, schema, files[i], err, errlen) < 0)
+            goto fail;
+    }
+    char *events = union_sql("events", nfiles, true), *dead = union_sql("dead_letters", nfiles, false);
+    int rc = exec(db, events, err, errlen) < 0 || exec(db, dead, err, errlen) < 0 ? -1 : 0;
+    free(events);
+    free(dead);
+    if (rc < 0)
+        goto fail;
+    for (size_t i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+    return db;
+
+fail:
+    for (size_t i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+    if (db)
+        sqlite3_close(db);
+    return NULL;
+}
+
+int pano_store_reader_files(sqlite3 *db)
+{
+    return (int)pragma_int(db, "SELECT count(*) - 2 FROM pragma_database_list");
+}

@@ -1,0 +1,91 @@
+/*
+ * store.h - the embedded store: a workflow's events in SQLite, no services.
+ *
+ * A store is a directory. Each host writes its own SQLite file in it,
+ * <host>.pano.sqlite, so that hosts sharing the directory over a network
+ * file system never write to one file (SQLite's locks and its WAL are
+ * safe between processes of one host, not between hosts). Readers open
+ * every host's file of the directory at once (pano_store_open_reader) and
+ * see one store: an event present in two files counts once.
+ *
+ * A file holds (format version PANO_STORE_FORMAT, in PRAGMA user_version,
+ * and application_id 'pano'):
+ *
+ *   events(event_id UNIQUE, wf_uuid, stream, event, ts, doc)
+ *       one row per event, at most once by event_id; doc is the event as
+ *       the bridge would produce it (normalized, checked against schemas/:
+ *       normalize.h, the same code path), stream its partition.h stream;
+ *   dead_letters(received, reason, event, event_id, wf_uuid, body)
+ *       every event the checks refused, as it came, with the reason.
+ *
+ * Writing: one transaction per pano_store_put (or per held batch,
+ * pano_store_begin/commit), BEGIN IMMEDIATE, waiting up to pano.store.
+ * busy_timeout for other writers; an event counts as stored once its
+ * transaction committed. On a local file system the file is in WAL mode
+ * (readers never block writers; a killed writer loses only what it had
+ * not committed); on a network or cluster file system (NFS, Lustre, GPFS,
+ * CIFS, ...) in rollback-journal mode, which needs no shared memory.
+ * Events older than their stream's retention (pano.indexer.retention) are
+ * refused as dead letters, and deleted from the file when it is opened for
+ * writing (at most once an hour).
+ */
+#ifndef PANO_STORE_H
+#define PANO_STORE_H
+
+#include "config.h"
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PANO_STORE_FORMAT 1
+#define PANO_STORE_SUFFIX ".pano.sqlite"
+
+typedef struct pano_store pano_store;
+
+/* The store pano.store names, else the default one:
+ * $XDG_DATA_HOME/pano/store, or ~/.local/share/pano/store. 0, or -1 with a
+ * message in err (no HOME). */
+int pano_store_path(const pano_config *cfg, char *out, size_t size, char *err, size_t errlen);
+
+/* Open this host's file of the store directory dir for writing, creating
+ * both when missing (0700 and 0600). The host is pano.hostname or
+ * gethostname(), reduced to [A-Za-z0-9._-]. NULL with a message in err. */
+pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char *err,
+                                   size_t errlen);
+
+/* The file this writer writes. */
+const char *pano_store_file(const pano_store *s);
+
+typedef enum {
+    PANO_STORE_STORED,
+    PANO_STORE_DUPLICATE, /* an event of that event_id is there already */
+    PANO_STORE_REJECTED,  /* kept in dead_letters; the reason in err */
+    PANO_STORE_FAILED,    /* nothing written (disk full, locked too long); err says */
+} pano_store_outcome;
+
+/* Check one event (routing_key may be NULL: the event's own name) and store
+ * it, or its dead letter. */
+pano_store_outcome pano_store_put(pano_store *s, const char *routing_key, const char *json,
+                                  size_t len, char *err, size_t errlen);
+
+/* Group the next puts in one transaction until pano_store_commit (a burst
+ * of events, one disk sync). 0, or -1 with a message in err. */
+int pano_store_begin(pano_store *s, char *err, size_t errlen);
+int pano_store_commit(pano_store *s, char *err, size_t errlen);
+
+void pano_store_close(pano_store *s);
+
+/* Open stores and files to read, as one: each path is a store directory
+ * (every *.pano.sqlite in it) or one file. The connection is read-only; its
+ * temporary views `events` and `dead_letters` are the union of the files'
+ * tables, an event_id present in several files taken once. NULL with a
+ * message in err (no such path, not a pano store, a newer format, more
+ * files than SQLite can attach). */
+sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, size_t errlen);
+
+/* The number of files a reader opened (for messages). */
+int pano_store_reader_files(sqlite3 *db);
+
+#endif

@@ -1,0 +1,256 @@
+/* The embedded store (lib/store.c): events stored once by event_id, checked
+ * as the bridge checks them, refused ones kept with their reason; a file per
+ * host, read as one store; formats it must refuse. */
+#include "config.h"
+#include "store.h"
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WF "0b5c8a6e-1111-2222-3333-444455556666"
+
+static char dir[64];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/pano-store-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static pano_config *config(const char *host, const char *retention)
+{
+    pano_config *cfg = pano_config_new();
+    char err[256];
+    ck_assert(pano_config_set(cfg, "pano.hostname", host, PANO_CFG_CLI, err, sizeof err) == 0);
+    if (retention)
+        ck_assert(pano_config_set(cfg, "pano.indexer.retention", retention, PANO_CFG_CLI, err,
+                                  sizeof err) == 0);
+    return cfg;
+}
+
+static pano_store *writer(const char *host, const char *retention)
+{
+    pano_config *cfg = config(host, retention);
+    char err[512];
+    pano_store *s = pano_store_open_writer(cfg, dir, err, sizeof err);
+    ck_assert_msg(s != NULL, "%s", err);
+    pano_config_free(cfg);
+    return s;
+}
+
+static pano_store_outcome put(pano_store *s, const char *json, char *err, size_t errlen)
+{
+    return pano_store_put(s, NULL, json, strlen(json), err, errlen);
+}
+
+static char *event(const char *id, double ts)
+{
+    static char buf[256];
+    snprintf(buf, sizeof buf,
+             "{\"event\":\"stampede.xwf.start\",\"ts\":%.3f,\"event_id\":\"%s\",\"wf_uuid\":\"" WF
+             "\"}",
+             ts, id);
+    return buf;
+}
+
+/* SELECT's one integer over the store's files read as one. */
+static long long ask(const char *sql)
+{
+    const char *paths[] = {dir};
+    char err[512];
+    sqlite3 *db = pano_store_open_reader(paths, 1, err, sizeof err);
+    ck_assert_msg(db != NULL, "%s", err);
+    sqlite3_stmt *st;
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    long long v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+START_TEST(stored_once_by_event_id)
+{
+    pano_store *s = writer("node1", NULL);
+    char err[256];
+    ck_assert_int_eq(put(s, event("a", 1764000000.25), err, sizeof err), PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, event("b", 1764000001), err, sizeof err), PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, event("a", 1764000000.25), err, sizeof err), PANO_STORE_DUPLICATE);
+    char expect[256];
+    snprintf(expect, sizeof expect, "%s/node1" PANO_STORE_SUFFIX, dir);
+    ck_assert_str_eq(pano_store_file(s), expect);
+    pano_store_close(s);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events"), 2);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE wf_uuid = '" WF
+                         "' AND stream = 'stampede' AND event = 'stampede.xwf.start' "
+                         "AND ts = 1764000000.25 AND json_extract(doc, '$.event_id') = 'a'"),
+                     1);
+    ck_assert_int_eq(ask("SELECT count(*) FROM dead_letters"), 0);
+}
+END_TEST
+
+START_TEST(refused_events_are_kept_with_their_reason)
+{
+    pano_store *s = writer("node1", NULL);
+    char err[256];
+    ck_assert_int_eq(put(s, "{\"event\": \"x\", oops", err, sizeof err), PANO_STORE_REJECTED);
+    ck_assert_msg(strstr(err, "invalid JSON"), "%s", err);
+    ck_assert_int_eq(put(s, "{\"event\":\"stampede.xwf.start\",\"ts\":5,\"event_id\":\"n\"}", err,
+                         sizeof err),
+                     PANO_STORE_REJECTED);
+    ck_assert_msg(strstr(err, "wf_uuid"), "%s", err);
+    ck_assert_int_eq(put(s, "{\"event\":\"no such/name\",\"ts\":5,\"event_id\":\"t\","
+                            "\"wf_uuid\":\"" WF "\"}",
+                         err, sizeof err),
+                     PANO_STORE_REJECTED);
+    /* as the bridge does: a ts that cannot be the event's is the time received */
+    ck_assert_int_eq(put(s, event("early", -3), err, sizeof err), PANO_STORE_STORED);
+    pano_store_close(s);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE event_id = 'early' AND "
+                         "json_extract(doc, '$.ts_source') = 'received' AND ts > 1764000000"),
+                     1);
+    ck_assert_int_eq(ask("SELECT count(*) FROM dead_letters"), 3);
+    ck_assert_int_eq(ask("SELECT count(*) FROM dead_letters WHERE reason LIKE '%wf_uuid%' AND "
+                         "event_id = 'n' AND CAST(body AS TEXT) LIKE '%\"ts\":5%'"),
+                     1);
+    ck_assert_int_eq(ask("SELECT count(*) FROM dead_letters WHERE reason LIKE 'invalid JSON%' "
+                         "AND CAST(body AS TEXT) = '{\"event\": \"x\", oops'"),
+                     1);
+}
+END_TEST
+
+START_TEST(retention_refuses_and_purges)
+{
+    double now = (double)time(NULL);
+    /* Stored while nothing expires, then opened with a 30-day retention. */
+    pano_store *s = writer("node1", NULL);
+    char err[256];
+    ck_assert_int_eq(put(s, event("old", now - 400 * 86400.0), err, sizeof err), PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, event("new", now - 60), err, sizeof err), PANO_STORE_STORED);
+    pano_store_close(s);
+    s = writer("node1", "30d");
+    ck_assert_int_eq(ask("SELECT count(*) FROM events"), 1);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE event_id = 'new'"), 1);
+    ck_assert_int_eq(put(s, event("old2", now - 400 * 86400.0), err, sizeof err),
+                     PANO_STORE_REJECTED);
+    ck_assert_msg(strstr(err, "older than the retention"), "%s", err);
+    pano_store_close(s);
+}
+END_TEST
+
+START_TEST(hosts_write_their_own_files_read_as_one)
+{
+    pano_store *a = writer("node-a", NULL), *b = writer("node-b.cluster", NULL);
+    char err[256];
+    ck_assert_int_eq(put(a, event("1", 1764000000), err, sizeof err), PANO_STORE_STORED);
+    ck_assert_int_eq(put(b, event("2", 1764000001), err, sizeof err), PANO_STORE_STORED);
+    /* the same event in both files (a copy merged in) counts once */
+    ck_assert_int_eq(put(b, event("1", 1764000000), err, sizeof err), PANO_STORE_STORED);
+    pano_store_close(a);
+    pano_store_close(b);
+    char path[128];
+    snprintf(path, sizeof path, "%s/node-a" PANO_STORE_SUFFIX, dir);
+    ck_assert_int_eq(access(path, R_OK), 0);
+    snprintf(path, sizeof path, "%s/node-b.cluster" PANO_STORE_SUFFIX, dir);
+    ck_assert_int_eq(access(path, R_OK), 0);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events"), 2);
+    ck_assert_int_eq(ask("SELECT count(DISTINCT event_id) FROM events"), 2);
+
+    /* one file of the directory, named alone */
+    const char *one[] = {path};
+    sqlite3 *db = pano_store_open_reader(one, 1, err, sizeof err);
+    ck_assert_msg(db != NULL, "%s", err);
+    ck_assert_int_eq(pano_store_reader_files(db), 1);
+    sqlite3_close(db);
+}
+END_TEST
+
+START_TEST(a_host_name_never_leaves_the_directory)
+{
+    pano_store *s = writer("../../etc/x y", NULL);
+    char expect[256];
+    snprintf(expect, sizeof expect, "%s/_._.._etc_x_y" PANO_STORE_SUFFIX, dir);
+    ck_assert_str_eq(pano_store_file(s), expect);
+    pano_store_close(s);
+}
+END_TEST
+
+static void make_file(const char *name, const char *sql)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+START_TEST(foreign_and_newer_files_are_refused)
+{
+    char err[512];
+    const char *paths[] = {dir};
+    ck_assert_ptr_null(pano_store_open_reader(paths, 1, err, sizeof err));
+    ck_assert_msg(strstr(err, "no store at"), "%s", err);
+
+    make_file("other" PANO_STORE_SUFFIX, "CREATE TABLE t (x)");
+    ck_assert_ptr_null(pano_store_open_reader(paths, 1, err, sizeof err));
+    ck_assert_msg(strstr(err, "is not a pano store"), "%s", err);
+    pano_config *cfg = config("other", NULL);
+    ck_assert_ptr_null(pano_store_open_writer(cfg, dir, err, sizeof err));
+    ck_assert_msg(strstr(err, "is not a pano store"), "%s", err);
+    pano_config_free(cfg);
+
+    char unlink_path[128];
+    snprintf(unlink_path, sizeof unlink_path, "%s/other" PANO_STORE_SUFFIX, dir);
+    unlink(unlink_path);
+    make_file("future" PANO_STORE_SUFFIX,
+              "PRAGMA application_id = 1885433455; PRAGMA user_version = 99; CREATE TABLE t (x)");
+    ck_assert_ptr_null(pano_store_open_reader(paths, 1, err, sizeof err));
+    ck_assert_msg(strstr(err, "format 99, newer than this pano reads"), "%s", err);
+}
+END_TEST
+
+START_TEST(default_path)
+{
+    pano_config *cfg = pano_config_new();
+    char path[512], err[256];
+    setenv("XDG_DATA_HOME", "/data/x", 1);
+    ck_assert_int_eq(pano_store_path(cfg, path, sizeof path, err, sizeof err), 0);
+    ck_assert_str_eq(path, "/data/x/pano/store");
+    unsetenv("XDG_DATA_HOME");
+    setenv("HOME", "/home/u", 1);
+    ck_assert_int_eq(pano_store_path(cfg, path, sizeof path, err, sizeof err), 0);
+    ck_assert_str_eq(path, "/home/u/.local/share/pano/store");
+    ck_assert(pano_config_set(cfg, "pano.store", "/s", PANO_CFG_CLI, err, sizeof err) == 0);
+    ck_assert_int_eq(pano_store_path(cfg, path, sizeof path, err, sizeof err), 0);
+    ck_assert_str_eq(path, "/s");
+    pano_config_free(cfg);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("store");
+    TCase *tc = tcase_create("store");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, stored_once_by_event_id);
+    tcase_add_test(tc, refused_events_are_kept_with_their_reason);
+    tcase_add_test(tc, retention_refuses_and_purges);
+    tcase_add_test(tc, hosts_write_their_own_files_read_as_one);
+    tcase_add_test(tc, a_host_name_never_leaves_the_directory);
+    tcase_add_test(tc, foreign_and_newer_files_are_refused);
+    tcase_add_test(tc, default_path);
+    suite_add_tcase(s, tc);
+    return pano_test_run(s);
+}
