@@ -4,7 +4,7 @@
  * libjs-chart.js) and the JSON API they read (api.h), live while a
  * workflow runs.
  *
- *   pano-explorer [--bind ADDRESS] [--port N] [--es-url URL]
+ *   pano-explorer [--bind ADDRESS] [--port N] [--es-url URL | --store PATH]
  *
  * It listens on 127.0.0.1 unless told otherwise, and on any other address
  * only with a password (HTTP basic authentication), which comes from the
@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { OPT_BIND = 0x2000, OPT_PORT, OPT_ES_URL };
+enum { OPT_BIND = 0x2000, OPT_PORT, OPT_ES_URL, OPT_STORE };
 
 static void usage(FILE *out)
 {
@@ -44,6 +44,9 @@ static void usage(FILE *out)
             "                         password (pano.explorer.password_file)\n"
             "      --port N           port (pano.explorer.port, default 8095; 0: any)\n"
             "      --es-url URL       Elasticsearch (pano.es.url)\n"
+            "      --store PATH       read the embedded store instead (pano.store): a store\n"
+            "                         directory or one of its files; several, comma-separated,\n"
+            "                         read as one\n"
             "\n"
             "The password of basic authentication comes from pano.explorer.password in the\n"
             "properties file or PANO_EXPLORER_PASSWORD, or from pano.explorer.password_file;\n"
@@ -158,6 +161,7 @@ int main(int argc, char **argv)
         {"bind", required_argument, NULL, OPT_BIND},
         {"port", required_argument, NULL, OPT_PORT},
         {"es-url", required_argument, NULL, OPT_ES_URL},
+        {"store", required_argument, NULL, OPT_STORE},
         {"help", no_argument, NULL, 'h'},
         PANO_CLI_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -175,6 +179,7 @@ int main(int argc, char **argv)
         const char *key = opt == OPT_BIND ? "pano.explorer.bind"
                           : opt == OPT_PORT ? "pano.explorer.port"
                           : opt == OPT_ES_URL ? "pano.es.url"
+                          : opt == OPT_STORE  ? "pano.store"
                                               : NULL;
         if (key) {
             if (pano_cli_set(cfg, key, optarg) < 0)

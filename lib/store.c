@@ -513,7 +513,8 @@ static char *union_sql(const char *table, size_t n, bool by_id)
     pano_buf b = {0};
     pano_buf_appendf(&b, "CREATE TEMP VIEW %s AS ", table);
     for (size_t i = 0; i < n; i++) {
-        pano_buf_appendf(&b, "%sSELECT * FROM f%zu.%s", i ? " UNION ALL " : "", i, table);
+        pano_buf_appendf(&b, "%sSELECT %s FROM f%zu.%s", i ? " UNION ALL " : "",
+                         by_id ? "rowid AS row, *" : "*", i, table);
         if (by_id && i > 0) {
             pano_buf_appendf(&b, " WHERE event_id NOT IN (");
             for (size_t j = 0; j < i; j++)

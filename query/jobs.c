@@ -19,7 +19,9 @@
 #include "mem.h"
 #include "query.h"
 #include "runs.h"
+#include "store.h"
 #include "store_es.h"
+#include "store_sqlite.h"
 #include "summary.h"
 
 #include <math.h>
@@ -72,11 +74,42 @@ bool pano_query_job_name_valid(const char *name)
     return n >= 1 && n <= 255;
 }
 
+/* The embedded store's files and directories, pano.store's comma-separated
+ * paths, read as one. */
+static sqlite3 *open_store(const char *paths, char *err, size_t errlen)
+{
+    char *copy = pano_strdup(paths), *save = NULL;
+    const char *list[64];
+    size_t n = 0;
+    for (char *p = strtok_r(copy, ",", &save); p && n < 64; p = strtok_r(NULL, ",", &save))
+        list[n++] = p;
+    sqlite3 *db = pano_store_open_reader(list, n, err, errlen);
+    free(copy);
+    if (db && store_sqlite_prepare(db, err, errlen) < 0) {
+        sqlite3_close(db);
+        db = NULL;
+    }
+    return db;
+}
+
 pano_query *pano_query_new(const pano_config *cfg, char *err, size_t errlen)
 {
     pano_stream_policy policies[PANO_N_STREAMS];
     if (pano_stream_policies(cfg, policies, err, errlen) < 0)
         return NULL;
+    const char *store = pano_config_str(cfg, "pano.store");
+    if (store && *store) {
+        sqlite3 *db = open_store(store, err, errlen);
+        if (!db)
+            return NULL;
+        pano_query *q = pano_calloc(1, sizeof *q);
+        q->db = db;
+        q->prefix = pano_strdup(pano_config_str(cfg, "pano.indexer.index_prefix"));
+        memcpy(q->policies, policies, sizeof policies);
+        q->ingest_delay = pano_config_double(cfg, "pano.query.ingest_delay");
+        q->use_summaries = false;
+        return q;
+    }
     pano_es *es = pano_es_new(cfg, err, errlen);
     if (!es)
         return NULL;
@@ -101,12 +134,31 @@ void pano_query_free(pano_query *q)
         return;
     pano_es_free(q->es);
     pano_es_free(q->reader);
+    if (q->db)
+        sqlite3_close(q->db);
     free(q->prefix);
     free(q);
 }
 
+typedef struct {
+    bool (*should_stop)(void *user);
+    void *user;
+} abort_check;
+
+static int sqlite_should_stop(void *user)
+{
+    const abort_check *a = user;
+    return a->should_stop(a->user);
+}
+
 void pano_query_set_abort(pano_query *q, bool (*should_stop)(void *user), void *user)
 {
+    if (q->db) {
+        static _Thread_local abort_check check;
+        check = (abort_check){should_stop, user};
+        sqlite3_progress_handler(q->db, should_stop ? 10000 : 0, sqlite_should_stop, &check);
+        return;
+    }
     pano_es_set_abort(q->es, should_stop, user);
     pano_es_set_abort(q->reader, should_stop, user);
 }

@@ -37,6 +37,7 @@ enum {
     OPT_JOB,
     OPT_PUBLISH,
     OPT_ES_URL,
+    OPT_STORE,
 };
 
 static void usage(FILE *out)
@@ -75,6 +76,9 @@ static void usage(FILE *out)
             "      --json             the command's JSON document (seconds, bytes, kB, epoch)\n"
             "      --tsv              tab-separated values with a header line (raw numbers)\n"
             "      --es-url URL       Elasticsearch (pano.es.url)\n"
+            "      --store PATH       read the embedded store instead (pano.store): a store\n"
+            "                         directory or one of its files; several, comma-separated,\n"
+            "                         read as one\n"
             "Durations (D): 10s, 5m, 2h, 7d, 2w, 1y or seconds. --since default 30d, --limit 50.\n"
             "\n"
             "Exit status: 0 ok; 1 the store cannot be asked (or --publish failed); 2 usage;\n"
@@ -817,6 +821,7 @@ int main(int argc, char **argv)
         {"job", required_argument, NULL, OPT_JOB},
         {"publish", no_argument, NULL, OPT_PUBLISH},
         {"es-url", required_argument, NULL, OPT_ES_URL},
+        {"store", required_argument, NULL, OPT_STORE},
         {"help", no_argument, NULL, 'h'},
         PANO_CLI_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -857,7 +862,8 @@ int main(int argc, char **argv)
         case OPT_JOB: o.job = optarg; break;
         case OPT_PUBLISH: o.publish = true; break;
         case OPT_ES_URL:
-            if (pano_cli_set(cfg, "pano.es.url", optarg) < 0)
+        case OPT_STORE:
+            if (pano_cli_set(cfg, opt == OPT_ES_URL ? "pano.es.url" : "pano.store", optarg) < 0)
                 goto out;
             break;
         case 'h':

@@ -4,6 +4,7 @@
 #include "event.h"
 #include "log.h"
 #include "mem.h"
+#include "store_sqlite.h"
 #include "summary.h"
 
 #include <math.h>
@@ -326,6 +327,11 @@ pano_json *store_search(pano_query *q, const pano_jobs *jobs, const char *const 
 pano_json *store_search_except(pano_query *q, const pano_jobs *jobs, const char *const *streams,
                                pano_json *body, const char *drop, char *err, size_t errlen)
 {
+    if (q->db) { /* the embedded store answers the same search */
+        pano_json *answer = store_sqlite_search(q->db, streams, body, err, errlen);
+        pano_json_free(body);
+        return answer;
+    }
     char *path = search_path(q, jobs, streams);
     if (drop) {
         pano_buf p = {0};
@@ -349,6 +355,18 @@ int store_composite_each(pano_query *q, const pano_jobs *jobs, const char *const
                          void (*each)(const pano_json *bucket, void *user), void *user,
                          char *err, size_t errlen)
 {
+    if (q->db) { /* every bucket in one answer */
+        pano_json *answer = store_sqlite_search(q->db, streams, body, err, errlen);
+        pano_json_free(body);
+        if (!answer)
+            return -1;
+        const pano_json *buckets =
+            pano_json_get_array(store_agg(pano_json_get(answer, "aggregations"), name), "buckets");
+        for (size_t i = 0; i < pano_json_len(buckets); i++)
+            each(pano_json_at(buckets, i), user);
+        pano_json_free(answer);
+        return 0;
+    }
     char *path = search_path(q, jobs, streams);
     pano_json *composite = pano_json_get(pano_json_get(pano_json_get(body, "aggs"), name),
                                          "composite");

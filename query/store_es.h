@@ -14,7 +14,10 @@
 #include "partition.h"
 #include "query.h"
 
+#include <sqlite3.h>
+
 struct pano_query {
+    sqlite3 *db; /* the embedded store (pano.store), asked instead of Elasticsearch */
     pano_es *es;
     pano_es *reader; /* a second client, for reading summaries two slices at once */
     char *prefix; /* pano.indexer.index_prefix */

@@ -2,17 +2,21 @@
  * pano-emit - publish a custom metric from a shell script or any language.
  *
  *   pano-emit [options] NAME VALUE
+ *   pano-emit [options] --events FILE
  *   pano-emit --flush-spool
  *
  * Sends one custom.metric event (metric.h) with the workflow context of the
  * environment, through the same sink as every pano publisher (broker with
- * confirms, spool when it is down, or JSON lines). --flush-spool replays
- * the events waiting in the spool of the configured broker.
+ * confirms, spool when it is down, the embedded store, or JSON lines).
+ * --events sends events that are already made, one JSON object a line, as
+ * they are (another tool's, a copy kept with pano.output). --flush-spool
+ * replays the events waiting in the spool of the configured broker.
  */
 #include "cli.h"
 #include "log.h"
 #include "mem.h"
 #include "metric.h"
+#include "sink.h"
 
 #include <errno.h>
 #include <math.h>
@@ -24,12 +28,14 @@ enum {
     OPT_LEVEL = 0x2000,
     OPT_TAG,
     OPT_FLUSH,
+    OPT_EVENTS,
 };
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "Usage: pano-emit [options] NAME VALUE\n"
+            "       pano-emit [options] --events FILE\n"
             "       pano-emit [options] --flush-spool\n"
             "Publish a custom.metric event NAME=VALUE with the workflow context of the\n"
             "environment (PEGASUS_WF_UUID, PEGASUS_DAG_JOB_ID, the MPI rank, ...).\n"
@@ -40,13 +46,67 @@ static void usage(FILE *out)
             "      --tag KEY=VALUE    a tag (repeatable)\n"
             "  -o, --output FILE      append events to FILE as JSON lines (- for stdout);\n"
             "                         with a broker URL they are published too (default:\n"
-            "                         the broker, else standard output)\n"
+            "                         the broker, else the embedded store, pano.store)\n"
+            "      --events FILE      send the events of FILE (- for standard input), one\n"
+            "                         JSON object with an \"event\" name a line, as they are:\n"
+            "                         through the broker (which checks them), or into the\n"
+            "                         embedded store (checked the same way)\n"
             "      --flush-spool      replay the events waiting in the spool of the\n"
             "                         configured broker, then exit (1 if some remain)\n"
             "\n"
             "Exit status: 0 sent, spooled for later delivery, or not sent because of\n"
-            "its level; 1 not sent; 2 usage error.\n"
+            "its level; 1 not sent (--events: any of them); 2 usage error.\n"
             "\n" PANO_CLI_COMMON_HELP);
+}
+
+/* --events FILE: each line's event as it is. 0, or 1 when one was not sent. */
+static int send_events(const pano_config *cfg, const char *path)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "re");
+    if (!f) {
+        pano_error("cannot open %s: %s", path, strerror(errno));
+        return 1;
+    }
+    char err[1024];
+    pano_sink *sink = pano_sink_open(cfg, err, sizeof err);
+    if (!sink) {
+        pano_error("%s", err);
+        if (f != stdin)
+            fclose(f);
+        return 1;
+    }
+    char *line = NULL;
+    size_t cap = 0, lineno = 0, sent = 0, failed = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            line[--len] = '\0';
+        if (len == 0)
+            continue;
+        pano_json *ev = pano_json_parse(line, (size_t)len, 0, err, sizeof err);
+        const char *name = ev && ev->type == PANO_JSON_OBJECT ? pano_json_get_str(ev, "event") : NULL;
+        if (!name)
+            snprintf(err, sizeof err, "not a JSON object with an \"event\" name");
+        if (!name || pano_sink_send_raw(sink, name, pano_json_get_str(ev, "event_id"), line,
+                                        (size_t)len, err, sizeof err) < 0) {
+            pano_error("%s:%zu: %s", path, lineno, err);
+            failed++;
+        } else
+            sent++;
+        pano_json_free(ev);
+    }
+    if (ferror(f)) {
+        pano_error("reading %s: %s", path, strerror(errno));
+        failed++;
+    }
+    pano_info("%zu event(s) of %s sent to %s, %zu not", sent, path, pano_sink_describe(sink),
+              failed);
+    pano_sink_close(sink);
+    free(line);
+    if (f != stdin)
+        fclose(f);
+    return failed ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -59,12 +119,14 @@ int main(int argc, char **argv)
         {"tag", required_argument, NULL, OPT_TAG},
         {"output", required_argument, NULL, 'o'},
         {"flush-spool", no_argument, NULL, OPT_FLUSH},
+        {"events", required_argument, NULL, OPT_EVENTS},
         {"help", no_argument, NULL, 'h'},
         PANO_CLI_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     int level = 1, opt, rc = 2;
     bool flush = false;
+    const char *events = NULL;
     char **tags = pano_calloc((size_t)argc + 1, sizeof *tags);
     size_t ntags = 0;
     char err[512];
@@ -92,6 +154,7 @@ int main(int argc, char **argv)
                 goto out;
             break;
         case OPT_FLUSH: flush = true; break;
+        case OPT_EVENTS: events = optarg; break;
         case 'h':
             usage(stdout);
             rc = 0;
@@ -99,8 +162,13 @@ int main(int argc, char **argv)
         default: usage(stderr); goto out;
         }
     }
-    if (flush ? optind != argc : optind + 2 != argc) {
+    if ((flush || events) ? optind != argc || (flush && events) : optind + 2 != argc) {
         usage(stderr);
+        goto out;
+    }
+    pano_cli_apply_logging(cfg);
+    if (events) {
+        rc = send_events(cfg, events);
         goto out;
     }
     double value = 0;

@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# The same answers from both stores: the same events go through the real
+# pipeline into Elasticsearch and, with no broker, into the embedded store
+# (SQLite); every pano-query command, --json, must give the same document
+# from both, apart from the moment of asking.
+#
+# Workflows: the five real Pegasus runs of tests/data/pegasus (sent as
+# pegasus-monitord sends them, through pano-emit --events), and a workflow
+# made by pano's own publishers (pano-monitor tasks that succeed, fail, are
+# killed, run long; a Darshan log, a transfer, custom metrics) with one task
+# still running while both stores are asked. The publishers keep a copy of
+# what they send (pano.output), which is then sent into the embedded store.
+source "$(dirname "$0")/lib.sh"
+require_stack
+: "${PANO_SOURCE:?}"
+QUERY=$PANO_BUILD/query/pano-query
+EMIT=$PANO_BUILD/publishers/emit/pano-emit
+MONITOR=$PANO_BUILD/publishers/monitor/pano-monitor
+WORKLOAD=$PANO_BUILD/tests/integration/pano-workload
+DATA=$PANO_SOURCE/tests/data/pegasus
+STORE=$TEST_DIR/store
+COPY=$TEST_DIR/copy.jsonl
+
+start bridge "$PANO_BUILD/broker-bridge/pano-bridge"
+start indexer "$PANO_BUILD/indexer/pano-indexer"
+wait_until 30 grep -q "consuming" "$TEST_DIR/bridge.log" || fail "bridge did not start"
+
+into_store() { # FILE: its events into the embedded store, no broker
+    PANO_AMQP_URL= "$EMIT" --set pano.store="$STORE" --events "$1" 2>>"$TEST_DIR/emit.log" ||
+        fail "pano-emit --events $1 into the store: $(tail -3 "$TEST_DIR/emit.log")"
+}
+
+# ---- the Pegasus runs, into both
+samples=(process_wf_success process_wf_failure sample_wf_held hierarchical_wf_success hierarchical_wf_failure)
+total=0
+for s in "${samples[@]}"; do
+    "$EMIT" --events "$DATA/$s/events.jsonl" 2>>"$TEST_DIR/emit.log" || fail "pano-emit --events $s"
+    into_store "$DATA/$s/events.jsonl"
+    total=$((total + $(wc -l <"$DATA/$s/events.jsonl")))
+done
+
+# ---- pano's own publishers, one task still running
+WF=$(cat /proc/sys/kernel/random/uuid)
+export PEGASUS_WF_UUID=$WF PEGASUS_WF_LABEL=differential PEGASUS_XFORMATION=burn PEGASUS_SITE=local
+export PANO_OUTPUT=$COPY
+job() { # N CMD...
+    local n=$1
+    shift
+    PEGASUS_DAG_JOB_ID=$(printf 'burn_ID%02d' "$n") "$MONITOR" -i 0.2 -- "$@" >/dev/null 2>>"$TEST_DIR/monitor.log"
+}
+for n in $(seq 1 8); do
+    case $n in
+        3) job 3 sh -c "$WORKLOAD burn 0.3 >/dev/null; exit 3" || true ;;
+        5) job 5 sh -c "$WORKLOAD burn 0.3 >/dev/null; kill -9 \$\$" || true ;;
+        7) job 7 "$WORKLOAD" burn 1.2 ;;
+        *) job "$n" "$WORKLOAD" burn 0.3 ;;
+    esac
+done
+PEGASUS_DAG_JOB_ID=ior_ID09 "$PANO_BUILD/publishers/darshan/pano-darshan" \
+    "$PANO_SOURCE/tests/data/darshan/mpi-io-test-x86_64-3.5.0.darshan" 2>>"$TEST_DIR/darshan.log" ||
+    fail "pano-darshan: $(tail -3 "$TEST_DIR/darshan.log")"
+head -c 200000 /dev/urandom >"$TEST_DIR/input.dat"
+PEGASUS_DAG_JOB_ID=stage_ID10 "$PANO_BUILD/publishers/transfer/pano-transfer" copy "$TEST_DIR/input.dat" \
+    "$TEST_DIR/staged.dat" 2>>"$TEST_DIR/transfer.log" || fail "pano-transfer: $(tail -3 "$TEST_DIR/transfer.log")"
+for v in 0.5 0.25 0.125; do
+    PEGASUS_DAG_JOB_ID=burn_ID02 "$EMIT" --tag model=a loss "$v" 2>>"$TEST_DIR/emit.log" || fail "pano-emit"
+done
+PEGASUS_DAG_JOB_ID=burn_ID20 "$MONITOR" -i 0.2 -- "$WORKLOAD" sleep 600 >/dev/null 2>>"$TEST_DIR/monitor.log" &
+running=$!
+PIDS+=("$running")
+wait_until 30 bash -c "grep -c '\"burn_ID20\"' '$COPY' | awk '{ exit \$1 < 6 }'" || fail "the running task does not sample"
+# It stops sampling without an end (its monitor killed): running still, for
+# both stores, with a long pano.query.ingest_delay (lost only after that).
+kill -KILL "$running"
+pkill -KILL -f "pano-workload sleep 600" || true
+forget "$running"
+unset PANO_OUTPUT
+export PANO_QUERY_INGEST_DELAY=3600
+sent=$(wc -l <"$COPY")
+EVENTS="$TEST_ID-*,-$TEST_ID-summary-*"
+want=$((total + sent))
+wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$EVENTS/_count' | jq .count) -ge $want ]]" ||
+    fail "$(curl -fsS "$ES/$EVENTS/_count" | jq .count) of $want events indexed"
+into_store "$COPY"
+es -X POST "$ES/$TEST_ID-*/_refresh" >/dev/null
+log "$want events in both stores"
+
+# ---- every command, both ways
+# The moment of asking differs: what is counted up to it (now, as_of, the
+# wall times "so far", a running job's duration and how overdue it is) is
+# compared apart, within a second.
+normalize='walk(if type == "object" then del(.as_of, .now) else . end)
+  | walk(if type == "object" and has("wall_time_so_far") then del(.wall_time_so_far, .running_job_wall_time_so_far, .workflow_wall_time) else . end)
+  | walk(if type == "object" and .state? == "running" then del(.duration) else . end)
+  | walk(if type == "object" and .kind? == "overdue" then del(.value, .score) else . end)'
+so_far='[.. | objects | (.wall_time_so_far?, .running_job_wall_time_so_far?,
+          (select(.state? == "running") | .duration?), (select(.kind? == "overdue") | .value?)) | numbers]'
+differ=0
+compare() { # NAME ARGS...: pano-query ARGS --json from both stores
+    local name=$1
+    shift
+    "$QUERY" "$@" --json >"$TEST_DIR/es-$name.raw" 2>>"$TEST_DIR/query.log" ||
+        fail "$name from Elasticsearch: $(tail -3 "$TEST_DIR/query.log")"
+    "$QUERY" --store "$STORE" "$@" --json >"$TEST_DIR/sqlite-$name.raw" 2>>"$TEST_DIR/query.log" ||
+        fail "$name from the embedded store: $(tail -3 "$TEST_DIR/query.log")"
+    jq -S "$normalize" "$TEST_DIR/es-$name.raw" >"$TEST_DIR/es-$name.json"
+    jq -S "$normalize" "$TEST_DIR/sqlite-$name.raw" >"$TEST_DIR/sqlite-$name.json"
+    jq -e -n --argjson a "$(jq -c "$so_far" "$TEST_DIR/es-$name.raw")" --argjson b "$(jq -c "$so_far" "$TEST_DIR/sqlite-$name.raw")" \
+        '($a | length) == ($b | length) and ([range($a | length) | ($a[.] - $b[.]) | fabs < 1] | all)' >/dev/null ||
+        { log "DIFFERS: $name: so far $(jq -c "$so_far" "$TEST_DIR/es-$name.raw") and $(jq -c "$so_far" "$TEST_DIR/sqlite-$name.raw")"; differ=$((differ + 1)); }
+    if ! diff -q "$TEST_DIR/es-$name.json" "$TEST_DIR/sqlite-$name.json" >/dev/null; then
+        log "DIFFERS: $name: $(diff "$TEST_DIR/es-$name.json" "$TEST_DIR/sqlite-$name.json" | head -10)"
+        differ=$((differ + 1))
+    fi
+}
+metrics=$("$QUERY" metrics --tsv | tail -n +2 | cut -f1)
+workflows=("$WF")
+for s in "${samples[@]}"; do workflows+=("$(head -n 1 "$DATA/$s/events.jsonl" | jq -r .root_xwf_id)"); done
+n=0
+for wf in "${workflows[@]}"; do
+    for cmd in status stats jobs anomalies; do
+        compare "$cmd-$wf" "$cmd" "$wf"
+        n=$((n + 1))
+    done
+    for state in running failed killed succeeded; do
+        compare "jobs-$state-$wf" jobs "$wf" --state "$state"
+        n=$((n + 1))
+    done
+    for id in $(jq -r '.jobs[].id' "$TEST_DIR/es-jobs-$wf.json" | head -12); do
+        compare "job-$id-$wf" job "$wf" "$id"
+        n=$((n + 1))
+    done
+done
+for m in $metrics; do
+    compare "series-$m" series "$WF" --metric "$m" --step 1s
+    compare "series-$m-job" series "$WF" --metric "$m" --step 0.2s --job burn_ID07
+    n=$((n + 2))
+done
+compare workflows workflows --since 3650d --limit 100
+n=$((n + 1))
+((differ == 0)) || fail "$differ of $n answers differ between Elasticsearch and the embedded store"
+log "$n answers, the same from both stores"
+
+# the answers are not empty: the figures a user would look for are there
+jq -e '.jobs.total == 9 and .jobs.by_state.running == 1 and .jobs.by_state.failed == 1 and .jobs.by_state.killed == 1' \
+    "$TEST_DIR/sqlite-status-$WF.json" >/dev/null || fail "status: $(jq -c .jobs "$TEST_DIR/sqlite-status-$WF.json")"
+jq -e 'length >= 6' "$TEST_DIR/sqlite-workflows.json" >/dev/null || fail "workflows: $(jq -c . "$TEST_DIR/sqlite-workflows.json")"
+
+stop_all
