@@ -71,6 +71,9 @@ static void usage(FILE *out)
             "                               --publish sends them as pano.alert.* events through\n"
             "                               the broker (pano.amqp.url)\n"
             "  metrics                      the metrics of `series`\n"
+            "  rejected [--since D] [--limit N]\n"
+            "                               the messages the store refused, newest first,\n"
+            "                               with the reason (--json: with the message)\n"
             "\n"
             "Output: aligned tables (times local, sizes in KiB/MiB/GiB)\n"
             "      --json             the command's JSON document (seconds, bytes, kB, epoch)\n"
@@ -201,6 +204,39 @@ static int cmd_workflows(opts *o)
         table_free(t);
     }
     pano_workflows_free(w, n);
+    return 0;
+}
+
+/* ---- rejected --------------------------------------------------------------- */
+
+static int cmd_rejected(opts *o)
+{
+    pano_rejected *r;
+    size_t n;
+    char err[1024];
+    if (pano_query_rejected(o->q, pano_now() - o->since, (size_t)o->limit, &r, &n, err,
+                            sizeof err) < 0) {
+        pano_error("%s", err);
+        return EXIT_STORE;
+    }
+    if (o->json)
+        print_json(pano_rejected_to_json(r, n));
+    else {
+        static const table_column cols[] = {{"TIME", false},    {"SOURCE", false},
+                                            {"EVENT", false},   {"WF_UUID", false},
+                                            {"REASON", false}};
+        table *t = table_new(cols, 5);
+        for (size_t i = 0; i < n; i++) {
+            char a[32];
+            const char *row[] = {fmt_time(a, sizeof a, r[i].ts, o->tsv), r[i].source,
+                                 *r[i].event ? r[i].event : "-",
+                                 *r[i].wf_uuid ? r[i].wf_uuid : "-", r[i].reason};
+            table_row(t, row);
+        }
+        table_print(t, stdout, o->tsv);
+        table_free(t);
+    }
+    pano_rejected_free(r, n);
     return 0;
 }
 
@@ -887,8 +923,9 @@ int main(int argc, char **argv)
     static const struct {
         const char *name;
         int args;
-    } commands[] = {{"workflows", 0}, {"status", 1}, {"stats", 1},     {"jobs", 1},
-                    {"job", 2},       {"series", 1}, {"anomalies", 1}, {"metrics", 0}};
+    } commands[] = {{"workflows", 0}, {"status", 1},    {"stats", 1},   {"jobs", 1},
+                    {"job", 2},       {"series", 1},    {"anomalies", 1}, {"metrics", 0},
+                    {"rejected", 0}};
     size_t c = 0;
     while (c < sizeof commands / sizeof commands[0] && strcmp(commands[c].name, cmd) != 0)
         c++;
@@ -925,6 +962,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(cmd, "workflows") == 0)
         rc = cmd_workflows(&o);
+    else if (strcmp(cmd, "rejected") == 0)
+        rc = cmd_rejected(&o);
     else if (strcmp(cmd, "status") == 0)
         rc = cmd_status(&o, canonical);
     else if (strcmp(cmd, "stats") == 0)

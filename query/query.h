@@ -429,4 +429,26 @@ pano_json *pano_anomalies_to_json(const pano_anomaly *a, size_t n);
 pano_json *pano_series_to_json(const pano_series *s);
 pano_json *pano_workflows_to_json(const pano_workflow *w, size_t n);
 
+/* ---- rejected events ------------------------------------------------------ */
+
+/* A message a store refused, kept with its reason: Elasticsearch's
+ * dead-letter partitions (<prefix>dead-letter-*: pano-bridge's and
+ * pano-indexer's) or the embedded store's dead_letters. */
+typedef struct {
+    double ts;      /* when it was refused (epoch s) */
+    char *source;   /* pano-bridge, pano-indexer, pano-store */
+    char *reason;
+    char *event;    /* its name or routing key, "" when unknown */
+    char *event_id; /* "" when unknown */
+    char *wf_uuid;  /* "" when unknown */
+    char *original; /* the message as it came (perhaps truncated by the indexer) */
+} pano_rejected;
+
+/* The newest limit ones refused since then, newest first. 0, or -1 with a
+ * message in err. */
+int pano_query_rejected(pano_query *q, double since, size_t limit, pano_rejected **out,
+                        size_t *n, char *err, size_t errlen);
+void pano_rejected_free(pano_rejected *r, size_t n);
+pano_json *pano_rejected_to_json(const pano_rejected *r, size_t n);
+
 #endif

@@ -39,6 +39,14 @@ for s in "${samples[@]}"; do
     total=$((total + $(wc -l <"$DATA/$s/events.jsonl")))
 done
 
+# ---- a message both refuse (no wf_uuid), kept with the same reason
+echo '{"event":"stampede.xwf.start","ts":1764000000,"event_id":"refused-1"}' >"$TEST_DIR/refused.jsonl"
+"$EMIT" --events "$TEST_DIR/refused.jsonl" 2>>"$TEST_DIR/emit.log" || fail "pano-emit --events refused.jsonl"
+PANO_AMQP_URL= "$EMIT" --set pano.store="$STORE" --events "$TEST_DIR/refused.jsonl" 2>>"$TEST_DIR/emit.log" &&
+    fail "the embedded store took an event without wf_uuid"
+grep -q "refused: missing required field 'wf_uuid'; kept in the dead letters of $STORE/" "$TEST_DIR/emit.log" ||
+    fail "pano-emit did not say why the store refused it: $(tail -2 "$TEST_DIR/emit.log")"
+
 # ---- pano's own publishers, one task still running
 WF=$(cat /proc/sys/kernel/random/uuid)
 export PEGASUS_WF_UUID=$WF PEGASUS_WF_LABEL=differential PEGASUS_XFORMATION=burn PEGASUS_SITE=local
@@ -82,6 +90,8 @@ want=$((total + sent))
 wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$EVENTS/_count' | jq .count) -ge $want ]]" ||
     fail "$(curl -fsS "$ES/$EVENTS/_count" | jq .count) of $want events indexed"
 into_store "$COPY"
+wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-dead-letter-*/_count' | jq '.count // 0') -ge 1 ]]" ||
+    fail "the refused message is not in the dead-letter partition"
 es -X POST "$ES/$TEST_ID-*/_refresh" >/dev/null
 log "$want events in both stores"
 
@@ -137,6 +147,17 @@ for m in $metrics; do
     n=$((n + 2))
 done
 compare workflows workflows --since 3650d --limit 100
+n=$((n + 1))
+# rejected: the same message and reason (pano-bridge's, the store's own)
+for s in es sqlite; do
+    "$QUERY" $([[ $s == sqlite ]] && echo --store "$STORE") rejected --json 2>>"$TEST_DIR/query.log" |
+        jq -c '[.[] | {reason, event, event_id, original: (.original | fromjson)}]' >"$TEST_DIR/$s-rejected.json" ||
+        fail "rejected from $s: $(tail -3 "$TEST_DIR/query.log")"
+done
+jq -e '. == [{"reason": "missing required field '"'wf_uuid'"'", "event": "stampede.xwf.start", "event_id": "refused-1",
+             "original": {"event": "stampede.xwf.start", "ts": 1764000000, "event_id": "refused-1"}}]' \
+    "$TEST_DIR/sqlite-rejected.json" >/dev/null || fail "rejected from the embedded store: $(cat "$TEST_DIR/sqlite-rejected.json")"
+diff "$TEST_DIR/es-rejected.json" "$TEST_DIR/sqlite-rejected.json" >&2 || fail "rejected differs between the stores"
 n=$((n + 1))
 ((differ == 0)) || fail "$differ of $n answers differ between Elasticsearch and the embedded store"
 log "$n answers, the same from both stores"
