@@ -23,7 +23,10 @@ static const char *const darshan_modules[][3] = {
 
 static void set_value(pano_json *o, const char *key, const pano_json *aggs, const char *name)
 {
-    double v = store_value(aggs, name, NAN);
+    /* over no event at all (no log, no transfer) a sum is unknown, not 0 */
+    int64_t events = 0;
+    pano_json_get_int(aggs, "doc_count", &events);
+    double v = events > 0 ? store_value(aggs, name, NAN) : NAN;
     if (isfinite(v))
         pano_json_set_double(o, key, v, -1);
     else

@@ -117,6 +117,8 @@ pano_json *pano_query_job_start(pano_query *q, const pano_jobs *jobs, const pano
     static const char *const fam[] = {"kickstart", NULL};
     pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
     pano_json_set_int(body, "size", 1);
+    /* the event as published: Elasticsearch's own @timestamp left out */
+    pano_json_set(body, "_source", store_literal("{\"excludes\":[\"@timestamp\"]}"));
     pano_json_append(filter, store_term("event", "kickstart.inv.start"));
     pano_json_append(filter, store_run_filter(job));
     pano_json *answer = store_search(q, jobs, fam, body, err, errlen);
@@ -138,7 +140,7 @@ pano_json *pano_query_job_events(pano_query *q, const pano_jobs *jobs, const pan
     pano_json_set_int(body, "size", (int64_t)limit);
     pano_json_set(body, "sort", store_literal("[{\"ts\":\"asc\"}]"));
     /* The per-file table of a Darshan log can be large: its totals stay. */
-    pano_json_set(body, "_source", store_literal("{\"excludes\":[\"files\"]}"));
+    pano_json_set(body, "_source", store_literal("{\"excludes\":[\"files\",\"@timestamp\"]}"));
     store_add_published_by(filter, jobs, job);
     pano_json *answer = store_search(q, jobs, fam, body, err, errlen);
     if (!answer)
