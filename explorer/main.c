@@ -243,9 +243,13 @@ int main(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    char es[512];
-    pano_url_redact(pano_config_str(cfg, "pano.es.url"), es, sizeof es);
-    pano_info("serving %s (pages from %s) on http://%s%s%s:%d/%s", es, e.www,
+    char source[512];
+    const char *store = pano_config_str(cfg, "pano.store");
+    if (store && *store)
+        snprintf(source, sizeof source, "the embedded store %s", store);
+    else
+        pano_url_redact(pano_config_str(cfg, "pano.es.url"), source, sizeof source);
+    pano_info("serving %s (pages from %s) on http://%s%s%s:%d/%s", source, e.www,
               strchr(bind, ':') ? "[" : "", bind, strchr(bind, ':') ? "]" : "",
               pano_http_port(server), password ? " (basic authentication)" : "");
     if (pano_cli_catch_stop_signals(on_signal, 0) < 0) {
