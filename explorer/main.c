@@ -18,6 +18,7 @@
 #include "log.h"
 #include "mem.h"
 #include "secret.h"
+#include "store.h"
 #include "url.h"
 
 #include <errno.h>
@@ -243,10 +244,9 @@ int main(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    char source[512];
-    const char *store = pano_config_str(cfg, "pano.store");
-    if (store && *store)
-        snprintf(source, sizeof source, "the embedded store %s", store);
+    char source[512], store[4096];
+    if (pano_store_to_read(cfg, store, sizeof store))
+        snprintf(source, sizeof source, "the embedded store %.400s", store);
     else
         pano_url_redact(pano_config_str(cfg, "pano.es.url"), source, sizeof source);
     pano_info("serving %s (pages from %s) on http://%s%s%s:%d/%s", source, e.www,

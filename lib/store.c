@@ -72,6 +72,27 @@ int pano_store_path(const pano_config *cfg, char *out, size_t size, char *err, s
     return 0;
 }
 
+bool pano_store_to_read(const pano_config *cfg, char *out, size_t size)
+{
+    const char *set = pano_config_str(cfg, "pano.store");
+    if (set && *set)
+        return snprintf(out, size, "%s", set) < (int)size;
+    const char *url = pano_config_str(cfg, "pano.amqp.url");
+    char err[128];
+    if (pano_config_source_of(cfg, "pano.es.url") != PANO_CFG_DEFAULT || (url && *url) ||
+        pano_store_path(cfg, out, size, err, sizeof err) < 0)
+        return false;
+    DIR *d = opendir(out);
+    bool found = false;
+    for (struct dirent *e; d && !found && (e = readdir(d));) {
+        size_t l = strlen(e->d_name), sl = strlen(PANO_STORE_SUFFIX);
+        found = l > sl && strcmp(e->d_name + l - sl, PANO_STORE_SUFFIX) == 0;
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+
 /* mkdir -p, the directories made 0700. */
 static int make_dirs(const char *path, char *err, size_t errlen)
 {

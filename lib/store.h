@@ -49,6 +49,12 @@ typedef struct pano_store pano_store;
  * message in err (no HOME). */
 int pano_store_path(const pano_config *cfg, char *out, size_t size, char *err, size_t errlen);
 
+/* The store a reader (pano-query, pano-explorer) reads instead of
+ * Elasticsearch, in out: the one pano.store names, or, when neither
+ * pano.es.url nor pano.amqp.url is configured, the default store if it
+ * holds a file. False: read Elasticsearch. */
+bool pano_store_to_read(const pano_config *cfg, char *out, size_t size);
+
 /* Open this host's file of the store directory dir for writing, creating
  * both when missing (0700 and 0600). The host is pano.hostname or
  * gethostname(), reduced to [A-Za-z0-9._-]. NULL with a message in err. */

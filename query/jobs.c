@@ -97,8 +97,8 @@ pano_query *pano_query_new(const pano_config *cfg, char *err, size_t errlen)
     pano_stream_policy policies[PANO_N_STREAMS];
     if (pano_stream_policies(cfg, policies, err, errlen) < 0)
         return NULL;
-    const char *store = pano_config_str(cfg, "pano.store");
-    if (store && *store) {
+    char store[4096];
+    if (pano_store_to_read(cfg, store, sizeof store)) {
         sqlite3 *db = open_store(store, err, errlen);
         if (!db)
             return NULL;

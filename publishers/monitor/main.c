@@ -71,7 +71,7 @@ static void usage(FILE *out)
             "      --no-capture       do not read the task's output for payloads\n"
             "  -o, --output FILE      append events to FILE as JSON lines (- for stdout);\n"
             "                         with a broker URL they are published too (default:\n"
-            "                         the broker, else stderr)\n"
+            "                         the broker, else the embedded store, pano.store)\n"
             "\n"
             "Events go to the broker in pano.amqp.url (PANO_AMQP_URL, PEGASUS_AMQP_URL,\n"
             "KICKSTART_MON_URL) when it is set, through the spool when it is down.\n"

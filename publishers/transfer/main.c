@@ -65,7 +65,9 @@ static void usage(FILE *out)
             "\n"
             "Output:\n"
             "  -o, --output FILE        append events to FILE as JSON lines; when publishing\n"
-            "                           they go to the broker too (default: stdout)\n"
+            "                           they go to the broker too (default: the broker,\n"
+            "                           else the embedded store, pano.store; stdout when\n"
+            "                           publishing is off)\n"
             "      --payload            print @@@MONITORING_PAYLOAD@@@ blocks instead (for\n"
             "                           pano-monitor and pegasus-monitord), to stdout or -o\n"
             "  -p, --publish            publish to the broker (PEGASUS_TRANSFER_PUBLISH=1)\n"
@@ -85,7 +87,8 @@ typedef struct {
 } output;
 
 /* Where events go: the broker, unless publishing is off or --payload asks
- * for MONITORING_PAYLOAD blocks; otherwise JSON lines to -o or stdout. */
+ * for MONITORING_PAYLOAD blocks (then JSON lines or blocks to -o or
+ * stdout); without a broker, where every publisher's go (sink.h). */
 static int output_open(output *o, pano_config *cfg, bool payload)
 {
     char err[512];
@@ -107,7 +110,7 @@ static int output_open(output *o, pano_config *cfg, bool payload)
     } else {
         if (publish == 1 && !has_url)
             pano_warn("publishing was asked for but no broker URL is set (pano.amqp.url, "
-                      "PEGASUS_AMQP_URL); events are written as JSON lines");
+                      "PEGASUS_AMQP_URL)");
         o->sink = pano_sink_open(cfg, err, sizeof err);
     }
     if (!o->sink) {

@@ -1,8 +1,9 @@
 # Helpers for the pano-transfer tests. Source it after lib.sh.
 #
-# The local and HTTP tests need no broker: they unset every broker URL so
-# events come out as JSON lines, and give a workflow UUID so that stderr
-# holds only what pano-transfer has to say.
+# The local and HTTP tests need no broker: they unset every broker URL and
+# ask for JSON lines on stdout (pano.output "-", else the events would go to
+# the embedded store), and give a workflow UUID so that stderr holds only
+# what pano-transfer has to say.
 
 PT="$PANO_BUILD/publishers/transfer/pano-transfer"
 HTTPD="$PANO_BUILD/tests/integration/transfer_httpd"
@@ -15,7 +16,8 @@ if [[ ${PANO_TEST_VALGRIND:-} == 1 ]]; then
 fi
 
 no_broker() {
-    unset PANO_AMQP_URL PEGASUS_AMQP_URL PEGASUS_TRANSFER_PUBLISH PANO_TRANSFER_PUBLISH PANO_OUTPUT
+    unset PANO_AMQP_URL PEGASUS_AMQP_URL PEGASUS_TRANSFER_PUBLISH PANO_TRANSFER_PUBLISH
+    export PANO_OUTPUT=-
     export PANO_WF_UUID=${PANO_WF_UUID:-$(cat /proc/sys/kernel/random/uuid)}
     # events for a broker that is down go to the test's own spool
     export PANO_SPOOL_DIR="$TEST_DIR/spool"

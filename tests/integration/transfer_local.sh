@@ -121,9 +121,9 @@ publish_case() { # VALUE EXPECT(publish|stdout)
     out=$TEST_DIR/pub.out
     err=$TEST_DIR/pub.err
     if [[ $v == unset ]]; then
-        env -u PEGASUS_TRANSFER_PUBLISH PEGASUS_AMQP_URL=$dead PANO_AMQP_TIMEOUT=2 "$PT" copy "$src/one" "$TEST_DIR/pub" >"$out" 2>"$err"
+        env -u PEGASUS_TRANSFER_PUBLISH -u PANO_OUTPUT PEGASUS_AMQP_URL=$dead PANO_AMQP_TIMEOUT=2 "$PT" copy "$src/one" "$TEST_DIR/pub" >"$out" 2>"$err"
     else
-        PEGASUS_TRANSFER_PUBLISH=$v PEGASUS_AMQP_URL=$dead PANO_AMQP_TIMEOUT=2 "$PT" copy "$src/one" "$TEST_DIR/pub" >"$out" 2>"$err"
+        env -u PANO_OUTPUT PEGASUS_TRANSFER_PUBLISH=$v PEGASUS_AMQP_URL=$dead PANO_AMQP_TIMEOUT=2 "$PT" copy "$src/one" "$TEST_DIR/pub" >"$out" 2>"$err"
     fi
     if [[ $expect == publish ]]; then
         [[ ! -s $out ]] && { grep -q "not delivered" "$err" || [[ -n $(find "$PANO_SPOOL_DIR" -name '*.ev' 2>/dev/null) ]]; } ||
