@@ -111,15 +111,21 @@ int store_summarized(pano_query *q, const pano_jobs *where, int64_t *out, char *
 
 /* The _search path over the given streams for one workflow, routed by its
  * UUID, or for every workflow (jobs NULL): see store_search in store_es.h. */
-static char *search_path(const pano_query *q, const pano_jobs *jobs, const char *const *streams)
+size_t store_streams(const char *const **streams)
 {
     size_t n = 0;
-    if (streams == STORE_EVENT_STREAMS) {
-        streams = pano_streams;
-        n = PANO_N_EVENT_STREAMS;
-    } else
-        while (streams[n])
-            n++;
+    if (*streams == STORE_EVENT_STREAMS) {
+        *streams = pano_streams;
+        return PANO_N_EVENT_STREAMS;
+    }
+    while ((*streams)[n])
+        n++;
+    return n;
+}
+
+static char *search_path(const pano_query *q, const pano_jobs *jobs, const char *const *streams)
+{
+    size_t n = store_streams(&streams);
     pano_buf path = {0};
     pano_buf_append_str(&path, "/");
     for (size_t i = 0; i < n; i++) {

@@ -79,6 +79,9 @@ void store_add_published_by(pano_json *filter, const pano_jobs *jobs, const pano
  * The parsed answer, or NULL with a message in err (no answer, or an error
  * status with Elasticsearch's reason). */
 #define STORE_EVENT_STREAMS NULL
+/* The streams of a search: *streams made the list they stand for, and
+ * their count. */
+size_t store_streams(const char *const **streams);
 pano_json *store_search(pano_query *q, const pano_jobs *jobs, const char *const *streams,
                         pano_json *body, char *err, size_t errlen);
 /* The same, with the parts of the answer that match drop (Elasticsearch's

@@ -509,6 +509,14 @@ static void row_key(sqlite3_stmt *st, int n, pano_buf *out)
         }
 }
 
+/* The bucket of lv a row belongs to (its first columns are lv's
+ * expressions), or NULL; key is scratch. */
+static pano_json *bucket_of_row(const level *lv, sqlite3_stmt *st, pano_buf *key)
+{
+    row_key(st, (int)lv->nexprs, key);
+    return level_get(lv, key->data);
+}
+
 static pano_json *column_json(sqlite3_stmt *st, int i)
 {
     switch (sqlite3_column_type(st, i)) {
@@ -804,8 +812,7 @@ static int on_metrics_row(sqlite3_stmt *st, void *user)
 {
     metrics_ctx *m = user;
     int n = (int)m->lv->nexprs;
-    row_key(st, n, &m->key);
-    pano_json *bucket = level_get(m->lv, m->key.data);
+    pano_json *bucket = bucket_of_row(m->lv, st, &m->key);
     if (!bucket)
         return 0; /* a group no bucket was made for (a terms size cut it) */
     for (size_t i = 0; i < m->w->nitems; i++) {
@@ -922,8 +929,7 @@ static int on_bucket_row(sqlite3_stmt *st, void *user)
 {
     buckets_ctx *b = user;
     int n = (int)b->parent->nexprs;
-    row_key(st, n, &b->key);
-    pano_json *parent = level_get(b->parent, b->key.data);
+    pano_json *parent = bucket_of_row(b->parent, st, &b->key);
     pano_json *list = parent ? pano_json_get_array(at_path(parent, b->df->names, b->df->depth),
                                                    "buckets")
                              : NULL;
@@ -1157,8 +1163,7 @@ static int on_hit_row(sqlite3_stmt *st, void *user)
 {
     hits_ctx *h = user;
     int n = (int)h->lv->nexprs;
-    row_key(st, n, &h->key);
-    pano_json *bucket = level_get(h->lv, h->key.data);
+    pano_json *bucket = bucket_of_row(h->lv, st, &h->key);
     pano_json *list = bucket ? pano_json_get_array(pano_json_get(at_path(bucket, h->df->names,
                                                                          h->df->depth),
                                                                  "hits"),
@@ -1382,13 +1387,7 @@ pano_json *store_sqlite_search(sqlite3 *db, const char *const *streams, const pa
 {
     ctx c = {db, err, errlen, false};
     pano_buf where = {0};
-    size_t n = 0;
-    if (streams == STORE_EVENT_STREAMS) {
-        streams = pano_streams;
-        n = PANO_N_EVENT_STREAMS;
-    } else
-        while (streams[n])
-            n++;
+    size_t n = store_streams(&streams);
     pano_buf_append_str(&where, "stream IN (");
     for (size_t i = 0; i < n; i++)
         pano_buf_appendf(&where, "%s'%s'", i ? ", " : "", streams[i]);
