@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# deploy/demo.sh itself, as a newcomer runs it (a clean environment), against
+# deploy/demo.sh --pipeline, as a newcomer runs it (a clean environment), against
 # a private stack of its own (data directory and ports): it exits 0 and every
 # event it sent is in Elasticsearch, for every job of its workflow and every
 # publisher. Before the demo starts the first pano-bridge that stack ever saw,
@@ -51,7 +51,7 @@ done
 grep -qiE "refused|rejected|not delivered" "$TEST_DIR/early.log" && fail "early events refused: $(cat "$TEST_DIR/early.log")"
 log "3 events published before the first pano-bridge"
 
-"${demo_env[@]}" bash "$PANO_SOURCE/deploy/demo.sh" --build-dir "$PANO_BUILD" >"$TEST_DIR/demo.log" 2>&1 ||
+"${demo_env[@]}" bash "$PANO_SOURCE/deploy/demo.sh" --pipeline --build-dir "$PANO_BUILD" >"$TEST_DIR/demo.log" 2>&1 ||
     { tail -40 "$TEST_DIR/demo.log" >&2; fail "deploy/demo.sh failed"; }
 grep -q "Every event of the workflow landed" "$TEST_DIR/demo.log" || fail "the demo did not say its events landed"
 grep -q "4 job(s): 0 running, 3 succeeded, 1 failed" "$TEST_DIR/demo.log" ||
