@@ -546,6 +546,40 @@ static char *union_sql(const char *table, size_t n, bool by_id)
     return b.data;
 }
 
+static int attach(sqlite3 *db, const char *file, const char *schema, char *err, size_t errlen)
+{
+    char *uri = ro_uri(file);
+    char *sql = sqlite3_mprintf("ATTACH %Q AS %s", uri, schema);
+    free(uri);
+    int rc = exec(db, sql, err, errlen);
+    sqlite3_free(sql);
+    return rc < 0 ? -1 : check_format(db, schema, file, err, errlen);
+}
+
+/* More files than SQLite attaches at once: their rows copied, one file at
+ * a time, into the connection's own temporary database (on disk, deleted
+ * with the connection), an event_id taken once. */
+static int merge_files(sqlite3 *db, char **files, size_t n, char *err, size_t errlen)
+{
+    if (exec(db, CREATE_SQL, err, errlen) < 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (attach(db, files[i], "src", err, errlen) < 0 || exec(db, "BEGIN", err, errlen) < 0)
+            return -1;
+        int rc = exec(db,
+                      "INSERT INTO main.events SELECT * FROM src.events WHERE true "
+                      "ON CONFLICT (event_id) DO NOTHING;"
+                      "INSERT INTO main.dead_letters SELECT * FROM src.dead_letters;",
+                      err, errlen);
+        if (finish(db, rc, err, errlen) < 0 || exec(db, "DETACH src", err, errlen) < 0)
+            return -1;
+    }
+    return exec(db,
+                "CREATE TEMP VIEW events AS SELECT rowid AS row, * FROM main.events;"
+                "CREATE TEMP VIEW dead_letters AS SELECT * FROM main.dead_letters;",
+                err, errlen);
+}
+
 sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, size_t errlen)
 {
     char **files = NULL;
@@ -558,32 +592,28 @@ sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, s
         snprintf(err, errlen, "no store given");
         goto fail;
     }
-    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL) !=
-        SQLITE_OK) {
+    /* "": a private temporary database, on disk, gone with the connection */
+    if (sqlite3_open_v2("", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot open SQLite: %s", db ? sqlite3_errmsg(db) : "no memory");
         goto fail;
     }
-    int max = sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, -1);
-    if (nfiles > (size_t)max) {
-        snprintf(err, errlen, "%zu store files, more than SQLite opens at once (%d)", nfiles, max);
-        goto fail;
-    }
     sqlite3_busy_timeout(db, 10000);
-    for (size_t i = 0; i < nfiles; i++) {
-        char *uri = ro_uri(files[i]);
-        char *sql = sqlite3_mprintf("ATTACH %Q AS f%d", uri, (int)i);
-        free(uri);
-        char schema[32];
-        snprintf(schema, sizeof schema, "f%zu", i);
-        int rc = exec(db, sql, err, errlen);
-        sqlite3_free(sql);
-        if (rc < 0 || check_format(db, schema, files[i], err, errlen) < 0)
-            goto fail;
+    int rc = 0;
+    if (nfiles > (size_t)sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, -1))
+        rc = merge_files(db, files, nfiles, err, errlen);
+    else {
+        for (size_t i = 0; i < nfiles && rc == 0; i++) {
+            char schema[32];
+            snprintf(schema, sizeof schema, "f%zu", i);
+            rc = attach(db, files[i], schema, err, errlen);
+        }
+        char *events = union_sql("events", nfiles, true);
+        char *dead = union_sql("dead_letters", nfiles, false);
+        if (rc == 0 && (exec(db, events, err, errlen) < 0 || exec(db, dead, err, errlen) < 0))
+            rc = -1;
+        free(events);
+        free(dead);
     }
-    char *events = union_sql("events", nfiles, true), *dead = union_sql("dead_letters", nfiles, false);
-    int rc = exec(db, events, err, errlen) < 0 || exec(db, dead, err, errlen) < 0 ? -1 : 0;
-    free(events);
-    free(dead);
     if (rc < 0)
         goto fail;
     for (size_t i = 0; i < nfiles; i++)
@@ -598,9 +628,4 @@ fail:
     if (db)
         sqlite3_close(db);
     return NULL;
-}
-
-int pano_store_reader_files(sqlite3 *db)
-{
-    return (int)pragma_int(db, "SELECT count(*) - 2 FROM pragma_database_list");
 }

@@ -84,14 +84,14 @@ int pano_store_commit(pano_store *s, char *err, size_t errlen);
 void pano_store_close(pano_store *s);
 
 /* Open stores and files to read, as one: each path is a store directory
- * (every *.pano.sqlite in it) or one file. The connection is read-only; its
- * temporary views `events` and `dead_letters` are the union of the files'
- * tables, an event_id present in several files taken once. NULL with a
- * message in err (no such path, not a pano store, a newer format, more
- * files than SQLite can attach). */
+ * (every *.pano.sqlite in it) or one file, opened read-only. The
+ * connection's views `events` (with `row`, a row's place in its file, for
+ * a stable order) and `dead_letters` are the union of the files' tables,
+ * an event_id present in several files taken once. Up to SQLite's limit of
+ * attached databases (10 unless built otherwise) the files are read where
+ * they are; past it, their rows are first copied into the connection's
+ * temporary database. NULL with a message in err (no such path, not a pano
+ * store, a newer format). */
 sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, size_t errlen);
-
-/* The number of files a reader opened (for messages). */
-int pano_store_reader_files(sqlite3 *db);
 
 #endif

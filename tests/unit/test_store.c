@@ -171,8 +171,36 @@ START_TEST(hosts_write_their_own_files_read_as_one)
     const char *one[] = {path};
     sqlite3 *db = pano_store_open_reader(one, 1, err, sizeof err);
     ck_assert_msg(db != NULL, "%s", err);
-    ck_assert_int_eq(pano_store_reader_files(db), 1);
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT group_concat(event_id) FROM (SELECT event_id FROM events ORDER BY row)", -1, &st,
+                                        NULL),
+                     SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    ck_assert_str_eq((const char *)sqlite3_column_text(st, 0), "2,1");
+    sqlite3_finalize(st);
     sqlite3_close(db);
+}
+END_TEST
+
+/* More hosts than SQLite attaches at once (10): read as one all the same. */
+START_TEST(more_hosts_than_sqlite_attaches)
+{
+    char err[256];
+    for (int h = 0; h < 14; h++) {
+        char host[16], id[16];
+        snprintf(host, sizeof host, "node%02d", h);
+        pano_store *s = writer(host, NULL);
+        snprintf(id, sizeof id, "h%d", h);
+        ck_assert_int_eq(put(s, event(id, 1764000000 + h), err, sizeof err), PANO_STORE_STORED);
+        ck_assert_int_eq(put(s, event("everywhere", 1764000000), err, sizeof err),
+                         PANO_STORE_STORED);
+        ck_assert_int_eq(put(s, "not json", err, sizeof err), PANO_STORE_REJECTED);
+        pano_store_close(s);
+    }
+    ck_assert_int_eq(ask("SELECT count(*) FROM events"), 15);
+    ck_assert_int_eq(ask("SELECT count(DISTINCT event_id) FROM events"), 15);
+    ck_assert_int_eq(ask("SELECT count(*) FROM dead_letters"), 14);
+    ck_assert_int_eq(ask("SELECT max(ts) FROM events WHERE event_id = 'h13'"), 1764000013);
 }
 END_TEST
 
@@ -248,6 +276,7 @@ int main(void)
     tcase_add_test(tc, refused_events_are_kept_with_their_reason);
     tcase_add_test(tc, retention_refuses_and_purges);
     tcase_add_test(tc, hosts_write_their_own_files_read_as_one);
+    tcase_add_test(tc, more_hosts_than_sqlite_attaches);
     tcase_add_test(tc, a_host_name_never_leaves_the_directory);
     tcase_add_test(tc, foreign_and_newer_files_are_refused);
     tcase_add_test(tc, default_path);
