@@ -33,6 +33,9 @@ struct pano_sink {
     pano_sink_stats stats;
     /* the embedded store */
     pano_store *store;
+    bool hold_store;      /* held events go in one transaction */
+    bool store_open;      /* that transaction is open */
+    size_t store_pending; /* events put in it */
     /* file */
     FILE *out;
     bool close_out;
@@ -46,6 +49,30 @@ struct pano_sink {
 static bool file_is_copy(const pano_sink *s)
 {
     return s->has_url || s->store;
+}
+
+/* Held events of the store are committed once this many wait. */
+#define HOLD_EVENTS 1000
+
+/* Commit the events held in the store's transaction: 0, or -1 with the
+ * message (also logged) in err, those events then counted as failed. */
+static int store_commit(pano_sink *s, char *err, size_t errlen)
+{
+    if (!s->store_open)
+        return 0;
+    char why[512];
+    int rc = pano_store_commit(s->store, why, sizeof why);
+    if (rc == 0)
+        s->stats.sent += s->store_pending;
+    else {
+        s->stats.failed += s->store_pending;
+        snprintf(err, errlen, "%zu held event(s) not stored in %s: %s", s->store_pending,
+                 pano_store_file(s->store), why);
+        pano_error("%s", err);
+    }
+    s->store_pending = 0;
+    s->store_open = false;
+    return rc;
 }
 
 /* Held lines are written once this much is waiting. */
@@ -226,13 +253,18 @@ static int line_added(pano_sink *s, char *err, size_t errlen)
 void pano_sink_hold(pano_sink *s, bool hold)
 {
     s->hold = hold && !file_is_copy(s);
+    s->hold_store = hold && s->store;
+    char err[512];
+    if (!hold && s->store)
+        store_commit(s, err, sizeof err); /* a failure is logged */
 }
 
 int pano_sink_flush(pano_sink *s, char *err, size_t errlen)
 {
     if (s->has_url)
         return 0;
-    return write_lines(s, true, err, errlen);
+    int rc = s->store ? store_commit(s, err, errlen) : 0;
+    return write_lines(s, true, err, errlen) < 0 ? -1 : rc;
 }
 
 /* Returns 0 confirmed, 1 refused by the broker (nacked or unroutable), -1
@@ -269,10 +301,15 @@ static int store_event(pano_sink *s, const char *key, const char *json, size_t l
                        char *err, size_t errlen)
 {
     char why[512];
+    if (s->hold_store && !s->store_open)
+        s->store_open = pano_store_begin(s->store, why, sizeof why) == 0; /* else one by one */
     switch (pano_store_put(s->store, key, json, len, why, sizeof why)) {
     case PANO_STORE_STORED:
     case PANO_STORE_DUPLICATE:
-        s->stats.sent++;
+        if (!s->store_open)
+            s->stats.sent++;
+        else if (++s->store_pending >= HOLD_EVENTS)
+            store_commit(s, why, sizeof why); /* a failure is logged */
         return 0;
     case PANO_STORE_REJECTED:
         s->stats.rejected++;
@@ -456,6 +493,8 @@ void pano_sink_close(pano_sink *s)
         return;
     pano_filter_free(s->filter);
     char err[512];
+    if (s->store)
+        store_commit(s, err, sizeof err); /* a failure is logged */
     if (s->out)
         write_lines(s, true, err, sizeof err); /* what failed is logged */
     pano_buf_free(&s->lines);

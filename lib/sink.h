@@ -65,13 +65,14 @@ int pano_sink_send(pano_sink *sink, const pano_json *event, char *err, size_t er
 int pano_sink_send_raw(pano_sink *sink, const char *routing_key, const char *event_id,
                        const char *json, size_t len, char *err, size_t errlen);
 
-/* File output only (JSON lines or payload blocks; no effect with a broker
- * or the store): while held, sent events are kept in memory (up to 64 KiB,
- * then written) and written together by pano_sink_flush() or
- * pano_sink_close(), one write for many events.
+/* File output and the store (no effect with a broker): while held, sent
+ * events are kept in memory (up to 64 KiB, then written) and written
+ * together by pano_sink_flush() or pano_sink_close(), one write for many
+ * events; into the store, in one transaction, committed every 1,000 events
+ * and by pano_sink_flush(), pano_sink_hold(false) or pano_sink_close().
  * pano_sink_send() returns 0 for a held event; one that later cannot be
- * written is logged in full as an error and counted in stats.failed. For
- * programs that send events in bursts and flush before they wait. */
+ * written is logged as an error and counted in stats.failed. For programs
+ * that send events in bursts and flush before they wait. */
 void pano_sink_hold(pano_sink *sink, bool hold);
 
 /* Write held events now. 0, or -1 with a message in err when some could

@@ -76,8 +76,9 @@ static int send_events(const pano_config *cfg, const char *path)
         return 1;
     }
     char *line = NULL;
-    size_t cap = 0, lineno = 0, sent = 0, failed = 0;
+    size_t cap = 0, lineno = 0, unreadable = 0;
     ssize_t len;
+    pano_sink_hold(sink, true); /* many events: written together */
     while ((len = getline(&line, &cap, f)) >= 0) {
         lineno++;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
@@ -89,24 +90,25 @@ static int send_events(const pano_config *cfg, const char *path)
         if (!name)
             snprintf(err, sizeof err, "not a JSON object with an \"event\" name");
         if (!name || pano_sink_send_raw(sink, name, pano_json_get_str(ev, "event_id"), line,
-                                        (size_t)len, err, sizeof err) < 0) {
+                                        (size_t)len, err, sizeof err) < 0)
             pano_error("%s:%zu: %s", path, lineno, err);
-            failed++;
-        } else
-            sent++;
+        unreadable += !name;
         pano_json_free(ev);
     }
-    if (ferror(f)) {
+    bool read_error = ferror(f);
+    if (read_error)
         pano_error("reading %s: %s", path, strerror(errno));
-        failed++;
-    }
-    pano_info("%zu event(s) of %s sent to %s, %zu not", sent, path, pano_sink_describe(sink),
-              failed);
+    pano_sink_flush(sink, err, sizeof err); /* a failure is logged */
+    /* held events count once written: the sink's figures say what became of each */
+    pano_sink_stats st = pano_sink_get_stats(sink);
+    size_t failed = unreadable + st.rejected + st.failed;
+    pano_info("%llu event(s) of %s sent to %s, %zu not", (unsigned long long)(st.sent + st.spooled),
+              path, pano_sink_describe(sink), failed);
     pano_sink_close(sink);
     free(line);
     if (f != stdin)
         fclose(f);
-    return failed ? 1 : 0;
+    return failed || read_error ? 1 : 0;
 }
 
 int main(int argc, char **argv)
