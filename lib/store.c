@@ -72,6 +72,13 @@ int pano_store_path(const pano_config *cfg, char *out, size_t size, char *err, s
     return 0;
 }
 
+/* A host's file of a store: <host>.pano.sqlite. */
+static bool is_store_file(const char *name)
+{
+    size_t l = strlen(name), sl = strlen(PANO_STORE_SUFFIX);
+    return l > sl && strcmp(name + l - sl, PANO_STORE_SUFFIX) == 0;
+}
+
 bool pano_store_to_read(const pano_config *cfg, char *out, size_t size)
 {
     const char *set = pano_config_str(cfg, "pano.store");
@@ -84,10 +91,8 @@ bool pano_store_to_read(const pano_config *cfg, char *out, size_t size)
         return false;
     DIR *d = opendir(out);
     bool found = false;
-    for (struct dirent *e; d && !found && (e = readdir(d));) {
-        size_t l = strlen(e->d_name), sl = strlen(PANO_STORE_SUFFIX);
-        found = l > sl && strcmp(e->d_name + l - sl, PANO_STORE_SUFFIX) == 0;
-    }
+    for (struct dirent *e; d && !found && (e = readdir(d));)
+        found = is_store_file(e->d_name);
     if (d)
         closedir(d);
     return found;
@@ -494,11 +499,10 @@ static int list_files(const char *path, char ***files, size_t *n, char *err, siz
         snprintf(err, errlen, "cannot read store %s: %s", path, strerror(errno));
         return -1;
     }
-    size_t first = *n, sl = strlen(PANO_STORE_SUFFIX);
+    size_t first = *n;
     struct dirent *e;
     while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (l <= sl || strcmp(e->d_name + l - sl, PANO_STORE_SUFFIX) != 0)
+        if (!is_store_file(e->d_name))
             continue;
         *files = pano_realloc(*files, (*n + 1) * sizeof **files);
         (*files)[(*n)++] = pano_asprintf("%s/%s", path, e->d_name);

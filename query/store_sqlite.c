@@ -387,7 +387,7 @@ static int where_of(ctx *c, const pano_json *query, pano_buf *out)
         size_t n = 0;
         pano_buf_append_str(out, "(");
         for (size_t i = 0; i < 4; i++) {
-            const pano_json *bound = pano_json_get(q, field) ? pano_json_get(pano_json_get(q, field), ops[i][0]) : NULL;
+            const pano_json *bound = pano_json_get(v, ops[i][0]); /* v: the field's bounds */
             if (!bound)
                 continue;
             if (bound->type != PANO_JSON_INT && bound->type != PANO_JSON_DOUBLE)
