@@ -331,7 +331,8 @@ bool pano_normalize(pano_normalizer *nz, const char *routing_key, const char *bo
         return false;
     out->body = body;
     out->len = len;
-    if (id->type == PANO_JSON_STRING) { /* in the arena, until the next call */
+    out->doc = doc; /* in the arena, until the next call */
+    if (id->type == PANO_JSON_STRING) {
         out->event_id = id->u.string.text;
         out->event_id_len = id->u.string.len;
     }
@@ -417,9 +418,7 @@ static bool slow_path(pano_normalizer *nz, const char *routing_key, const char *
         goto done;
     const pano_json *id = pano_json_get(doc, "event_id");
     if (id && id->type == PANO_JSON_STRING) {
-        out->owned_id = pano_malloc(id->u.string.len + 1); /* it may contain NULs */
-        memcpy(out->owned_id, id->u.string.text, id->u.string.len + 1);
-        out->event_id = out->owned_id;
+        out->event_id = id->u.string.text;
         out->event_id_len = id->u.string.len;
     }
     out->changed = changed;
@@ -430,16 +429,20 @@ static bool slow_path(pano_normalizer *nz, const char *routing_key, const char *
         out->body = body;
         out->len = len;
     }
+    out->doc = out->owned_doc = doc;
     ok = true;
 done:
     free(inner_key);
-    pano_json_free(doc);
+    if (!ok)
+        pano_json_free(doc);
     return ok;
 }
 
 void pano_normalized_free(pano_normalized *n)
 {
     free(n->owned);
-    free(n->owned_id);
-    n->owned = n->owned_id = NULL;
+    pano_json_free(n->owned_doc);
+    n->owned = NULL;
+    n->owned_doc = NULL;
+    n->doc = NULL;
 }

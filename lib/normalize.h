@@ -56,15 +56,18 @@ typedef struct {
     const char *family;
     char wf_uuid[PANO_WF_UUID_MAX + 1];
     size_t wf_uuid_len;
-    /* Its event_id when that is a string (else NULL); valid until
-     * pano_normalized_free() or the next pano_normalize() call. */
+    /* The event body holds, as a read-only tree, and its event_id when
+     * that is a string (else NULL); valid until pano_normalized_free() or
+     * the next pano_normalize() call. */
+    const pano_json *doc;
     const char *event_id;
     size_t event_id_len;
     bool changed;
     /* On failure: why. */
     char reason[256];
     /* private */
-    char *owned, *owned_id;
+    char *owned;
+    pano_json *owned_doc;
 } pano_normalized;
 
 /* Returns true if the message is accepted. Release with pano_normalized_free()

@@ -21,8 +21,18 @@
 #define APPLICATION_ID 0x70616e6f /* "pano" */
 #define PURGE_EVERY 3600.0
 
+#define FIRST_FIELD 7 /* the insert's parameter of the first field */
+#define MAX_FIELDS 64
+
+typedef struct {
+    const char *name;
+    int column;
+} field_column;
+
 struct pano_store {
     sqlite3 *db;
+    field_column fields[MAX_FIELDS]; /* by name */
+    size_t nfields;
     char *file;
     pano_schema_set *schemas;
     pano_normalizer *nz;
@@ -32,15 +42,49 @@ struct pano_store {
     bool in_batch;
 };
 
-static const char *const CREATE_SQL =
-    "CREATE TABLE IF NOT EXISTS events ("
-    " event_id TEXT NOT NULL UNIQUE,"
-    " wf_uuid TEXT NOT NULL,"
-    " stream TEXT NOT NULL,"
-    " event TEXT NOT NULL,"
-    " ts REAL NOT NULL,"
-    " doc TEXT NOT NULL);"
+const char *const pano_store_fields[] = {
+    /* what identifies a job, its run and its workflow */
+    "dag_job_id", "hostname", "pid", "job_id", "job_inst_id", "js_id", "inv_id", "site",
+    "xformation", "exe", "wf_label", "dax_label", "xwf_id", "root_xwf_id", "type_desc",
+    "max_retries",
+    /* a run's end and its summary figures */
+    "exitcode", "signal", "duration", "remote_cpu_time", "maxrss", "rss_peak", "samples",
+    "final.rchar", "final.wchar", "start_time", "dur", "interval",
+    /* a sample's gauges, counters and their change since the last sample */
+    "utime", "stime", "iowait", "vm", "rss", "procs", "threads", "bread", "bwrite", "rchar",
+    "wchar", "syscr", "syscw", "delta", "delta.utime", "delta.stime", "delta.iowait",
+    "delta.vm", "delta.rss", "delta.procs", "delta.threads", "delta.bread", "delta.bwrite",
+    "delta.rchar", "delta.wchar", "delta.syscr", "delta.syscw", NULL};
+
+/* The tables of a file; the fields' columns hold any type, as JSON gave it. */
+static char *create_sql(void)
+{
+    pano_buf b = {0};
+    pano_buf_append_str(&b, "CREATE TABLE IF NOT EXISTS events ("
+                            " event_id TEXT NOT NULL UNIQUE,"
+                            " wf_uuid TEXT NOT NULL,"
+                            " stream TEXT NOT NULL,"
+                            " event TEXT NOT NULL,"
+                            " ts REAL NOT NULL,");
+    for (size_t i = 0; pano_store_fields[i]; i++)
+        pano_buf_appendf(&b, " \"%s\" ANY,", pano_store_fields[i]);
+    pano_buf_append_str(&b, " doc TEXT NOT NULL);"
     "CREATE INDEX IF NOT EXISTS events_by_workflow ON events (wf_uuid, stream, event, ts);"
+    /* a job's events, one job or a few (OR) at a time */
+    "CREATE INDEX IF NOT EXISTS events_by_job ON events (\"dag_job_id\", wf_uuid);"
+    /* the stampede events of a sub-workflow's root */
+    "CREATE INDEX IF NOT EXISTS events_by_root ON events (\"root_xwf_id\")"
+    " WHERE \"root_xwf_id\" IS NOT NULL;"
+    /* Fixed statistics (sqlite.org, "The Query Optimizer Overview", manual
+     * control of query plans), the shape of a big workflow, so that every
+     * file gets the same plans without an ANALYZE: a workflow's events are
+     * many, a job's few. */
+    "ANALYZE sqlite_schema;"
+    "INSERT OR REPLACE INTO sqlite_stat1 VALUES"
+    " ('events', 'sqlite_autoindex_events_1', '1000000 1'),"
+    " ('events', 'events_by_workflow', '1000000 100000 20000 10000 2'),"
+    " ('events', 'events_by_job', '1000000 100 100'),"
+    " ('events', 'events_by_root', '10000 1000');"
     "CREATE TABLE IF NOT EXISTS dead_letters ("
     " received REAL NOT NULL,"
     " reason TEXT NOT NULL,"
@@ -48,7 +92,81 @@ static const char *const CREATE_SQL =
     " event_id TEXT,"
     " wf_uuid TEXT,"
     " body BLOB NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value ANY);";
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value ANY);");
+    return b.data;
+}
+
+static int by_field_name(const void *a, const void *b)
+{
+    return strcmp(((const field_column *)a)->name, ((const field_column *)b)->name);
+}
+
+/* The fields by name, for bind_fields. */
+static void index_fields(pano_store *s)
+{
+    for (s->nfields = 0; pano_store_fields[s->nfields] && s->nfields < MAX_FIELDS; s->nfields++) {
+        s->fields[s->nfields].name = pano_store_fields[s->nfields];
+        s->fields[s->nfields].column = FIRST_FIELD + (int)s->nfields;
+    }
+    qsort(s->fields, s->nfields, sizeof *s->fields, by_field_name);
+}
+
+/* The insert's parameter of a field: 0 for none. */
+static int column_of(const pano_store *s, const char *name)
+{
+    field_column key = {.name = name};
+    const field_column *f = bsearch(&key, s->fields, s->nfields, sizeof key, by_field_name);
+    return f ? f->column : 0;
+}
+
+/* True when a field is a member of the object name ("delta.utime"). */
+static bool has_members(const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t i = 0; pano_store_fields[i]; i++)
+        if (strncmp(pano_store_fields[i], name, n) == 0 && pano_store_fields[i][n] == '.')
+            return true;
+    return false;
+}
+
+/* A field's value in the column of its own, as SQLite's json_extract gives
+ * it (so that a search reads the same from the column as from the doc),
+ * but an object or an array is 1: only its presence is asked. */
+static void bind_value(sqlite3_stmt *st, int col, const pano_json *v)
+{
+    switch (v->type) {
+    case PANO_JSON_NULL: break; /* bindings start NULL */
+    case PANO_JSON_BOOL: sqlite3_bind_int(st, col, v->u.boolean); break;
+    case PANO_JSON_INT: sqlite3_bind_int64(st, col, v->u.integer); break;
+    case PANO_JSON_DOUBLE: sqlite3_bind_double(st, col, v->u.real.value); break;
+    case PANO_JSON_STRING:
+        sqlite3_bind_text(st, col, v->u.string.text, (int)v->u.string.len, SQLITE_STATIC);
+        break;
+    case PANO_JSON_ARRAY:
+    case PANO_JSON_OBJECT: sqlite3_bind_int(st, col, 1); break;
+    }
+}
+
+/* Every field of the event into its column: one walk over its members
+ * (and those of an object a dotted field names), not a search per field. */
+static void bind_fields(pano_store *s, const pano_json *doc)
+{
+    char name[128];
+    for (size_t i = 0; i < doc->u.items.len; i++) {
+        const char *key = doc->u.items.keys[i];
+        const pano_json *v = doc->u.items.values[i];
+        int col = column_of(s, key);
+        if (col > 0)
+            bind_value(s->insert, col, v);
+        if (v->type != PANO_JSON_OBJECT || !has_members(key))
+            continue;
+        for (size_t j = 0; j < v->u.items.len; j++) {
+            int n = snprintf(name, sizeof name, "%s.%s", key, v->u.items.keys[j]);
+            if (n > 0 && (size_t)n < sizeof name && (col = column_of(s, name)) > 0)
+                bind_value(s->insert, col, v->u.items.values[j]);
+        }
+    }
+}
 
 int pano_store_path(const pano_config *cfg, char *out, size_t size, char *err, size_t errlen)
 {
@@ -214,6 +332,13 @@ static int check_format(sqlite3 *db, const char *schema, const char *file, char 
                  file, (long long)version, PANO_STORE_FORMAT);
         return -1;
     }
+    if (version < PANO_STORE_FORMAT) {
+        snprintf(err, errlen,
+                 "%s is a pano store of format %lld, from a development version of pano "
+                 "that this one (format %d) does not read",
+                 file, (long long)version, PANO_STORE_FORMAT);
+        return -1;
+    }
     return 0;
 }
 
@@ -231,8 +356,11 @@ static int create_tables(sqlite3 *db, const char *file, char *err, size_t errlen
         rc = exec(db, sql, err, errlen);
     } else
         rc = check_format(db, "main", file, err, errlen);
-    if (rc == 0)
-        rc = exec(db, CREATE_SQL, err, errlen);
+    if (rc == 0) {
+        char *sql_create = create_sql();
+        rc = exec(db, sql_create, err, errlen);
+        free(sql_create);
+    }
     return finish(db, rc, err, errlen);
 }
 
@@ -330,10 +458,19 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
         snprintf(err, errlen, "store file %s: %s", s->file, why);
         goto fail;
     }
-    if (sqlite3_prepare_v2(s->db,
-                           "INSERT INTO events (event_id, wf_uuid, stream, event, ts, doc) "
-                           "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (event_id) DO NOTHING",
-                           -1, &s->insert, NULL) != SQLITE_OK ||
+    index_fields(s);
+    pano_buf ins = {0};
+    pano_buf_append_str(&ins, "INSERT INTO events (event_id, wf_uuid, stream, event, ts, doc");
+    size_t nfields = 0;
+    for (; pano_store_fields[nfields]; nfields++)
+        pano_buf_appendf(&ins, ", \"%s\"", pano_store_fields[nfields]);
+    pano_buf_append_str(&ins, ") VALUES (?, ?, ?, ?, ?, ?");
+    for (size_t i = 0; i < nfields; i++)
+        pano_buf_append_str(&ins, ", ?");
+    pano_buf_append_str(&ins, ") ON CONFLICT (event_id) DO NOTHING");
+    rc = sqlite3_prepare_v2(s->db, ins.data, -1, &s->insert, NULL);
+    pano_buf_free(&ins);
+    if (rc != SQLITE_OK ||
         sqlite3_prepare_v2(s->db,
                            "INSERT INTO dead_letters (received, reason, event, event_id, "
                            "wf_uuid, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -409,30 +546,27 @@ pano_store_outcome pano_store_put(pano_store *s, const char *routing_key, const 
         pano_normalized_free(&n);
         return o;
     }
-    char perr[200], reason[256];
-    pano_json *ev = pano_json_parse(n.body, n.len, PANO_JSON_DEFAULT_DEPTH, perr, sizeof perr);
+    char reason[256];
     pano_place place;
-    pano_place_status st = ev ? pano_event_place(ev, s->policies, pano_now(), &place, reason,
-                                                 sizeof reason)
-                              : PANO_PLACE_INVALID;
-    if (!ev)
-        snprintf(reason, sizeof reason, "invalid JSON: %s", perr);
+    pano_place_status st =
+        pano_event_place(n.doc, s->policies, pano_now(), &place, reason, sizeof reason);
     pano_store_outcome o;
     if (st != PANO_PLACE_OK)
         o = dead_letter(s, json, len, reason, err, errlen);
     else {
-        sqlite3_bind_text(s->insert, 1, place.event_id, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(s->insert, 2, place.wf_uuid, -1, SQLITE_TRANSIENT);
+        /* each value outlives the statement's step */
+        sqlite3_bind_text(s->insert, 1, place.event_id, -1, SQLITE_STATIC);
+        sqlite3_bind_text(s->insert, 2, place.wf_uuid, -1, SQLITE_STATIC);
         sqlite3_bind_text(s->insert, 3, pano_streams[place.stream], -1, SQLITE_STATIC);
-        sqlite3_bind_text(s->insert, 4, place.event, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s->insert, 4, place.event, -1, SQLITE_STATIC);
         sqlite3_bind_double(s->insert, 5, place.ts);
-        sqlite3_bind_text(s->insert, 6, n.body, (int)n.len, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s->insert, 6, n.body, (int)n.len, SQLITE_STATIC);
+        bind_fields(s, n.doc);
         if (run(s, s->insert, err, errlen) < 0)
             o = PANO_STORE_FAILED;
         else
             o = sqlite3_changes(s->db) > 0 ? PANO_STORE_STORED : PANO_STORE_DUPLICATE;
     }
-    pano_json_free(ev);
     pano_normalized_free(&n);
     return o;
 }
@@ -565,7 +699,10 @@ static int attach(sqlite3 *db, const char *file, const char *schema, char *err, 
  * with the connection), an event_id taken once. */
 static int merge_files(sqlite3 *db, char **files, size_t n, char *err, size_t errlen)
 {
-    if (exec(db, CREATE_SQL, err, errlen) < 0)
+    char *sql_create = create_sql();
+    int created = exec(db, sql_create, err, errlen);
+    free(sql_create);
+    if (created < 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
         if (attach(db, files[i], "src", err, errlen) < 0 || exec(db, "BEGIN", err, errlen) < 0)

@@ -11,10 +11,14 @@
  * A file holds (format version PANO_STORE_FORMAT, in PRAGMA user_version,
  * and application_id 'pano'):
  *
- *   events(event_id UNIQUE, wf_uuid, stream, event, ts, doc)
+ *   events(event_id UNIQUE, wf_uuid, stream, event, ts, <fields>, doc)
  *       one row per event, at most once by event_id; doc is the event as
  *       the bridge would produce it (normalized, checked against schemas/:
  *       normalize.h, the same code path), stream its partition.h stream;
+ *       each of pano_store_fields has a column of its own (named as the
+ *       field, "delta.utime") holding what json_extract(doc, field) gives,
+ *       but 1 for an object or array: searches read those without parsing
+ *       the doc;
  *   dead_letters(received, reason, event, event_id, wf_uuid, body)
  *       every event the checks refused, as it came, with the reason.
  *
@@ -39,10 +43,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PANO_STORE_FORMAT 1
+#define PANO_STORE_FORMAT 2
 #define PANO_STORE_SUFFIX ".pano.sqlite"
 
 typedef struct pano_store pano_store;
+
+/* The fields kept in columns of their own: the ones pano-query filters,
+ * groups and sums on. NULL-terminated. */
+extern const char *const pano_store_fields[];
 
 /* The store pano.store names, else the default one:
  * $XDG_DATA_HOME/pano/store, or ~/.local/share/pano/store. 0, or -1 with a

@@ -79,13 +79,17 @@ static int send_events(const pano_config *cfg, const char *path)
     size_t cap = 0, lineno = 0, unreadable = 0;
     ssize_t len;
     pano_sink_hold(sink, true); /* many events: written together */
+    pano_arena arena; /* each line's tree, dropped at the next */
+    pano_arena_init(&arena, 0);
+    const pano_json_parse_options in_arena = {.arena = &arena, .raw_strings = true};
     while ((len = getline(&line, &cap, f)) >= 0) {
         lineno++;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             line[--len] = '\0';
         if (len == 0)
             continue;
-        pano_json *ev = pano_json_parse(line, (size_t)len, 0, err, sizeof err);
+        pano_arena_reset(&arena);
+        pano_json *ev = pano_json_parse_with(line, (size_t)len, &in_arena, err, sizeof err);
         const char *name = ev && ev->type == PANO_JSON_OBJECT ? pano_json_get_str(ev, "event") : NULL;
         if (!name)
             snprintf(err, sizeof err, "not a JSON object with an \"event\" name");
@@ -93,8 +97,8 @@ static int send_events(const pano_config *cfg, const char *path)
                                         (size_t)len, err, sizeof err) < 0)
             pano_error("%s:%zu: %s", path, lineno, err);
         unreadable += !name;
-        pano_json_free(ev);
     }
+    pano_arena_free(&arena);
     bool read_error = ferror(f);
     if (read_error)
         pano_error("reading %s: %s", path, strerror(errno));

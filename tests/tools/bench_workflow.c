@@ -127,6 +127,17 @@ static void real(gen *g, const char *key, double value)
     pano_json_write_double(g->out, value, 3);
 }
 
+/* The task's command line, as both publishers give it in kickstart.inv.start. */
+static void argv(gen *g)
+{
+    pano_json_write_key(g->out, "argv");
+    pano_json_write_array_open(g->out);
+    pano_json_write_str(g->out, "/opt/app/xf");
+    pano_json_write_str(g->out, "-i");
+    pano_json_write_str(g->out, "in.dat");
+    pano_json_write_array_close(g->out);
+}
+
 /* splitmix64's finalizer: a bijection, so distinct inputs give distinct ids. */
 static uint64_t mix(uint64_t x)
 {
@@ -178,6 +189,7 @@ static int monitor_job(gen *g, long long j)
 
     begin(g, "kickstart.inv.start", start, 6);
     monitor_envelope(g, j, 1);
+    argv(g);
     real(g, "interval", 1);
     if (finish(g, "kickstart.inv.start"))
         return -1;
@@ -350,12 +362,7 @@ static int pegasus_job(gen *g, long long j)
 
     begin(g, "kickstart.inv.start", start, 6);
     kickstart_envelope(g, j);
-    pano_json_write_key(g->out, "argv");
-    pano_json_write_array_open(g->out);
-    pano_json_write_str(g->out, "/opt/app/xf");
-    pano_json_write_str(g->out, "-i");
-    pano_json_write_str(g->out, "in.dat");
-    pano_json_write_array_close(g->out);
+    argv(g);
     if (finish(g, "kickstart.inv.start"))
         return -1;
 

@@ -22,7 +22,9 @@
  *                            (DIR/bulk-000000.ndjson, ...), for the ceiling
  *         --bulk-docs N      documents per bulk body (default 2000)
  *         --bulk-prefix P    index prefix in those bodies (default pano-)
- *         --no-produce       only write the bulk bodies
+ *         --lines FILE       also write the events to FILE, one JSON object
+ *                            a line (what pano-emit --events reads)
+ *         --no-produce       only write the bulk bodies or the lines
  *         --delete-topics    delete the family and dead-letter topics of
  *                            pano.kafka.topic_prefix and exit (test cleanup)
  *         --shape SHAPE      instead of -n synthetic events, one big
@@ -207,6 +209,7 @@ typedef struct {
     pano_config *cfg;
     rd_kafka_t *rk;   /* NULL: --no-produce */
     bulk_writer *bw;  /* its dir NULL: no bulk bodies */
+    FILE *lines;      /* NULL: no --lines */
     const char *key;  /* the wf_uuid of --shape's workflow */
 } outlet;
 
@@ -215,6 +218,10 @@ static int send_event(outlet *o, const char *family, const char *wf, const char 
 {
     if (o->bw->dir && bulk_add(o->bw, text, len) < 0)
         return -1;
+    if (o->lines && (fwrite(text, 1, len, o->lines) != len || putc('\n', o->lines) == EOF)) {
+        pano_error("--lines: %s", strerror(errno));
+        return -1;
+    }
     if (!o->rk)
         return 0;
     char topic[256];
@@ -358,7 +365,7 @@ int main(int argc, char **argv)
         return 2;
     enum {
         O_WF = 0x2000, O_FAMILIES, O_BAD, O_RATE, O_PAD, O_RUN, O_TSNOW, O_BULKDIR, O_BULKDOCS,
-        O_BULKPREFIX, O_NOPRODUCE, O_INVALID, O_DELETE, O_SHAPE, O_JOBS, O_SAMPLES
+        O_BULKPREFIX, O_NOPRODUCE, O_LINES, O_INVALID, O_DELETE, O_SHAPE, O_JOBS, O_SAMPLES
     };
     static const struct option options[] = {
         {"count", required_argument, NULL, 'n'},
@@ -375,6 +382,7 @@ int main(int argc, char **argv)
         {"bulk-docs", required_argument, NULL, O_BULKDOCS},
         {"bulk-prefix", required_argument, NULL, O_BULKPREFIX},
         {"no-produce", no_argument, NULL, O_NOPRODUCE},
+        {"lines", required_argument, NULL, O_LINES},
         {"delete-topics", no_argument, NULL, O_DELETE},
         {"shape", required_argument, NULL, O_SHAPE},
         {"jobs", required_argument, NULL, O_JOBS},
@@ -393,7 +401,7 @@ int main(int argc, char **argv)
     bool ts_now = false, produce = true;
     bulk_writer bw = {.per_body = 2000};
     const char *bulk_prefix = "pano-";
-    const char *shape_name = NULL;
+    const char *shape_name = NULL, *lines_path = NULL;
     bench_workflow big = {.jobs = 10000};
     int opt;
     while ((opt = getopt_long(argc, argv, "n:w:", options, NULL)) != -1) {
@@ -423,6 +431,7 @@ int main(int argc, char **argv)
         case O_BULKDOCS: bw.per_body = (size_t)atol(optarg); break;
         case O_BULKPREFIX: bulk_prefix = optarg; break;
         case O_NOPRODUCE: produce = false; break;
+        case O_LINES: lines_path = optarg; break;
         case O_DELETE: return delete_topics(cfg);
         case O_SHAPE: shape_name = optarg; break;
         case O_JOBS: big.jobs = atoll(optarg); break;
@@ -517,6 +526,10 @@ int main(int argc, char **argv)
         }
     }
     outlet out = {.cfg = cfg, .rk = rk, .bw = &bw};
+    if (lines_path && !(out.lines = fopen(lines_path, "w"))) {
+        pano_error("%s: %s", lines_path, strerror(errno));
+        return 1;
+    }
     double start = pano_now();
     long long total = 0;
     int rc;
@@ -529,6 +542,10 @@ int main(int argc, char **argv)
         rc = write_synthetic(&out, &syn, &total);
     if (bw.dir && bulk_flush(&bw) < 0)
         rc = 1;
+    if (out.lines && fclose(out.lines) != 0) {
+        pano_error("%s: %s", lines_path, strerror(errno));
+        rc = 1;
+    }
     if (rk) {
         rd_kafka_resp_err_t e = rd_kafka_flush(rk, 120000);
         if (e) {

@@ -2,6 +2,7 @@
  * as the bridge checks them, refused ones kept with their reason; a file per
  * host, read as one store; formats it must refuse. */
 #include "config.h"
+#include "json.h"
 #include "store.h"
 #include "testutil.h"
 
@@ -246,6 +247,82 @@ START_TEST(foreign_and_newer_files_are_refused)
               "PRAGMA application_id = 1885433455; PRAGMA user_version = 99; CREATE TABLE t (x)");
     ck_assert_ptr_null(pano_store_open_reader(paths, 1, err, sizeof err));
     ck_assert_msg(strstr(err, "format 99, newer than this pano reads"), "%s", err);
+
+    snprintf(unlink_path, sizeof unlink_path, "%s/future" PANO_STORE_SUFFIX, dir);
+    unlink(unlink_path);
+    make_file("older" PANO_STORE_SUFFIX,
+              "PRAGMA application_id = 1885433455; PRAGMA user_version = 1; CREATE TABLE t (x)");
+    ck_assert_ptr_null(pano_store_open_reader(paths, 1, err, sizeof err));
+    ck_assert_msg(strstr(err, "format 1, from a development version"), "%s", err);
+}
+END_TEST
+
+/* Every field with a column of its own: the column holds what
+ * json_extract(doc, field) gives (strings, integers, reals, booleans as
+ * 1/0, a JSON null as NULL), an object 1; a field the event lacks is NULL. */
+START_TEST(fields_columns_equal_json_extract)
+{
+    pano_json *ev = pano_json_object();
+    pano_json_set_str(ev, "event", "test.fields");
+    pano_json_set_double(ev, "ts", (double)time(NULL), 3);
+    pano_json_set_str(ev, "event_id", "fields-1");
+    pano_json_set_str(ev, "wf_uuid", WF);
+    pano_json *delta = pano_json_set_object(ev, "delta");
+    pano_json *final = pano_json_set_object(ev, "final");
+    size_t n = 0;
+    for (; pano_store_fields[n]; n++) {
+        const char *f = pano_store_fields[n];
+        if (strcmp(f, "delta") == 0 || strcmp(f, "job_id") == 0) /* the object; one left out */
+            continue;
+        const char *dot = strchr(f, '.');
+        pano_json *parent = !dot ? ev : strncmp(f, "delta.", 6) == 0 ? delta : final;
+        const char *key = dot ? dot + 1 : f;
+        /* the envelope's strings as strings; any type elsewhere */
+        static const char *const strings[] = {"hostname", "wf_label", "dag_job_id",
+                                              "xformation", "site", NULL};
+        bool string = false;
+        for (size_t k = 0; strings[k]; k++)
+            string |= strcmp(f, strings[k]) == 0;
+        switch (string ? 0 : n % 5) {
+        case 0: {
+            char v[32];
+            snprintf(v, sizeof v, "v%zu", n);
+            pano_json_set_str(parent, key, v);
+            break;
+        }
+        case 1: pano_json_set_int(parent, key, (int64_t)n * 1000); break;
+        case 2: pano_json_set_double(parent, key, (double)n + 0.25, 2); break;
+        case 3: pano_json_set_bool(parent, key, n % 2); break;
+        default: pano_json_set(parent, key, pano_json_null()); break;
+        }
+    }
+    size_t len;
+    char *json = pano_json_serialize(ev, &len);
+    pano_json_free(ev);
+    pano_store *s = writer("h1", NULL);
+    char err[512];
+    ck_assert_msg(put(s, json, err, sizeof err) == PANO_STORE_STORED, "%s", err);
+    pano_store_close(s);
+    free(json);
+
+    for (size_t i = 0; i < n; i++) {
+        const char *f = pano_store_fields[i];
+        char sql[512], path[96] = "$";
+        for (const char *p = f; *p;) {
+            size_t k = strcspn(p, ".");
+            snprintf(path + strlen(path), sizeof path - strlen(path), ".\"%.*s\"", (int)k, p);
+            p += k + (p[k] == '.');
+        }
+        if (strcmp(f, "delta") == 0)
+            snprintf(sql, sizeof sql, "SELECT count(*) FROM events WHERE \"%s\" = 1", f);
+        else
+            snprintf(sql, sizeof sql,
+                     "SELECT count(*) FROM events WHERE \"%s\" IS json_extract(doc, '%s')"
+                     " AND typeof(\"%s\") = typeof(json_extract(doc, '%s'))",
+                     f, path, f, path);
+        ck_assert_msg(ask(sql) == 1, "%s: the column differs from the doc", f);
+    }
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE \"job_id\" IS NULL"), 1);
 }
 END_TEST
 
@@ -280,6 +357,7 @@ int main(void)
     tcase_add_test(tc, a_host_name_never_leaves_the_directory);
     tcase_add_test(tc, foreign_and_newer_files_are_refused);
     tcase_add_test(tc, default_path);
+    tcase_add_test(tc, fields_columns_equal_json_extract);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }
