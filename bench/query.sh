@@ -16,22 +16,43 @@
 #    workflow; the cold figures clear that cache before each run, as every
 #    refresh of a running workflow finds it: series_cpu_cold and
 #    series_rss_cold.
+# 3. The embedded store, beside Elasticsearch: the same events (the ones
+#    kafka_load produced) written into a store of their own by pano-emit
+#    --events (events/s, and the file's bytes per event); every query of
+#    step 2 asked of it too, its answer compared with Elasticsearch's
+#    (tests/tools/same_answers.sh: the same but for the moment of asking)
+#    and timed the same way (no *_cold: SQLite has no request cache); live:
+#    BENCH_LIVE (20) job starts of a small workflow written into that store
+#    one after the other by pano-emit, each timed from the moment its
+#    publisher returned (the event committed) until pano-query status of
+#    that workflow counts it, asked in a loop (the 99th percentile, against
+#    the runtime of pano-query status alone); pano-explorer on the store:
+#    its first answer for the big workflow and its peak RSS after it.
 # Baseline in the same run: the Elasticsearch _count of the workflow's
 #    documents (one request, the least a query over this workflow costs).
+# Targets (embedded store): ingest >= 100,000 events/s; each query <= 300
+#    ms at 10,000 jobs, <= 1 s at 100,000; live p99 <= 100 ms.
 #
 # Environment: PANO_ES_URL, PANO_KAFKA_BROKERS (default the local stack),
-# BENCH_SHAPE, BENCH_JOBS, BENCH_SAMPLES, BENCH_REPS (5), BENCH_QUERIES (the
+# BENCH_SHAPE, BENCH_JOBS, BENCH_SAMPLES, BENCH_REPS (5), BENCH_LIVE (20),
+# BENCH_QUERIES (the
 # names timed, all by default: status stats anomalies jobs_failed series_cpu
 # series_rss series_cpu_cold series_rss_cold), BUILD; BENCH_KEEP=1
 # leaves the indices in place for profiling, BENCH_REUSE measures them again
-# (bench/workflow.sh).
+# (bench/workflow.sh; without the embedded store, whose events it has not).
 # Last line: RESULT query shape=... jobs=... events=... status_ms=... stats_ms=...
 #   anomalies_ms=... jobs_failed_ms=... series_cpu_ms=... series_rss_ms=...
 #   series_cpu_cold_ms=... series_rss_cold_ms=... count_ms=...
+#   store_ingest_per_s=... store_bytes_per_event=... store_same=SAME/ASKED
+#   store_status_ms=... (each query) store_live_p99_ms=...
+#   store_status_alone_ms=... store_explorer_first_ms=...
+#   store_explorer_rss_kb=...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${BENCH_REPS:-5}
+LIVE=${BENCH_LIVE:-20}
 source bench/workflow.sh
+source tests/tools/same_answers.sh
 
 Q=$BUILD/query/pano-query
 count_ms=$( for _ in $(seq "$REPS"); do ms curl -fsS "$ES/$ID-*/_count?q=wf_uuid:$WF"; done | median)
@@ -64,4 +85,82 @@ done
 log "baseline: _count of the workflow's $total documents, $count_ms ms"
 line="RESULT query shape=$SHAPE jobs=$JOBS events=$total"
 for name in "${names[@]}"; do line+=" ${name}_ms=${result[$name]}"; done
-echo "$line count_ms=$count_ms"
+line+=" count_ms=$count_ms"
+if [[ ! -s $DIR/events.jsonl ]]; then
+    echo "$line"
+    exit 0
+fi
+
+# ---- 3. the embedded store, the same events
+STORE=$DIR/store
+EMIT=(env PANO_AMQP_URL= "$BUILD/publishers/emit/pano-emit" --set pano.store="$STORE")
+t0=$(date +%s%N)
+"${EMIT[@]}" --events "$DIR/events.jsonl" 2>"$DIR/emit.log" || { tail -3 "$DIR/emit.log" >&2; exit 1; }
+t1=$(date +%s%N)
+rm -f "$DIR/events.jsonl"
+ingest=$(awk -v n="$total" -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", n / ((b - a) / 1e9) }')
+bytes=$(du -cb "$STORE"/*.pano.sqlite* | tail -n1 | cut -f1)
+per_event=$(awk -v b="$bytes" -v n="$total" 'BEGIN { printf "%d", b / n }')
+log "embedded store: $total events written by pano-emit --events in $(((t1 - t0) / 1000000)) ms: $ingest events/s; $bytes bytes, $per_event a event"
+SQ=("$Q" --store "$STORE")
+"${SQ[@]}" status "$WF" --json >"$DIR/store-status.json"
+jq -e --argjson n "$JOBS" '.jobs.total == $n' "$DIR/store-status.json" >/dev/null ||
+    { echo "bench: the embedded store's status counts $(jq .jobs.total "$DIR/store-status.json") jobs, not $JOBS" >&2; exit 1; }
+same=0 asked=0
+for name in "${names[@]}"; do
+    [[ $name == *_cold ]] && continue
+    case $name in
+        jobs_failed) args=(jobs "$WF" --state failed) ;;
+        series_*) args=(series "$WF" --metric "${name#series_}" --step 60s) ;;
+        *) args=("$name" "$WF") ;;
+    esac
+    args+=(--json)
+    "$Q" "${args[@]}" >"$DIR/es-$name.raw"
+    "${SQ[@]}" "${args[@]}" >"$DIR/sqlite-$name.raw"
+    asked=$((asked + 1))
+    if why=$(same_answers "$DIR" "$name"); then
+        same=$((same + 1))
+    else
+        log "DIFFERS: ${args[*]}: $why"
+    fi
+    result[store_$name]=$(for _ in $(seq "$REPS"); do ms "${SQ[@]}" "${args[@]}"; done | median)
+    log "embedded store: ${args[*]}: ${result[store_$name]} ms (median of $REPS; Elasticsearch ${result[$name]} ms)"
+done
+log "embedded store: $same of $asked answers the same as Elasticsearch's"
+
+# live: a job's start written, then pano-query status of its workflow until it counts it
+LWF=$(cat /proc/sys/kernel/random/uuid)
+start_line() { # JOB: a job's start, as pano-monitor writes it
+    printf '{"event":"kickstart.inv.start","ts":%s,"event_id":"%s-%s","seq":1,"hostname":"node-00.example.org","wf_uuid":"%s","wf_label":"live","dag_job_id":"%s","xformation":"xf_0","site":"bench","pid":1,"exe":"/opt/app/xf","argv":["/opt/app/xf"],"interval":60.000}\n' \
+        "$(date +%s.%N)" "$LWF" "$1" "$LWF" "$1"
+}
+start_line live_0 | "${EMIT[@]}" --events - 2>>"$DIR/emit.log"
+: >"$DIR/live"
+for i in $(seq "$LIVE"); do
+    start_line "live_$i" | "${EMIT[@]}" --events - 2>>"$DIR/emit.log"
+    t0=$(date +%s%N)
+    for _ in $(seq 1000); do
+        n=$("${SQ[@]}" status "$LWF" --json | jq .jobs.total)
+        ((n > i)) && break
+    done
+    ((n > i)) || { echo "bench: live job $i never counted" >&2; exit 1; }
+    echo $((($(date +%s%N) - t0) / 1000000)) >>"$DIR/live"
+done
+live_p99=$(percentile 99 <"$DIR/live")
+alone=$(for _ in $(seq "$REPS"); do ms "${SQ[@]}" status "$LWF" --json; done | median)
+log "embedded store: live, a job's start counted by pano-query $live_p99 ms (p99 of $LIVE) after its publisher wrote it; pano-query status alone $alone ms"
+
+# pano-explorer on the store: the big workflow's first answer, and its peak RSS
+"$BUILD/explorer/pano-explorer" --port 0 --store "$STORE" >"$DIR/explorer.log" 2>&1 &
+EX_PID=$!
+for _ in $(seq 100); do grep -q "serving" "$DIR/explorer.log" && break; sleep 0.1; done
+port=$(sed -n 's|.* on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$DIR/explorer.log")
+[[ -n $port ]] || { cat "$DIR/explorer.log" >&2; echo "bench: pano-explorer did not start" >&2; exit 1; }
+explorer_ms=$(ms curl -fsS "http://127.0.0.1:$port/api/workflows/$WF?series=cpu,rss,read,write&bins=1300")
+explorer_rss=$(awk '/^VmHWM/ {print $2}' "/proc/$EX_PID/status")
+kill -TERM "$EX_PID" && wait "$EX_PID" || true
+log "embedded store: pano-explorer's first answer for the workflow $explorer_ms ms; its peak RSS $explorer_rss kB"
+
+line+=" store_ingest_per_s=$ingest store_bytes_per_event=$per_event store_same=$same/$asked"
+for name in "${names[@]}"; do [[ -n ${result[store_$name]:-} ]] && line+=" store_${name}_ms=${result[store_$name]}"; done
+echo "$line store_live_p99_ms=$live_p99 store_status_alone_ms=$alone store_explorer_first_ms=$explorer_ms store_explorer_rss_kb=$explorer_rss"

@@ -12,7 +12,9 @@
 #            fail, the last 10 never end; the workflow's stampede.xwf.start.
 # kafka_load writes the events into the Kafka topics of their families,
 # keyed by wf_uuid, and pano-indexer indexes them (the pipeline from Kafka
-# on; the templates, routing and mappings are the real ones). Nothing is
+# on; the templates, routing and mappings are the real ones); it also writes
+# them, one JSON object a line, to $DIR/events.jsonl (what bench/query.sh
+# puts into the embedded store). Nothing is
 # measured before every event is in Elasticsearch (the workflow's _count
 # equals the events written) and none was dead-lettered.
 #
@@ -75,7 +77,7 @@ else
     start_indexer
     t0=$SECONDS
     "$BUILD/tests/tools/kafka_load" --shape "$SHAPE" --jobs "$JOBS" ${BENCH_SAMPLES:+--samples "$BENCH_SAMPLES"} \
-        --wf "$WF" --run-id "$ID" >"$DIR/load.log" 2>&1 || { tail "$DIR/load.log" >&2; exit 1; }
+        --wf "$WF" --run-id "$ID" --lines "$DIR/events.jsonl" >"$DIR/load.log" 2>&1 || { tail "$DIR/load.log" >&2; exit 1; }
     # "kafka_load: workflow UUID jobs=N events=N failed=N unended=N"
     total=$(sed -n 's/^kafka_load: workflow .* events=\([0-9]*\) .*/\1/p' "$DIR/load.log")
     FAILED=$(sed -n 's/^kafka_load: workflow .* failed=\([0-9]*\) .*/\1/p' "$DIR/load.log")

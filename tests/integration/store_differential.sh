@@ -95,57 +95,18 @@ wait_until 60 bash -c "[[ \$(curl -fsS '$ES/$TEST_ID-dead-letter-*/_count' | jq 
 es -X POST "$ES/$TEST_ID-*/_refresh" >/dev/null
 log "$want events in both stores"
 
-# ---- every command, both ways
-# The moment of asking differs: what is counted up to it (now, as_of, the
-# wall times "so far", a running job's duration and how overdue it is) is
-# compared apart, within a second.
-normalize='walk(if type == "object" then del(.as_of, .now) else . end)
-  | walk(if type == "object" and has("wall_time_so_far") then del(.wall_time_so_far, .running_job_wall_time_so_far, .workflow_wall_time) else . end)
-  | walk(if type == "object" and .state? == "running" then del(.duration) else . end)
-  | walk(if type == "object" and .kind? == "overdue" then del(.value, .score) else . end)'
-so_far='[.. | objects | (.wall_time_so_far?, .running_job_wall_time_so_far?,
-          (select(.state? == "running") | .duration?), (select(.kind? == "overdue") | .value?)) | numbers]'
-# A running workflow's series go on to the moment of asking: the points both have.
-shortest='[.[] | .. | objects | .points? | arrays | length] | min // 0'
-cut='walk(if type == "object" and (.points? | type) == "array" then .points |= .[:$n] else . end)'
-# Equal, but for a gauge's mean in a series' points: the same sums added in
-# another order (Elasticsearch's shards, SQLite's rows) may differ in their
-# last bits, which the mean's subtraction of large terms (time-weighted, over
-# epoch milliseconds) brings forward: 7e-7 of the value was seen for the
-# terabytes of virtual memory a sanitizer's processes reserve. Within 1e-6.
-same='def same($a; $b; $tol):
-  if ($a | type) == "number" and ($b | type) == "number" then
-    (($a - $b) | fabs) <= $tol * ([($a | fabs), ($b | fabs)] | max)
-  elif ($a | type) == "object" and ($b | type) == "object" then
-    ($a | keys) == ($b | keys) and all($a | keys[]; . as $k | same($a[$k]; $b[$k]; if $k == "points" then 1e-6 else $tol end))
-  elif ($a | type) == "array" and ($b | type) == "array" then
-    ($a | length) == ($b | length) and all(range($a | length); . as $i | same($a[$i]; $b[$i]; $tol))
-  else $a == $b end;
-same($es; $sqlite; 0)'
-agree() { # NAME: the two normalized answers are the same
-    diff -q "$TEST_DIR/es-$1.json" "$TEST_DIR/sqlite-$1.json" >/dev/null ||
-        jq -e -n --slurpfile es "$TEST_DIR/es-$1.json" --slurpfile sqlite "$TEST_DIR/sqlite-$1.json" \
-            "${same/same(\$es; \$sqlite; 0)/same(\$es[0]; \$sqlite[0]; 0)}" >/dev/null
-}
+# ---- every command, both ways (tests/tools/same_answers.sh says what may differ)
+source "$PANO_SOURCE/tests/tools/same_answers.sh"
 differ=0
 compare() { # NAME ARGS...: pano-query ARGS --json from both stores
-    local name=$1
+    local name=$1 why
     shift
     "$QUERY" "$@" --json >"$TEST_DIR/es-$name.raw" 2>>"$TEST_DIR/query.log" ||
         fail "$name from Elasticsearch: $(tail -3 "$TEST_DIR/query.log")"
     "$QUERY" --store "$STORE" "$@" --json >"$TEST_DIR/sqlite-$name.raw" 2>>"$TEST_DIR/query.log" ||
         fail "$name from the embedded store: $(tail -3 "$TEST_DIR/query.log")"
-    # a running workflow's series goes on to the moment of asking: the points both have
-    local points
-    points=$(jq -s "$shortest" "$TEST_DIR/es-$name.raw" "$TEST_DIR/sqlite-$name.raw")
-    for s in es sqlite; do
-        jq -S --argjson n "$points" "$normalize | $cut" "$TEST_DIR/$s-$name.raw" >"$TEST_DIR/$s-$name.json"
-    done
-    jq -e -n --argjson a "$(jq -c "$so_far" "$TEST_DIR/es-$name.raw")" --argjson b "$(jq -c "$so_far" "$TEST_DIR/sqlite-$name.raw")" \
-        '($a | length) == ($b | length) and ([range($a | length) | ($a[.] - $b[.]) | fabs < 1] | all)' >/dev/null ||
-        { log "DIFFERS: $name: so far $(jq -c "$so_far" "$TEST_DIR/es-$name.raw") and $(jq -c "$so_far" "$TEST_DIR/sqlite-$name.raw")"; differ=$((differ + 1)); }
-    if ! agree "$name"; then
-        log "DIFFERS: $name: $(diff "$TEST_DIR/es-$name.json" "$TEST_DIR/sqlite-$name.json" | head -10)"
+    if ! why=$(same_answers "$TEST_DIR" "$name"); then
+        log "DIFFERS: $name: $why"
         differ=$((differ + 1))
     fi
 }
@@ -194,21 +155,16 @@ wait_until 30 curl -fsS -o /dev/null "http://127.0.0.1:$port/api/metrics" || fai
 wait_until 30 curl -fsS -o /dev/null "http://127.0.0.1:$((port + 1))/api/metrics" || fail "pano-explorer (store) did not start"
 # The cursor of a refresh counts what each store holds (Elasticsearch's
 # summaries too); a running workflow's overview ends at the moment of asking.
-api_normalize="$normalize"' | if type == "object" then del(.cursor) else . end
+api_filter='if type == "object" then del(.cursor) else . end
   | if type == "object" and ([.. | objects | select(.state? == "running")] | length > 0) then del(.overview) else . end'
 api() { # NAME PATH
-    local name=$1 p=$2 s
+    local name=$1 p=$2 s why
     for s in es sqlite; do
         curl -fsS "http://127.0.0.1:$([[ $s == es ]] && echo "$port" || echo "$((port + 1))")$p" >"$TEST_DIR/$s-$name.raw" ||
             fail "GET $p from the explorer on $s"
     done
-    local points
-    points=$(jq -s "$shortest" "$TEST_DIR/es-$name.raw" "$TEST_DIR/sqlite-$name.raw")
-    for s in es sqlite; do
-        jq -S --argjson n "$points" "$api_normalize | $cut" "$TEST_DIR/$s-$name.raw" >"$TEST_DIR/$s-$name.json"
-    done
-    if ! agree "$name"; then
-        log "DIFFERS: GET $p: $(diff "$TEST_DIR/es-$name.json" "$TEST_DIR/sqlite-$name.json" | head -10)"
+    if ! why=$(same_answers "$TEST_DIR" "$name" "$api_filter"); then
+        log "DIFFERS: GET $p: $why"
         differ=$((differ + 1))
     fi
     n=$((n + 1))
