@@ -27,7 +27,8 @@
 #    publisher returned (the event committed) until pano-query status of
 #    that workflow counts it, asked in a loop (the 99th percentile, against
 #    the runtime of pano-query status alone); pano-explorer on the store:
-#    its first answer for the big workflow and its peak RSS after it.
+#    its first answer for the big workflow, its peak RSS after it and its
+#    own memory in it (RssAnon; the rest is the store's pages it maps).
 # Baseline in the same run: the Elasticsearch _count of the workflow's
 #    documents (one request, the least a query over this workflow costs).
 # Targets (embedded store): ingest >= 100,000 events/s; each query <= 300
@@ -46,7 +47,7 @@
 #   store_ingest_per_s=... store_bytes_per_event=... store_same=SAME/ASKED
 #   store_status_ms=... (each query) store_live_p99_ms=...
 #   store_status_alone_ms=... store_explorer_first_ms=...
-#   store_explorer_rss_kb=...
+#   store_explorer_rss_kb=... store_explorer_anon_kb=...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${BENCH_REPS:-5}
@@ -157,10 +158,13 @@ for _ in $(seq 100); do grep -q "serving" "$DIR/explorer.log" && break; sleep 0.
 port=$(sed -n 's|.* on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$DIR/explorer.log")
 [[ -n $port ]] || { cat "$DIR/explorer.log" >&2; echo "bench: pano-explorer did not start" >&2; exit 1; }
 explorer_ms=$(ms curl -fsS "http://127.0.0.1:$port/api/workflows/$WF?series=cpu,rss,read,write&bins=1300")
+# the file's pages it maps count in its resident set too (shared, the kernel's
+# page cache): its own memory is RssAnon
 explorer_rss=$(awk '/^VmHWM/ {print $2}' "/proc/$EX_PID/status")
+explorer_anon=$(awk '/^RssAnon/ {print $2}' "/proc/$EX_PID/status")
 kill -TERM "$EX_PID" && wait "$EX_PID" || true
-log "embedded store: pano-explorer's first answer for the workflow $explorer_ms ms; its peak RSS $explorer_rss kB"
+log "embedded store: pano-explorer's first answer for the workflow $explorer_ms ms; its peak RSS $explorer_rss kB, $explorer_anon kB its own (not the store's mapped pages)"
 
 line+=" store_ingest_per_s=$ingest store_bytes_per_event=$per_event store_same=$same/$asked"
 for name in "${names[@]}"; do [[ -n ${result[store_$name]:-} ]] && line+=" store_${name}_ms=${result[store_$name]}"; done
-echo "$line store_live_p99_ms=$live_p99 store_status_alone_ms=$alone store_explorer_first_ms=$explorer_ms store_explorer_rss_kb=$explorer_rss"
+echo "$line store_live_p99_ms=$live_p99 store_status_alone_ms=$alone store_explorer_first_ms=$explorer_ms store_explorer_rss_kb=$explorer_rss store_explorer_anon_kb=$explorer_anon"

@@ -20,6 +20,7 @@
 
 #define APPLICATION_ID 0x70616e6f /* "pano" */
 #define PURGE_EVERY 3600.0
+#define READER_MMAP_BYTES (1LL << 40) /* SQLite caps it at its build's maximum */
 
 #define FIRST_FIELD 7 /* the insert's parameter of the first field */
 #define MAX_FIELDS 64
@@ -69,7 +70,10 @@ static char *create_sql(void)
     for (size_t i = 0; pano_store_fields[i]; i++)
         pano_buf_appendf(&b, " \"%s\" ANY,", pano_store_fields[i]);
     pano_buf_append_str(&b, " doc TEXT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS events_by_workflow ON events (wf_uuid, stream, event, ts);"
+    /* a workflow's events by kind and time; its label, and which samples
+     * carry their change, without reading the rows */
+    "CREATE INDEX IF NOT EXISTS events_by_workflow"
+    " ON events (wf_uuid, stream, event, ts, \"wf_label\", \"dax_label\", \"delta\");"
     /* a job's events, one job or a few (OR) at a time */
     "CREATE INDEX IF NOT EXISTS events_by_job ON events (\"dag_job_id\", wf_uuid);"
     /* the stampede events of a sub-workflow's root */
@@ -82,7 +86,7 @@ static char *create_sql(void)
     "ANALYZE sqlite_schema;"
     "INSERT OR REPLACE INTO sqlite_stat1 VALUES"
     " ('events', 'sqlite_autoindex_events_1', '1000000 1'),"
-    " ('events', 'events_by_workflow', '1000000 100000 20000 10000 2'),"
+    " ('events', 'events_by_workflow', '1000000 100000 20000 10000 2 2 2 2'),"
     " ('events', 'events_by_job', '1000000 100 100'),"
     " ('events', 'events_by_root', '10000 1000');"
     "CREATE TABLE IF NOT EXISTS dead_letters ("
@@ -691,7 +695,23 @@ static int attach(sqlite3 *db, const char *file, const char *schema, char *err, 
     free(uri);
     int rc = exec(db, sql, err, errlen);
     sqlite3_free(sql);
-    return rc < 0 ? -1 : check_format(db, schema, file, err, errlen);
+    if (rc < 0 || check_format(db, schema, file, err, errlen) < 0)
+        return -1;
+    /* Scans read the file's pages where the kernel caches them, without a
+     * copy (sqlite.org, "Memory-Mapped I/O"); not over a network file
+     * system, where another host may change the file under the mapping. */
+    char *dir = pano_strdup(file);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    bool local = !network_fs(slash ? (*dir ? dir : "/") : ".");
+    free(dir);
+    if (!local)
+        return 0;
+    sql = sqlite3_mprintf("PRAGMA %s.mmap_size = %lld", schema, READER_MMAP_BYTES);
+    rc = exec(db, sql, err, errlen);
+    sqlite3_free(sql);
+    return rc;
 }
 
 /* More files than SQLite attaches at once: their rows copied, one file at
