@@ -894,43 +894,59 @@ static void pipelines(pano_json *obj, const pano_json *aggs)
 
 /* Fill the aggregations aggs into every bucket of lv, whose documents are
  * those where holds (an SQL condition). */
-static int run_aggs(ctx *c, const pano_json *aggs, const char *where, const level *lv)
+/* The metrics of w at level lv, read by one statement after its group
+ * columns and count(*) (unless the statement that made lv's buckets read
+ * them: metrics_read), then w's deferred aggregations; frees w. rc: the
+ * walk's. */
+static int finish_walk(ctx *c, walk *w, int rc, const pano_json *aggs, const char *where,
+                       const level *lv, bool metrics_read)
 {
-    if (pano_json_len(aggs) == 0)
-        return 0;
-    walk w = {0};
-    const char *names[MAX_PATH];
-    int rc = walk_aggs(c, &w, aggs, NULL, names, 0);
-    if (rc == 0 && w.ncols > 0) {
+    if (rc == 0 && w->ncols > 0 && !metrics_read) {
         pano_buf sql = {0};
         pano_buf_append_str(&sql, "SELECT ");
         group_columns(lv, &sql);
-        pano_buf_appendf(&sql, "count(*)%s FROM events WHERE %s", w.select.data, where);
+        pano_buf_appendf(&sql, "count(*)%s FROM events WHERE %s", w->select.data, where);
         group_by(lv, 0, &sql);
-        /* the column of count(*) shifts the items by one */
-        for (size_t i = 0; i < w.nitems; i++)
-            w.items[i].col++;
-        metrics_ctx m = {c, lv, &w, {0}};
+        metrics_ctx m = {c, lv, w, {0}};
         rc = each_row(c, sql.data, on_metrics_row, &m);
         pano_buf_free(&m.key);
         pano_buf_free(&sql);
     }
-    for (size_t i = 0; i < w.ndefs; i++) {
+    for (size_t i = 0; i < w->ndefs; i++) {
         if (rc == 0) {
-            char *inner = w.defs[i].where ? and_of(where, w.defs[i].where) : pano_strdup(where);
-            rc = run_deferred(c, lv, &w.defs[i], inner);
+            char *inner = w->defs[i].where ? and_of(where, w->defs[i].where) : pano_strdup(where);
+            rc = run_deferred(c, lv, &w->defs[i], inner);
             free(inner);
         }
-        free(w.defs[i].where);
+        free(w->defs[i].where);
     }
     if (rc == 0)
         for (size_t i = 0; i < lv->cap; i++)
             if (lv->slots[i].key)
                 pipelines(lv->slots[i].obj, aggs);
-    pano_buf_free(&w.select);
-    free(w.items);
-    free(w.defs);
+    pano_buf_free(&w->select);
+    free(w->items);
+    free(w->defs);
     return rc;
+}
+
+/* Walk aggs: its metrics' columns follow a statement's count(*). */
+static int walk_metrics(ctx *c, walk *w, const pano_json *aggs)
+{
+    const char *names[MAX_PATH];
+    int rc = walk_aggs(c, w, aggs, NULL, names, 0);
+    for (size_t i = 0; i < w->nitems; i++)
+        w->items[i].col++;
+    return rc;
+}
+
+static int run_aggs(ctx *c, const pano_json *aggs, const char *where, const level *lv)
+{
+    if (pano_json_len(aggs) == 0)
+        return 0;
+    walk w = {0};
+    int rc = walk_metrics(c, &w, aggs);
+    return finish_walk(c, &w, rc, aggs, where, lv, false);
 }
 
 /* ---- buckets ---------------------------------------------------------------------- */
@@ -939,6 +955,7 @@ typedef struct {
     ctx *c;
     const level *parent;
     level *child;
+    metrics_ctx *metrics; /* the sub-aggregations' metrics, in the same row */
     const deferred *df;
     const pano_json *sub;
     int nkeys;               /* columns of the bucket's key after the parent's */
@@ -968,7 +985,7 @@ static int on_bucket_row(sqlite3_stmt *st, void *user)
     pano_json_append(list, bucket);
     row_key(st, n + b->nkeys, &b->key);
     level_put(b->child, b->key.data, bucket);
-    return 0;
+    return b->metrics ? on_metrics_row(st, b->metrics) : 0;
 }
 
 /* terms: by doc_count (desc), else by key (asc), or by a metric of the bucket. */
@@ -1296,20 +1313,26 @@ static int run_deferred(ctx *c, const level *lv, const deferred *df, const char 
         level child;
         /* the child level is told apart by the parent's expressions and the keys */
         level_below(lv, exprs, (size_t)nkeys, &child);
+        /* the buckets and their metrics in one statement: one pass over the rows */
+        walk w = {0};
+        int walked = walk_metrics(c, &w, sub);
+        metrics_ctx m = {c, &child, &w, {0}};
         pano_buf sql = {0};
         pano_buf_append_str(&sql, "SELECT ");
         group_columns(lv, &sql);
-        pano_buf_appendf(&sql, "%s, count(*) FROM events WHERE %s", keys.data, cond.data);
+        pano_buf_appendf(&sql, "%s, count(*)%s FROM events WHERE %s", keys.data,
+                         walked == 0 && w.select.data ? w.select.data : "", cond.data);
         group_by(lv, (size_t)nkeys, &sql);
         pano_buf_append_str(&sql, " ORDER BY ");
         for (size_t i = 0; i < lv->nexprs + (size_t)nkeys; i++)
             pano_buf_appendf(&sql, "%s%zu", i ? ", " : "", i + 1);
-        buckets_ctx b = {c, lv, &child, df, sub, nkeys, names, {0}};
-        rc = each_row(c, sql.data, on_bucket_row, &b);
+        buckets_ctx b = {c, lv, &child, walked == 0 && w.ncols > 0 ? &m : NULL, df, sub, nkeys,
+                         names, {0}};
+        rc = walked < 0 ? -1 : each_row(c, sql.data, on_bucket_row, &b);
         pano_buf_free(&b.key);
+        pano_buf_free(&m.key);
         pano_buf_free(&sql);
-        if (rc == 0)
-            rc = run_aggs(c, sub, cond.data, &child);
+        rc = finish_walk(c, &w, rc, sub, cond.data, &child, true);
         level_free(&child);
         for (size_t i = 0; rc == 0 && i < lv->cap; i++) {
             if (!lv->slots[i].key)
