@@ -46,8 +46,8 @@ static void usage(FILE *out)
             "      --port N           port (pano.explorer.port, default 8095; 0: any)\n"
             "      --es-url URL       Elasticsearch (pano.es.url)\n"
             "      --store PATH       read the embedded store instead (pano.store): a store\n"
-            "                         directory or one of its files; several, comma-separated,\n"
-            "                         read as one\n"
+            "                         directory or one of its files; several (the option\n"
+            "                         again, or comma-separated) are read as one\n"
             "\n"
             "The password of basic authentication comes from pano.explorer.password in the\n"
             "properties file or PANO_EXPLORER_PASSWORD, or from pano.explorer.password_file;\n"
@@ -183,7 +183,7 @@ int main(int argc, char **argv)
                           : opt == OPT_STORE  ? "pano.store"
                                               : NULL;
         if (key) {
-            if (pano_cli_set(cfg, key, optarg) < 0)
+            if ((opt == OPT_STORE ? pano_cli_add : pano_cli_set)(cfg, key, optarg) < 0)
                 goto out;
             continue;
         }

@@ -1,6 +1,7 @@
 #include "cli.h"
 
 #include "log.h"
+#include "mem.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -57,6 +58,17 @@ int pano_cli_set(pano_config *cfg, const char *key, char *value)
         if (k->secret && strcmp(k->name, key) == 0)
             hide_password(value);
     return 0;
+}
+
+int pano_cli_add(pano_config *cfg, const char *key, char *value)
+{
+    const char *now = pano_config_str(cfg, key);
+    if (pano_config_source_of(cfg, key) != PANO_CFG_CLI || !now || !*now)
+        return pano_cli_set(cfg, key, value);
+    char *list = pano_asprintf("%s,%s", now, value);
+    int rc = pano_cli_set(cfg, key, list);
+    free(list);
+    return rc;
 }
 
 int pano_cli_option(pano_config *cfg, int opt, char *arg)

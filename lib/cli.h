@@ -64,6 +64,12 @@ int pano_cli_option(pano_config *cfg, int opt, char *arg);
  * -1 with the error printed. */
 int pano_cli_set(pano_config *cfg, const char *key, char *value);
 
+/* A repeatable option that names a list (--store a --store b): the first
+ * one on the command line replaces what the file or the environment set,
+ * each next one is added after a comma. Returns 0, or -1 with the error
+ * printed. */
+int pano_cli_add(pano_config *cfg, const char *key, char *value);
+
 /* Apply pano.log.level once options are parsed. */
 void pano_cli_apply_logging(const pano_config *cfg);
 

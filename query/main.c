@@ -80,8 +80,8 @@ static void usage(FILE *out)
             "      --tsv              tab-separated values with a header line (raw numbers)\n"
             "      --es-url URL       Elasticsearch (pano.es.url)\n"
             "      --store PATH       read the embedded store instead (pano.store): a store\n"
-            "                         directory or one of its files; several, comma-separated,\n"
-            "                         read as one\n"
+            "                         directory or one of its files; several (the option\n"
+            "                         again, or comma-separated) are read as one\n"
             "Durations (D): 10s, 5m, 2h, 7d, 2w, 1y or seconds. --since default 30d, --limit 50.\n"
             "\n"
             "Exit status: 0 ok; 1 the store cannot be asked (or --publish failed); 2 usage;\n"
@@ -898,8 +898,11 @@ int main(int argc, char **argv)
         case OPT_JOB: o.job = optarg; break;
         case OPT_PUBLISH: o.publish = true; break;
         case OPT_ES_URL:
+            if (pano_cli_set(cfg, "pano.es.url", optarg) < 0)
+                goto out;
+            break;
         case OPT_STORE:
-            if (pano_cli_set(cfg, opt == OPT_ES_URL ? "pano.es.url" : "pano.store", optarg) < 0)
+            if (pano_cli_add(cfg, "pano.store", optarg) < 0)
                 goto out;
             break;
         case 'h':

@@ -220,6 +220,25 @@ START_TEST(secret_values_are_redacted_in_dumps)
 }
 END_TEST
 
+/* A repeatable list option: the first on the command line replaces the
+ * environment's value, the next ones are added after a comma. */
+START_TEST(repeated_list_option)
+{
+    setenv("PANO_STORE", "/from/env", 1);
+    pano_config *cfg = pano_config_new();
+    char err[256];
+    ck_assert_int_eq(pano_config_load_env(cfg, err, sizeof err), 0);
+    ck_assert_str_eq(pano_config_str(cfg, "pano.store"), "/from/env");
+    char a[] = "/a", b[] = "/b";
+    ck_assert_int_eq(pano_cli_add(cfg, "pano.store", a), 0);
+    ck_assert_str_eq(pano_config_str(cfg, "pano.store"), "/a");
+    ck_assert_int_eq(pano_cli_add(cfg, "pano.store", b), 0);
+    ck_assert_str_eq(pano_config_str(cfg, "pano.store"), "/a,/b");
+    pano_config_free(cfg);
+    unsetenv("PANO_STORE");
+}
+END_TEST
+
 START_TEST(find_config_argument)
 {
     char *a1[] = {"prog", "-i", "1", "--config", "f.properties", "--", "--config", "x", NULL};
@@ -314,6 +333,7 @@ int main(void)
     tcase_add_test(tc, missing_file_is_an_error);
     tcase_add_test(tc, secret_values_are_redacted_in_dumps);
     tcase_add_test(tc, find_config_argument);
+    tcase_add_test(tc, repeated_list_option);
     tcase_add_test(tc, secret_file_first_line);
     suite_add_tcase(s, tc);
     TCase *signals = tcase_create("stop signals");
