@@ -741,6 +741,131 @@ static int merge_files(sqlite3 *db, char **files, size_t n, char *err, size_t er
                 err, errlen);
 }
 
+/* The columns of the events table, in order: "event_id, ..., doc". */
+static char *event_columns(void)
+{
+    pano_buf b = {0};
+    pano_buf_append_str(&b, "event_id, wf_uuid, stream, event, ts");
+    for (size_t i = 0; pano_store_fields[i]; i++)
+        pano_buf_appendf(&b, ", \"%s\"", pano_store_fields[i]);
+    pano_buf_append_str(&b, ", doc");
+    return b.data;
+}
+
+int pano_store_export(sqlite3 *reader, const char *const *wfs, size_t n, const char *file,
+                      const char *source, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(file, &st) == 0) {
+        snprintf(err, errlen, "%s exists: name another file, or remove it first", file);
+        return -1;
+    }
+    char *tmp = pano_asprintf("%s.part", file);
+    unlink(tmp);
+    sqlite3 *out = NULL;
+    char why[512];
+    int rc = sqlite3_open_v2(tmp, &out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf(err, errlen, "cannot create %s: %s", tmp, out ? sqlite3_errmsg(out) : "no memory");
+        sqlite3_close(out);
+        free(tmp);
+        return -1;
+    }
+    rc = exec(out, "PRAGMA journal_mode = DELETE", why, sizeof why) < 0 ||
+                 create_tables(out, tmp, why, sizeof why) < 0
+             ? -1
+             : 0;
+    sqlite3_close(out);
+    char *sql = NULL;
+    if (rc == 0) {
+        sql = sqlite3_mprintf("ATTACH %Q AS export", tmp);
+        rc = exec(reader, sql, why, sizeof why);
+        sqlite3_free(sql);
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "%s: %s", tmp, why);
+        unlink(tmp);
+        free(tmp);
+        return -1;
+    }
+    /* the workflows asked for, and their sub-workflows */
+    rc = exec(reader,
+              "CREATE TEMP TABLE export_wfs (wf TEXT PRIMARY KEY);"
+              "BEGIN",
+              why, sizeof why);
+    sqlite3_stmt *add = NULL;
+    if (rc == 0 && sqlite3_prepare_v2(reader, "INSERT OR IGNORE INTO export_wfs VALUES (?1)", -1,
+                                      &add, NULL) != SQLITE_OK)
+        rc = sql_fail(reader, "export", why, sizeof why);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        sqlite3_bind_text(add, 1, wfs[i], -1, SQLITE_STATIC);
+        if (sqlite3_step(add) != SQLITE_DONE)
+            rc = sql_fail(reader, "export", why, sizeof why);
+        sqlite3_reset(add);
+    }
+    sqlite3_finalize(add);
+    char *cols = event_columns();
+    if (rc == 0) {
+        sql = sqlite3_mprintf(
+            "INSERT OR IGNORE INTO export_wfs SELECT DISTINCT wf_uuid FROM events"
+            " WHERE \"root_xwf_id\" IN (SELECT wf FROM export_wfs);"
+            "INSERT INTO export.events (%s) SELECT %s FROM events"
+            " WHERE wf_uuid IN (SELECT wf FROM export_wfs) ORDER BY ts, row;"
+            "INSERT INTO export.dead_letters SELECT * FROM dead_letters"
+            " WHERE wf_uuid IN (SELECT wf FROM export_wfs) ORDER BY received;"
+            "INSERT INTO export.meta VALUES ('exported_at', %.3f), ('pano_version', %Q),"
+            " ('source', %Q), ('counts', (SELECT json_object("
+            "  'events', (SELECT count(*) FROM export.events),"
+            "  'dead_letters', (SELECT count(*) FROM export.dead_letters),"
+            "  'workflows', (SELECT json_group_object(wf_uuid, json(streams)) FROM"
+            "   (SELECT wf_uuid, json_group_object(stream, n) AS streams FROM"
+            "    (SELECT wf_uuid, stream, count(*) AS n FROM export.events GROUP BY 1, 2)"
+            "    GROUP BY 1)))))",
+            cols, cols, pano_now(), PANO_VERSION, source ? source : "");
+        rc = exec(reader, sql, why, sizeof why);
+        sqlite3_free(sql);
+    }
+    free(cols);
+    rc = finish(reader, rc, why, sizeof why);
+    char ignored[128];
+    exec(reader, "DROP TABLE IF EXISTS temp.export_wfs", ignored, sizeof ignored);
+    if (exec(reader, "DETACH export", ignored, sizeof ignored) < 0 && rc == 0) {
+        snprintf(why, sizeof why, "%s", ignored);
+        rc = -1;
+    }
+    if (rc == 0 && rename(tmp, file) < 0) {
+        snprintf(why, sizeof why, "cannot rename to %s: %s", file, strerror(errno));
+        rc = -1;
+    }
+    if (rc < 0) {
+        snprintf(err, errlen, "export to %s: %s", file, why);
+        unlink(tmp);
+    }
+    free(tmp);
+    return rc;
+}
+
+int pano_store_each_event(sqlite3 *reader,
+                          int (*each)(const char *event, const char *event_id, const char *doc,
+                                      size_t len, void *user),
+                          void *user, char *err, size_t errlen)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(reader, "SELECT event, event_id, doc FROM events ORDER BY ts, row", -1,
+                           &st, NULL) != SQLITE_OK)
+        return sql_fail(reader, "reading the store", err, errlen);
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        stop = each((const char *)sqlite3_column_text(st, 0),
+                    (const char *)sqlite3_column_text(st, 1),
+                    (const char *)sqlite3_column_text(st, 2), (size_t)sqlite3_column_bytes(st, 2),
+                    user);
+    if (!stop && rc != SQLITE_DONE)
+        stop = sql_fail(reader, "reading the store", err, errlen);
+    sqlite3_finalize(st);
+    return stop;
+}
+
 sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, size_t errlen)
 {
     char **files = NULL;

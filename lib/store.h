@@ -102,4 +102,23 @@ void pano_store_close(pano_store *s);
  * store, a newer format). */
 sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, size_t errlen);
 
+/* Write the events of the workflows wfs[0..n) (and of their sub-workflows:
+ * those whose events name one of them as root_xwf_id) and their dead
+ * letters, as a reader connection sees them, into a new store file: one
+ * file, rollback journal (nothing beside it once written), written under a
+ * temporary name and renamed. Its meta table: exported_at (epoch s),
+ * pano_version, source, counts ({"events": N, "dead_letters": N,
+ * "workflows": {uuid: {stream: N}}}). Fails when file exists. 0, or -1
+ * with a message in err. */
+int pano_store_export(sqlite3 *reader, const char *const *wfs, size_t n, const char *file,
+                      const char *source, char *err, size_t errlen);
+
+/* Each event of a reader connection's view, oldest first: each(event name,
+ * event_id, doc, its length, user); a non-zero return stops there and is
+ * returned. -1 with a message in err when the store cannot be read. */
+int pano_store_each_event(sqlite3 *reader,
+                          int (*each)(const char *event, const char *event_id, const char *doc,
+                                      size_t len, void *user),
+                          void *user, char *err, size_t errlen);
+
 #endif

@@ -12,6 +12,7 @@
 #include "mem.h"
 #include "query.h"
 #include "sink.h"
+#include "store.h"
 #include "table.h"
 
 #include <math.h>
@@ -38,6 +39,7 @@ enum {
     OPT_PUBLISH,
     OPT_ES_URL,
     OPT_STORE,
+    OPT_OUTPUT,
 };
 
 static void usage(FILE *out)
@@ -74,6 +76,12 @@ static void usage(FILE *out)
             "  rejected [--since D] [--limit N]\n"
             "                               the messages the store refused, newest first,\n"
             "                               with the reason (--json: with the message)\n"
+            "  export UUID... -o FILE       the workflows' events (their sub-workflows' too)\n"
+            "                               and dead letters in one new file, which --store\n"
+            "                               FILE reads anywhere (from the embedded store)\n"
+            "  import FILE                  the events of such a file into the configured\n"
+            "                               store: through the broker (pano.amqp.url), else\n"
+            "                               into the embedded store; each stored once\n"
             "\n"
             "Output: aligned tables (times local, sizes in KiB/MiB/GiB)\n"
             "      --json             the command's JSON document (seconds, bytes, kB, epoch)\n"
@@ -99,6 +107,7 @@ typedef struct {
     const char *state, *transformation, *metric, *job;
     double step;
     bool publish;
+    const char *output; /* export -o */
 } opts;
 
 static volatile sig_atomic_t stop;
@@ -205,6 +214,72 @@ static int cmd_workflows(opts *o)
     }
     pano_workflows_free(w, n);
     return 0;
+}
+
+/* ---- a workflow in one file ------------------------------------------------- */
+
+static int cmd_export(opts *o, const char *const *wfs, size_t n)
+{
+    if (!o->output) {
+        pano_error("export writes a file: -o FILE");
+        return 2;
+    }
+    char err[1024];
+    if (pano_query_export(o->q, wfs, n, o->output, err, sizeof err) < 0) {
+        pano_error("%s", err);
+        return EXIT_STORE;
+    }
+    pano_info("%zu workflow(s) exported to %s", n, o->output);
+    return 0;
+}
+
+typedef struct {
+    pano_sink *sink;
+    const char *file;
+    size_t failed;
+} import_ctx;
+
+static int import_event(const char *event, const char *event_id, const char *doc, size_t len,
+                        void *user)
+{
+    import_ctx *im = user;
+    char err[1024];
+    if (pano_sink_send_raw(im->sink, event, event_id, doc, len, err, sizeof err) < 0) {
+        pano_error("%s: %s", im->file, err);
+        im->failed++;
+    }
+    return stop ? 1 : 0;
+}
+
+/* The events of an exported file (or any store) into the configured store. */
+static int cmd_import(opts *o, const char *file)
+{
+    char err[1024];
+    const char *paths[] = {file};
+    sqlite3 *db = pano_store_open_reader(paths, 1, err, sizeof err);
+    if (!db) {
+        pano_error("%s", err);
+        return EXIT_STORE;
+    }
+    /* the file is read, not written: pano.store names where the events go */
+    import_ctx im = {.file = file};
+    if (!(im.sink = pano_sink_open(o->cfg, err, sizeof err))) {
+        pano_error("%s", err);
+        sqlite3_close(db);
+        return EXIT_STORE;
+    }
+    pano_sink_hold(im.sink, true);
+    int rc = pano_store_each_event(db, import_event, &im, err, sizeof err);
+    if (rc < 0)
+        pano_error("%s", err);
+    pano_sink_flush(im.sink, err, sizeof err); /* a failure is logged */
+    pano_sink_stats st = pano_sink_get_stats(im.sink);
+    size_t failed = im.failed + st.rejected + st.failed;
+    pano_info("%llu event(s) of %s sent to %s, %zu not", (unsigned long long)(st.sent + st.spooled),
+              file, pano_sink_describe(im.sink), failed);
+    pano_sink_close(im.sink);
+    sqlite3_close(db);
+    return rc != 0 || failed ? EXIT_STORE : 0;
 }
 
 /* ---- rejected --------------------------------------------------------------- */
@@ -841,6 +916,8 @@ static int cmd_anomalies(opts *o, const char *uuid)
 
 int main(int argc, char **argv)
 {
+    char(*uuids)[PANO_WF_UUID_LEN + 1] = NULL; /* export's workflows */
+    const char **wfs = NULL;
     pano_config *cfg = pano_cli_init("pano-query", argc, argv, false);
     if (!cfg)
         return 2;
@@ -858,13 +935,14 @@ int main(int argc, char **argv)
         {"publish", no_argument, NULL, OPT_PUBLISH},
         {"es-url", required_argument, NULL, OPT_ES_URL},
         {"store", required_argument, NULL, OPT_STORE},
+        {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         PANO_CLI_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     opts o = {.cfg = cfg, .since = 30 * 86400.0, .limit = 50, .step = 10};
     int opt, rc = 2;
-    while ((opt = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "ho:", options, NULL)) != -1) {
         int handled = pano_cli_option(cfg, opt, optarg);
         if (handled < 0)
             goto out;
@@ -901,6 +979,7 @@ int main(int argc, char **argv)
             if (pano_cli_set(cfg, "pano.es.url", optarg) < 0)
                 goto out;
             break;
+        case 'o': o.output = optarg; break;
         case OPT_STORE:
             if (pano_cli_add(cfg, "pano.store", optarg) < 0)
                 goto out;
@@ -928,7 +1007,7 @@ int main(int argc, char **argv)
         int args;
     } commands[] = {{"workflows", 0}, {"status", 1},    {"stats", 1},   {"jobs", 1},
                     {"job", 2},       {"series", 1},    {"anomalies", 1}, {"metrics", 0},
-                    {"rejected", 0}};
+                    {"rejected", 0},  {"export", -1},   {"import", 1}};
     size_t c = 0;
     while (c < sizeof commands / sizeof commands[0] && strcmp(commands[c].name, cmd) != 0)
         c++;
@@ -936,11 +1015,17 @@ int main(int argc, char **argv)
         pano_error("unknown command '%s' (pano-query --help lists them)", cmd);
         goto out;
     }
-    if (nargs != commands[c].args) {
+    if (commands[c].args < 0 ? nargs < 1 : nargs != commands[c].args) {
         pano_error("%s takes %s", cmd,
-                   commands[c].args == 0   ? "no argument"
-                   : commands[c].args == 1 ? "one argument, the workflow UUID"
-                                           : "two arguments, the workflow UUID and the job");
+                   commands[c].args < 0     ? "one or more workflow UUIDs"
+                   : commands[c].args == 0  ? "no argument"
+                   : strcmp(cmd, "import") == 0 ? "one argument, the file"
+                   : commands[c].args == 1  ? "one argument, the workflow UUID"
+                                            : "two arguments, the workflow UUID and the job");
+        goto out;
+    }
+    if (strcmp(cmd, "import") == 0) {
+        rc = cmd_import(&o, argv[optind + 1]);
         goto out;
     }
     if (strcmp(cmd, "metrics") == 0) {
@@ -949,10 +1034,19 @@ int main(int argc, char **argv)
     }
     const char *uuid = nargs >= 1 ? argv[optind + 1] : NULL;
     char canonical[PANO_WF_UUID_LEN + 1];
-    if (uuid && !pano_wf_uuid_normalize(uuid, canonical)) {
-        pano_error("'%.80s' is not a workflow UUID (8-4-4-4-12 hexadecimal digits)", uuid);
-        goto out;
+    /* export's UUIDs, each checked and canonical */
+    uuids = pano_calloc(nargs > 0 ? (size_t)nargs : 1, sizeof *uuids);
+    wfs = pano_calloc(nargs > 0 ? (size_t)nargs : 1, sizeof *wfs);
+    for (int i = 0; i < (commands[c].args < 0 ? nargs : 1) && uuid; i++) {
+        const char *u = argv[optind + 1 + i];
+        if (!pano_wf_uuid_normalize(u, uuids[i])) {
+            pano_error("'%.80s' is not a workflow UUID (8-4-4-4-12 hexadecimal digits)", u);
+            goto out;
+        }
+        wfs[i] = uuids[i];
     }
+    if (uuid)
+        memcpy(canonical, uuids[0], sizeof canonical);
     char err[1024];
     if (!(o.q = pano_query_new(cfg, err, sizeof err))) {
         pano_error("%s", err);
@@ -967,6 +1061,8 @@ int main(int argc, char **argv)
         rc = cmd_workflows(&o);
     else if (strcmp(cmd, "rejected") == 0)
         rc = cmd_rejected(&o);
+    else if (strcmp(cmd, "export") == 0)
+        rc = cmd_export(&o, wfs, (size_t)nargs);
     else if (strcmp(cmd, "status") == 0)
         rc = cmd_status(&o, canonical);
     else if (strcmp(cmd, "stats") == 0)
@@ -980,6 +1076,8 @@ int main(int argc, char **argv)
     else
         rc = cmd_anomalies(&o, canonical);
 out:
+    free(uuids);
+    free(wfs);
     pano_query_free(o.q);
     pano_config_free(cfg);
     return rc;

@@ -444,6 +444,14 @@ typedef struct {
     char *original; /* the message as it came (perhaps truncated by the indexer) */
 } pano_rejected;
 
+/* ---- a workflow in one file ------------------------------------------------ */
+
+/* Every event of the workflows wfs[0..n) and of their sub-workflows, with
+ * their dead letters, into the new file (pano_store_export: a store file of
+ * its own, read back with --store FILE). 0, or -1 with a message in err. */
+int pano_query_export(pano_query *q, const char *const *wfs, size_t n, const char *file,
+                      char *err, size_t errlen);
+
 /* The newest limit ones refused since then, newest first. 0, or -1 with a
  * message in err. */
 int pano_query_rejected(pano_query *q, double since, size_t limit, pano_rejected **out,

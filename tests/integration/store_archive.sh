@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# A workflow in one file (no services): pano-query export writes the
+# workflows' events from an embedded store into one file; --store FILE
+# reads it, read-only (from a read-only directory, as an unprivileged user,
+# nothing written beside it, its bytes unchanged), with the same answers as
+# the store it came from; pano-query import puts it into an empty store
+# with the same answers again, each event once however often it is
+# imported; a workflow still running, exported twice, brings the second
+# export's new events on import.
+#
+# Workflows: the five real Pegasus runs of tests/data/pegasus (a
+# hierarchical one exported by its root: its sub-workflows come along) and
+# a 200-job workflow in pano-monitor's shape (tests/tools/kafka_load
+# --lines, nothing produced).
+source "$(dirname "$0")/lib.sh"
+: "${PANO_SOURCE:?}"
+QUERY=$PANO_BUILD/query/pano-query
+EMIT=$PANO_BUILD/publishers/emit/pano-emit
+DATA=$PANO_SOURCE/tests/data/pegasus
+source "$PANO_SOURCE/tests/tools/same_answers.sh"
+unset PANO_AMQP_URL PANO_ES_URL
+STORE=$TEST_DIR/store
+
+into() { # STORE FILE: FILE's events into STORE
+    "$EMIT" --set pano.store="$1" --events "$2" 2>>"$TEST_DIR/emit.log" ||
+        fail "pano-emit --events $2: $(tail -3 "$TEST_DIR/emit.log")"
+}
+samples=(process_wf_success process_wf_failure sample_wf_held hierarchical_wf_success hierarchical_wf_failure)
+workflows=()
+for s in "${samples[@]}"; do
+    into "$STORE" "$DATA/$s/events.jsonl"
+    workflows+=("$(head -n 1 "$DATA/$s/events.jsonl" | jq -r .root_xwf_id)")
+done
+MWF=$(cat /proc/sys/kernel/random/uuid)
+"$PANO_BUILD/tests/tools/kafka_load" --shape monitor --jobs 200 --wf "$MWF" --no-produce \
+    --lines "$TEST_DIR/monitor.jsonl" >/dev/null || fail "kafka_load"
+into "$STORE" "$TEST_DIR/monitor.jsonl"
+workflows+=("$MWF")
+
+# ---- export: one file of all six, and one of the monitor's workflow alone
+ARCHIVE=$TEST_DIR/ro/six.pano
+mkdir -p "$TEST_DIR/ro"
+"$QUERY" --store "$STORE" export "${workflows[@]}" -o "$ARCHIVE" 2>>"$TEST_DIR/query.log" ||
+    fail "export: $(tail -3 "$TEST_DIR/query.log")"
+"$QUERY" --store "$STORE" export "${workflows[@]}" -o "$ARCHIVE" 2>"$TEST_DIR/again.log" &&
+    fail "export over an existing file succeeded"
+grep -q "exists" "$TEST_DIR/again.log" || fail "export over a file: $(cat "$TEST_DIR/again.log")"
+stored=$(sqlite3 "$STORE"/*.pano.sqlite "SELECT count(*) FROM events")
+exported=$(sqlite3 "$ARCHIVE" "SELECT count(*) FROM events")
+[[ $stored == "$exported" ]] || fail "$exported of $stored events exported"
+counts=$(sqlite3 "$ARCHIVE" "SELECT value FROM meta WHERE key = 'counts'")
+jq -e --argjson n "$stored" --arg m "$MWF" '.events == $n and (.workflows | length) >= 6
+    and .workflows[$m].samples == 19000' <<<"$counts" >/dev/null || fail "meta counts: $counts"
+[[ $(sqlite3 "$ARCHIVE" "PRAGMA journal_mode") == delete ]] || fail "the file is not in rollback-journal mode"
+log "exported $exported events of ${#workflows[@]} workflows: $(du -b "$ARCHIVE" | cut -f1) bytes"
+
+# ---- open offline: read-only directory, an unprivileged reader, nothing changed
+chmod 444 "$ARCHIVE"
+chmod 555 "$TEST_DIR/ro"
+sum=$(sha256sum <"$ARCHIVE")
+as_reader=()
+if [[ $(id -u) == 0 ]] && command -v setpriv >/dev/null; then
+    chmod o+x "$TEST_DIR"
+    as_reader=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+fi
+differ=0 n=0
+compare() { # NAME ARGS...: the store's answer and the file's
+    local name=$1 why
+    shift
+    "$QUERY" --store "$STORE" "$@" --json >"$TEST_DIR/es-$name.raw" 2>>"$TEST_DIR/query.log" ||
+        fail "$name from the store: $(tail -3 "$TEST_DIR/query.log")"
+    "${as_reader[@]}" "$QUERY" --store "$ARCHIVE" "$@" --json >"$TEST_DIR/sqlite-$name.raw" 2>>"$TEST_DIR/query.log" ||
+        fail "$name from the file: $(tail -3 "$TEST_DIR/query.log")"
+    n=$((n + 1))
+    if ! why=$(same_answers "$TEST_DIR" "$name"); then
+        log "DIFFERS: $name: $why"
+        differ=$((differ + 1))
+    fi
+}
+for wf in "${workflows[@]}"; do
+    for cmd in status stats jobs anomalies; do compare "$cmd-$wf" "$cmd" "$wf"; done
+done
+compare series-cpu series "$MWF" --metric cpu --step 60s
+compare series-rss series "$MWF" --metric rss --step 60s
+compare workflows workflows --since 3650d --limit 100
+((differ == 0)) || fail "$differ of $n answers differ between the store and the exported file"
+[[ $(sha256sum <"$ARCHIVE") == "$sum" ]] || fail "reading the file changed it"
+[[ $(ls "$TEST_DIR/ro") == six.pano ]] || fail "files beside the archive: $(ls "$TEST_DIR/ro")"
+log "$n answers from the file ${as_reader:+(as nobody, read-only) }the same as from the store"
+
+# ---- import: into an empty store, twice; the same answers
+IMPORTED=$TEST_DIR/imported
+for round in 1 2; do
+    "$QUERY" --store "$IMPORTED" import "$ARCHIVE" 2>>"$TEST_DIR/query.log" ||
+        fail "import $round: $(tail -3 "$TEST_DIR/query.log")"
+done
+[[ $(sqlite3 "$IMPORTED"/*.pano.sqlite "SELECT count(*) FROM events") == "$stored" ]] ||
+    fail "imported twice: $(sqlite3 "$IMPORTED"/*.pano.sqlite "SELECT count(*) FROM events") events, not $stored"
+STORE=$IMPORTED
+for wf in "${workflows[@]}"; do compare "imported-status-$wf" status "$wf"; compare "imported-stats-$wf" stats "$wf"; done
+((differ == 0)) || fail "$differ answers differ between the imported store and the file"
+log "imported twice: $stored events, once each; the same answers"
+
+# ---- a running workflow exported twice: the second export's new events
+RUN=$TEST_DIR/running
+RWF=$(cat /proc/sys/kernel/random/uuid)
+"$PANO_BUILD/tests/tools/kafka_load" --shape monitor --jobs 20 --wf "$RWF" --no-produce \
+    --lines "$TEST_DIR/run.jsonl" >/dev/null || fail "kafka_load"
+total=$(wc -l <"$TEST_DIR/run.jsonl")
+head -n $((total / 2)) "$TEST_DIR/run.jsonl" >"$TEST_DIR/first.jsonl"
+into "$RUN" "$TEST_DIR/first.jsonl"
+"$QUERY" --store "$RUN" export "$RWF" -o "$TEST_DIR/first.pano" 2>>"$TEST_DIR/query.log" || fail "first export"
+into "$RUN" "$TEST_DIR/run.jsonl"
+"$QUERY" --store "$RUN" export "$RWF" -o "$TEST_DIR/second.pano" 2>>"$TEST_DIR/query.log" || fail "second export"
+TARGET=$TEST_DIR/target
+"$QUERY" --store "$TARGET" import "$TEST_DIR/first.pano" 2>>"$TEST_DIR/query.log" || fail "first import"
+[[ $(sqlite3 "$TARGET"/*.pano.sqlite "SELECT count(*) FROM events") == $((total / 2)) ]] || fail "first import"
+"$QUERY" --store "$TARGET" import "$TEST_DIR/second.pano" 2>>"$TEST_DIR/query.log" || fail "second import"
+[[ $(sqlite3 "$TARGET"/*.pano.sqlite "SELECT count(*) FROM events") == "$total" ]] ||
+    fail "after the second import $(sqlite3 "$TARGET"/*.pano.sqlite "SELECT count(*) FROM events") events, not $total"
+log "a running workflow exported twice: $((total / 2)) events, then all $total"
+chmod 755 "$TEST_DIR/ro"
+log "ok"
