@@ -516,20 +516,19 @@ static int run(pano_store *s, sqlite3_stmt *st, char *err, size_t errlen)
     return s->in_batch ? rc : finish(s->db, rc, err, errlen);
 }
 
-static pano_store_outcome dead_letter(pano_store *s, const char *json, size_t len,
-                                      const char *reason, char *err, size_t errlen)
+pano_store_outcome pano_store_keep_refused(pano_store *s, double received, const char *reason,
+                                           const char *event, const char *event_id,
+                                           const char *wf_uuid, const char *body, size_t len,
+                                           char *err, size_t errlen)
 {
-    /* Name and id as far as they can be read from what came. */
-    char perr[64];
-    pano_json *ev = pano_json_parse(json, len, PANO_JSON_DEFAULT_DEPTH, perr, sizeof perr);
-    bool obj = ev && ev->type == PANO_JSON_OBJECT;
-    sqlite3_bind_double(s->dead, 1, pano_now());
+    if (len > INT_MAX)
+        len = 0;
+    sqlite3_bind_double(s->dead, 1, received);
     sqlite3_bind_text(s->dead, 2, reason, -1, SQLITE_TRANSIENT);
-    bind_str(s->dead, 3, obj ? pano_json_get_str(ev, "event") : NULL);
-    bind_str(s->dead, 4, obj ? pano_json_get_str(ev, "event_id") : NULL);
-    bind_str(s->dead, 5, obj ? pano_json_get_str(ev, "wf_uuid") : NULL);
-    sqlite3_bind_blob(s->dead, 6, json, (int)len, SQLITE_TRANSIENT);
-    pano_json_free(ev);
+    bind_str(s->dead, 3, event);
+    bind_str(s->dead, 4, event_id);
+    bind_str(s->dead, 5, wf_uuid);
+    sqlite3_bind_blob(s->dead, 6, body, (int)len, SQLITE_TRANSIENT);
     char why[256];
     if (run(s, s->dead, why, sizeof why) < 0) {
         snprintf(err, errlen, "rejected (%s), and its dead letter not stored: %s", reason, why);
@@ -537,6 +536,21 @@ static pano_store_outcome dead_letter(pano_store *s, const char *json, size_t le
     }
     snprintf(err, errlen, "%s", reason);
     return PANO_STORE_REJECTED;
+}
+
+static pano_store_outcome dead_letter(pano_store *s, const char *json, size_t len,
+                                      const char *reason, char *err, size_t errlen)
+{
+    /* Name and id as far as they can be read from what came. */
+    char perr[64];
+    pano_json *ev = pano_json_parse(json, len, PANO_JSON_DEFAULT_DEPTH, perr, sizeof perr);
+    bool obj = ev && ev->type == PANO_JSON_OBJECT;
+    pano_store_outcome o = pano_store_keep_refused(
+        s, pano_now(), reason, obj ? pano_json_get_str(ev, "event") : NULL,
+        obj ? pano_json_get_str(ev, "event_id") : NULL,
+        obj ? pano_json_get_str(ev, "wf_uuid") : NULL, json, len, err, errlen);
+    pano_json_free(ev);
+    return o;
 }
 
 pano_store_outcome pano_store_put(pano_store *s, const char *routing_key, const char *json,

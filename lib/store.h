@@ -84,6 +84,13 @@ typedef enum {
 pano_store_outcome pano_store_put(pano_store *s, const char *routing_key, const char *json,
                                   size_t len, char *err, size_t errlen);
 
+/* Keep a message refused elsewhere (another store's dead letter) as it
+ * came, with its reason and what it said it was (NULL: unknown). */
+pano_store_outcome pano_store_keep_refused(pano_store *s, double received, const char *reason,
+                                           const char *event, const char *event_id,
+                                           const char *wf_uuid, const char *body, size_t len,
+                                           char *err, size_t errlen);
+
 /* Group the next puts in one transaction until pano_store_commit (a burst
  * of events, one disk sync). 0, or -1 with a message in err. */
 int pano_store_begin(pano_store *s, char *err, size_t errlen);
