@@ -11,8 +11,9 @@
 #
 # The moment of asking differs: what is counted up to it (now, as_of, the
 # wall times "so far", a running job's duration and how overdue it is) is
-# compared apart, within a second; a running workflow's series go on to the
-# moment of asking, so only the points both have are compared.
+# compared apart, within a second (the running jobs' wall time so far, a sum
+# over them, within a second for each); a running workflow's series go on to
+# the moment of asking, so only the points both have are compared.
 # A gauge's mean in a series' points may differ within 1e-6 of the value:
 # the same sums added in another order (Elasticsearch's shards, SQLite's
 # rows) may differ in their last bits, which the mean's subtraction of large
@@ -23,8 +24,12 @@ SAME_NORMALIZE='walk(if type == "object" then del(.as_of, .now) else . end)
   | walk(if type == "object" and has("wall_time_so_far") then del(.wall_time_so_far, .running_job_wall_time_so_far, .workflow_wall_time) else . end)
   | walk(if type == "object" and .state? == "running" then del(.duration) else . end)
   | walk(if type == "object" and .kind? == "overdue" then del(.value, .score) else . end)'
-SAME_SO_FAR='[.. | objects | (.wall_time_so_far?, .running_job_wall_time_so_far?,
+SAME_SO_FAR='[.. | objects | (.wall_time_so_far?,
           (select(.state? == "running") | .duration?), (select(.kind? == "overdue") | .value?)) | numbers]'
+SAME_SUM_SO_FAR='[.. | objects | .running_job_wall_time_so_far? | numbers]'
+# how many jobs run: listed, or counted (status and stats count them)
+SAME_RUNNING='[([.. | objects | select(.state? == "running") | .duration? | numbers] | length),
+  (.. | objects | .by_state?.running? | numbers), (.. | objects | .incomplete? | numbers)] | max'
 SAME_SHORTEST='[.[] | .. | objects | .points? | arrays | length] | min // 0'
 SAME_CUT='walk(if type == "object" and (.points? | type) == "array" then .points |= .[:$n] else . end)'
 SAME_EQUAL='def same($a; $b; $tol):
@@ -44,10 +49,11 @@ same_answers() {
         jq -S --argjson n "$points" "$SAME_NORMALIZE | $filter | $SAME_CUT" "$dir/$s-$name.raw" >"$dir/$s-$name.json" ||
             return 1
     done
-    a=$(jq -c "$SAME_SO_FAR" "$dir/es-$name.raw")
-    b=$(jq -c "$SAME_SO_FAR" "$dir/sqlite-$name.raw")
-    if ! jq -e -n --argjson a "$a" --argjson b "$b" \
-        '($a | length) == ($b | length) and ([range($a | length) | ($a[.] - $b[.]) | fabs < 1] | all)' >/dev/null; then
+    a=$(jq -c "{each: $SAME_SO_FAR, sum: $SAME_SUM_SO_FAR, running: ($SAME_RUNNING)}" "$dir/es-$name.raw")
+    b=$(jq -c "{each: $SAME_SO_FAR, sum: $SAME_SUM_SO_FAR, running: ($SAME_RUNNING)}" "$dir/sqlite-$name.raw")
+    if ! jq -e -n --argjson a "$a" --argjson b "$b" '
+        def near($x; $y; $tol): ($x | length) == ($y | length) and ([range($x | length) | ($x[.] - $y[.]) | fabs < $tol] | all);
+        near($a.each; $b.each; 1) and near($a.sum; $b.sum; [1, $a.running] | max)' >/dev/null; then
         echo "so far $a and $b"
         return 1
     fi
