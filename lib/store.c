@@ -766,6 +766,34 @@ static char *event_columns(void)
     return b.data;
 }
 
+/* The reader's temporary table chosen_wfs: the workflows wfs[0..n) and
+ * their sub-workflows (whose events name one of them as root_xwf_id). */
+static int choose_workflows(sqlite3 *reader, const char *const *wfs, size_t n, char *err,
+                            size_t errlen)
+{
+    int rc = exec(reader,
+                  "DROP TABLE IF EXISTS temp.chosen_wfs;"
+                  "CREATE TEMP TABLE chosen_wfs (wf TEXT PRIMARY KEY)",
+                  err, errlen);
+    sqlite3_stmt *add = NULL;
+    if (rc == 0 && sqlite3_prepare_v2(reader, "INSERT OR IGNORE INTO chosen_wfs VALUES (?1)", -1,
+                                      &add, NULL) != SQLITE_OK)
+        rc = sql_fail(reader, "choosing the workflows", err, errlen);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        sqlite3_bind_text(add, 1, wfs[i], -1, SQLITE_STATIC);
+        if (sqlite3_step(add) != SQLITE_DONE)
+            rc = sql_fail(reader, "choosing the workflows", err, errlen);
+        sqlite3_reset(add);
+    }
+    sqlite3_finalize(add);
+    if (rc == 0)
+        rc = exec(reader,
+                  "INSERT OR IGNORE INTO chosen_wfs SELECT DISTINCT wf_uuid FROM events"
+                  " WHERE \"root_xwf_id\" IN (SELECT wf FROM chosen_wfs)",
+                  err, errlen);
+    return rc;
+}
+
 int pano_store_export(sqlite3 *reader, const char *const *wfs, size_t n, const char *file,
                       const char *source, char *err, size_t errlen)
 {
@@ -803,30 +831,16 @@ int pano_store_export(sqlite3 *reader, const char *const *wfs, size_t n, const c
         return -1;
     }
     /* the workflows asked for, and their sub-workflows */
-    rc = exec(reader,
-              "CREATE TEMP TABLE export_wfs (wf TEXT PRIMARY KEY);"
-              "BEGIN",
-              why, sizeof why);
-    sqlite3_stmt *add = NULL;
-    if (rc == 0 && sqlite3_prepare_v2(reader, "INSERT OR IGNORE INTO export_wfs VALUES (?1)", -1,
-                                      &add, NULL) != SQLITE_OK)
-        rc = sql_fail(reader, "export", why, sizeof why);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        sqlite3_bind_text(add, 1, wfs[i], -1, SQLITE_STATIC);
-        if (sqlite3_step(add) != SQLITE_DONE)
-            rc = sql_fail(reader, "export", why, sizeof why);
-        sqlite3_reset(add);
-    }
-    sqlite3_finalize(add);
+    rc = choose_workflows(reader, wfs, n, why, sizeof why);
+    if (rc == 0)
+        rc = exec(reader, "BEGIN", why, sizeof why);
     char *cols = event_columns();
     if (rc == 0) {
         sql = sqlite3_mprintf(
-            "INSERT OR IGNORE INTO export_wfs SELECT DISTINCT wf_uuid FROM events"
-            " WHERE \"root_xwf_id\" IN (SELECT wf FROM export_wfs);"
             "INSERT INTO export.events (%s) SELECT %s FROM events"
-            " WHERE wf_uuid IN (SELECT wf FROM export_wfs) ORDER BY ts, row;"
+            " WHERE wf_uuid IN (SELECT wf FROM chosen_wfs) ORDER BY ts, row;"
             "INSERT INTO export.dead_letters SELECT * FROM dead_letters"
-            " WHERE wf_uuid IN (SELECT wf FROM export_wfs) ORDER BY received;"
+            " WHERE wf_uuid IN (SELECT wf FROM chosen_wfs) ORDER BY received;"
             "INSERT INTO export.meta VALUES ('exported_at', %.3f), ('pano_version', %Q),"
             " ('source', %Q), ('counts', (SELECT json_object("
             "  'events', (SELECT count(*) FROM export.events),"
@@ -842,7 +856,7 @@ int pano_store_export(sqlite3 *reader, const char *const *wfs, size_t n, const c
     free(cols);
     rc = finish(reader, rc, why, sizeof why);
     char ignored[128];
-    exec(reader, "DROP TABLE IF EXISTS temp.export_wfs", ignored, sizeof ignored);
+    exec(reader, "DROP TABLE IF EXISTS temp.chosen_wfs", ignored, sizeof ignored);
     if (exec(reader, "DETACH export", ignored, sizeof ignored) < 0 && rc == 0) {
         snprintf(why, sizeof why, "%s", ignored);
         rc = -1;
@@ -859,14 +873,19 @@ int pano_store_export(sqlite3 *reader, const char *const *wfs, size_t n, const c
     return rc;
 }
 
-int pano_store_each_event(sqlite3 *reader,
+int pano_store_each_event(sqlite3 *reader, const char *const *wfs, size_t n,
                           int (*each)(const char *event, const char *event_id, const char *doc,
                                       size_t len, void *user),
                           void *user, char *err, size_t errlen)
 {
+    if (wfs && choose_workflows(reader, wfs, n, err, errlen) < 0)
+        return -1;
     sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(reader, "SELECT event, event_id, doc FROM events ORDER BY ts, row", -1,
-                           &st, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(reader,
+                           wfs ? "SELECT event, event_id, doc FROM events WHERE wf_uuid IN "
+                                 "(SELECT wf FROM chosen_wfs) ORDER BY ts, row"
+                               : "SELECT event, event_id, doc FROM events ORDER BY ts, row",
+                           -1, &st, NULL) != SQLITE_OK)
         return sql_fail(reader, "reading the store", err, errlen);
     int rc, stop = 0;
     while (!stop && (rc = sqlite3_step(st)) == SQLITE_ROW)

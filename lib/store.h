@@ -120,10 +120,11 @@ sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, s
 int pano_store_export(sqlite3 *reader, const char *const *wfs, size_t n, const char *file,
                       const char *source, char *err, size_t errlen);
 
-/* Each event of a reader connection's view, oldest first: each(event name,
+/* Each event of a reader connection's view (of the workflows wfs[0..n) and
+ * their sub-workflows; wfs NULL: of all), oldest first: each(event name,
  * event_id, doc, its length, user); a non-zero return stops there and is
  * returned. -1 with a message in err when the store cannot be read. */
-int pano_store_each_event(sqlite3 *reader,
+int pano_store_each_event(sqlite3 *reader, const char *const *wfs, size_t n,
                           int (*each)(const char *event, const char *event_id, const char *doc,
                                       size_t len, void *user),
                           void *user, char *err, size_t errlen);

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "mem.h"
 #include "query.h"
+#include "redact.h"
 #include "store.h"
 #include "store_es.h"
 
@@ -126,9 +127,30 @@ static void close_pit(pano_query *q, const char *pit)
     pano_json_free(body);
 }
 
-/* Every event of the workflows all[0..n) into the scratch store. */
-static int copy_events(pano_query *q, pano_store *s, char **all, size_t n, size_t *copied,
-                       char *err, size_t errlen)
+/* One event into the scratch store, redacted when asked. */
+static int put(pano_store *s, pano_json *ev, pano_redactor *r, size_t *copied, char *err,
+               size_t errlen)
+{
+    if (r)
+        pano_redact_event(r, ev);
+    size_t len;
+    char *json = pano_json_serialize(ev, &len);
+    char why[512];
+    pano_store_outcome o = pano_store_put(s, NULL, json, len, why, sizeof why);
+    free(json);
+    if (o == PANO_STORE_FAILED) {
+        snprintf(err, errlen, "%s", why);
+        return -1;
+    }
+    if (o == PANO_STORE_REJECTED)
+        pano_warn("an event of the store was refused, kept as a dead letter: %s", why);
+    (*copied)++;
+    return 0;
+}
+
+/* Every event of the workflows all[0..n) in Elasticsearch into the scratch store. */
+static int copy_events(pano_query *q, pano_store *s, char **all, size_t n, pano_redactor *r,
+                       size_t *copied, char *err, size_t errlen)
 {
     char *pit = open_pit(q, err, errlen);
     if (!pit)
@@ -165,21 +187,10 @@ static int copy_events(pano_query *q, pano_store *s, char **all, size_t n, size_
             pano_json *ev = as_published(pano_json_get(h, "_source"));
             if (!ev)
                 continue;
-            size_t len;
-            char *json = pano_json_serialize(ev, &len);
+            rc = put(s, ev, r, copied, err, errlen);
             pano_json_free(ev);
-            char why[512];
-            pano_store_outcome o = pano_store_put(s, NULL, json, len, why, sizeof why);
-            free(json);
-            if (o == PANO_STORE_FAILED) {
-                snprintf(err, errlen, "%s", why);
-                rc = -1;
+            if (rc < 0)
                 break;
-            }
-            if (o == PANO_STORE_REJECTED)
-                pano_warn("an event Elasticsearch holds was refused, kept as a dead letter: %s",
-                          why);
-            (*copied)++;
         }
         if (rc == 0 && got == PAGE)
             after = pano_json_clone(pano_json_get(pano_json_at(hits, got - 1), "sort"));
@@ -239,6 +250,31 @@ static int copy_dead_letters(pano_query *q, pano_store *s, char **all, size_t n,
     return rc;
 }
 
+typedef struct {
+    pano_store *s;
+    pano_redactor *r;
+    size_t *copied;
+    char *err;
+    size_t errlen;
+} feed_ctx;
+
+static int feed_event(const char *event, const char *event_id, const char *doc, size_t len,
+                      void *user)
+{
+    (void)event;
+    (void)event_id;
+    feed_ctx *f = user;
+    char perr[200];
+    pano_json *ev = pano_json_parse(doc, len, 0, perr, sizeof perr);
+    if (!ev) {
+        snprintf(f->err, f->errlen, "an event of the store does not parse: %s", perr);
+        return -1;
+    }
+    int rc = put(f->s, ev, f->r, f->copied, f->err, f->errlen);
+    pano_json_free(ev);
+    return rc;
+}
+
 /* Remove the scratch store: its files, then the directory. */
 static void remove_scratch(const char *dir)
 {
@@ -256,8 +292,10 @@ static void remove_scratch(const char *dir)
     rmdir(dir);
 }
 
-static int export_es(pano_query *q, const char *const *wfs, size_t n, const char *file,
-                     char *err, size_t errlen)
+/* The workflows' events put into a scratch store beside the file (from
+ * Elasticsearch, or redacted from the embedded store), then exported. */
+static int export_via_scratch(pano_query *q, const char *const *wfs, size_t n,
+                              const char *file, pano_redactor *r, char *err, size_t errlen)
 {
     if (access(file, F_OK) == 0) {
         snprintf(err, errlen, "%s exists: name another file, or remove it first", file);
@@ -269,7 +307,13 @@ static int export_es(pano_query *q, const char *const *wfs, size_t n, const char
     pano_config *cfg = pano_config_new(); /* the defaults: no retention */
     pano_store *s = NULL;
     sqlite3 *db = NULL;
-    int rc = with_subworkflows(q, wfs, n, &all, &nall, err, errlen);
+    int rc = 0;
+    if (q->db) { /* the store's own view finds the sub-workflows */
+        all = pano_calloc(n, sizeof *all);
+        for (nall = 0; nall < n; nall++)
+            all[nall] = pano_strdup(wfs[nall]);
+    } else
+        rc = with_subworkflows(q, wfs, n, &all, &nall, err, errlen);
     if (rc == 0 && !mkdtemp(dir)) {
         snprintf(err, errlen, "cannot make %s: %s", dir, strerror(errno));
         free(dir);
@@ -286,15 +330,21 @@ static int export_es(pano_query *q, const char *const *wfs, size_t n, const char
         rc = -1;
     if (rc == 0)
         rc = pano_store_begin(s, err, errlen);
-    if (rc == 0)
-        rc = copy_events(q, s, all, nall, &copied, err, errlen);
-    if (rc == 0)
+    feed_ctx f = {s, r, &copied, err, errlen};
+    if (rc == 0 && q->db) {
+        rc = pano_store_each_event(q->db, (const char *const *)all, nall, feed_event, &f, err,
+                                   errlen);
+        rc = rc < 0 ? -1 : rc;
+    } else if (rc == 0)
+        rc = copy_events(q, s, all, nall, r, &copied, err, errlen);
+    /* a dead letter is a message as it came, which cannot be redacted */
+    if (rc == 0 && !q->db && !r)
         rc = copy_dead_letters(q, s, all, nall, err, errlen);
     if (rc == 0)
         rc = pano_store_commit(s, err, errlen);
     pano_store_close(s);
     if (rc == 0 && copied == 0) {
-        snprintf(err, errlen, "Elasticsearch holds no event of %s%s", wfs[0],
+        snprintf(err, errlen, "the store holds no event of %s%s", wfs[0],
                  n > 1 ? " or the other workflows" : "");
         rc = -1;
     }
@@ -302,7 +352,13 @@ static int export_es(pano_query *q, const char *const *wfs, size_t n, const char
     if (rc == 0 && !(db = pano_store_open_reader(paths, 1, err, errlen)))
         rc = -1;
     if (rc == 0) {
-        char *source = pano_asprintf("Elasticsearch, indices %s*", q->prefix);
+        char *source = q->db ? pano_strdup("embedded store")
+                             : pano_asprintf("Elasticsearch, indices %s*", q->prefix);
+        if (r) {
+            char *redacted = pano_asprintf("%s; redacted", source);
+            free(source);
+            source = redacted;
+        }
         rc = pano_store_export(db, (const char *const *)all, nall, file, source, err, errlen);
         free(source);
     }
@@ -319,9 +375,9 @@ static int export_es(pano_query *q, const char *const *wfs, size_t n, const char
 }
 
 int pano_query_export(pano_query *q, const char *const *wfs, size_t n, const char *file,
-                      char *err, size_t errlen)
+                      pano_redactor *r, char *err, size_t errlen)
 {
-    if (q->db)
+    if (q->db && !r)
         return pano_store_export(q->db, wfs, n, file, "embedded store", err, errlen);
-    return export_es(q, wfs, n, file, err, errlen);
+    return export_via_scratch(q, wfs, n, file, r, err, errlen);
 }

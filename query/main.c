@@ -11,10 +11,12 @@
 #include "log.h"
 #include "mem.h"
 #include "query.h"
+#include "redact.h"
 #include "sink.h"
 #include "store.h"
 #include "table.h"
 
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,6 +42,8 @@ enum {
     OPT_ES_URL,
     OPT_STORE,
     OPT_OUTPUT,
+    OPT_REDACT,
+    OPT_REDACT_TRANSFORMATIONS,
 };
 
 static void usage(FILE *out)
@@ -76,7 +80,8 @@ static void usage(FILE *out)
             "  rejected [--since D] [--limit N]\n"
             "                               the messages the store refused, newest first,\n"
             "                               with the reason (--json: with the message)\n"
-            "  export UUID... -o FILE       the workflows' events (their sub-workflows' too)\n"
+            "  export UUID... -o FILE [--redact]\n"
+            "                               the workflows' events (their sub-workflows' too)\n"
             "                               and dead letters in one new file, which --store\n"
             "                               FILE reads anywhere, with no service\n"
             "  import FILE                  the events of such a file into the configured\n"
@@ -87,6 +92,10 @@ static void usage(FILE *out)
             "      --json             the command's JSON document (seconds, bytes, kB, epoch)\n"
             "      --tsv              tab-separated values with a header line (raw numbers)\n"
             "  -o, --output FILE      export: the file to write (it must not exist)\n"
+            "      --redact           export: names, hosts, paths, environment and free text\n"
+            "                         replaced by keyed pseudonyms; numbers, times, event\n"
+            "                         and transformation names and the DAG kept\n"
+            "      --redact-transformations  the transformations' names too\n"
             "      --es-url URL       Elasticsearch (pano.es.url)\n"
             "      --store PATH       read the embedded store instead (pano.store): a store\n"
             "                         directory or one of its files; several (the option\n"
@@ -109,6 +118,7 @@ typedef struct {
     double step;
     bool publish;
     const char *output; /* export -o */
+    bool redact, redact_transformations;
 } opts;
 
 static volatile sig_atomic_t stop;
@@ -226,11 +236,19 @@ static int cmd_export(opts *o, const char *const *wfs, size_t n)
         return 2;
     }
     char err[1024];
-    if (pano_query_export(o->q, wfs, n, o->output, err, sizeof err) < 0) {
+    pano_redactor *r = NULL;
+    if ((o->redact || o->redact_transformations) &&
+        !(r = pano_redactor_new(o->redact_transformations))) {
+        pano_error("no random key for the pseudonyms: %s", strerror(errno));
+        return EXIT_STORE;
+    }
+    int rc = pano_query_export(o->q, wfs, n, o->output, r, err, sizeof err);
+    pano_redactor_free(r);
+    if (rc < 0) {
         pano_error("%s", err);
         return EXIT_STORE;
     }
-    pano_info("%zu workflow(s) exported to %s", n, o->output);
+    pano_info("%zu workflow(s) exported to %s%s", n, o->output, r ? ", redacted" : "");
     return 0;
 }
 
@@ -270,7 +288,7 @@ static int cmd_import(opts *o, const char *file)
         return EXIT_STORE;
     }
     pano_sink_hold(im.sink, true);
-    int rc = pano_store_each_event(db, import_event, &im, err, sizeof err);
+    int rc = pano_store_each_event(db, NULL, 0, import_event, &im, err, sizeof err);
     if (rc < 0)
         pano_error("%s", err);
     pano_sink_flush(im.sink, err, sizeof err); /* a failure is logged */
@@ -937,6 +955,8 @@ int main(int argc, char **argv)
         {"es-url", required_argument, NULL, OPT_ES_URL},
         {"store", required_argument, NULL, OPT_STORE},
         {"output", required_argument, NULL, 'o'},
+        {"redact", no_argument, NULL, OPT_REDACT},
+        {"redact-transformations", no_argument, NULL, OPT_REDACT_TRANSFORMATIONS},
         {"help", no_argument, NULL, 'h'},
         PANO_CLI_LONG_OPTIONS,
         {NULL, 0, NULL, 0},
@@ -981,6 +1001,8 @@ int main(int argc, char **argv)
                 goto out;
             break;
         case 'o': o.output = optarg; break;
+        case OPT_REDACT: o.redact = true; break;
+        case OPT_REDACT_TRANSFORMATIONS: o.redact_transformations = true; break;
         case OPT_STORE:
             if (pano_cli_add(cfg, "pano.store", optarg) < 0)
                 goto out;

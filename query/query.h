@@ -448,9 +448,12 @@ typedef struct {
 
 /* Every event of the workflows wfs[0..n) and of their sub-workflows, with
  * their dead letters, into the new file (pano_store_export: a store file of
- * its own, read back with --store FILE). 0, or -1 with a message in err. */
+ * its own, read back with --store FILE). With a redactor (redact.h) each
+ * event is redacted and the dead letters are left out. 0, or -1 with a
+ * message in err. */
+typedef struct pano_redactor pano_redactor;
 int pano_query_export(pano_query *q, const char *const *wfs, size_t n, const char *file,
-                      char *err, size_t errlen);
+                      pano_redactor *r, char *err, size_t errlen);
 
 /* The newest limit ones refused since then, newest first. 0, or -1 with a
  * message in err. */

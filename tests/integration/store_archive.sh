@@ -6,7 +6,9 @@
 # the store it came from; pano-query import puts it into an empty store
 # with the same answers again, each event once however often it is
 # imported; a workflow still running, exported twice, brings the second
-# export's new events on import.
+# export's new events on import; a redacted export holds none of the
+# user's, hosts' and paths' names the runs carry, and pano-query stats of
+# it gives every number the original does.
 #
 # Workflows: the five real Pegasus runs of tests/data/pegasus (a
 # hierarchical one exported by its root: its sub-workflows come along) and
@@ -119,5 +121,33 @@ TARGET=$TEST_DIR/target
 [[ $(sqlite3 "$TARGET"/*.pano.sqlite "SELECT count(*) FROM events") == "$total" ]] ||
     fail "after the second import $(sqlite3 "$TARGET"/*.pano.sqlite "SELECT count(*) FROM events") events, not $total"
 log "a running workflow exported twice: $((total / 2)) events, then all $total"
+
+# ---- redacted: the runs' known names nowhere in the file's bytes, the same numbers
+STORE=$TEST_DIR/store
+RED=$TEST_DIR/redacted.pano
+"$QUERY" --store "$STORE" export "${workflows[@]}" --redact -o "$RED" 2>>"$TEST_DIR/query.log" ||
+    fail "export --redact: $(tail -3 "$TEST_DIR/query.log")"
+# the Pegasus runs' user, submit host and paths; the monitor's hosts and executable
+for known in mzalam /home/ hierarchical-workflow example.org node-07 /opt/app; do
+    grep -c -a -F "$known" "$DATA"/*/events.jsonl "$TEST_DIR/monitor.jsonl" | grep -qv ':0$' ||
+        fail "'$known' is not in the workflows: the test would prove nothing"
+    ! grep -q -a -F "$known" "$RED" || fail "'$known' is in the redacted file"
+done
+[[ $(sqlite3 "$RED" "SELECT count(*) FROM events") == "$stored" ]] || fail "the redacted file lost events"
+numbers() { # STORE CMD WF: the answer's numbers, but the moment of asking's, in order
+    "$QUERY" --store "$1" "$2" "$3" --json | jq -c "$SAME_NORMALIZE | [.. | numbers] | sort"
+}
+for wf in "${workflows[@]}"; do
+    for cmd in stats status; do
+        [[ $(numbers "$STORE" "$cmd" "$wf") == "$(numbers "$RED" "$cmd" "$wf")" ]] ||
+            fail "$cmd $wf: the redacted file's numbers differ"
+    done
+done
+"$QUERY" --store "$RED" stats "$MWF" --json | jq -e '[.transformations[].transformation] | index("xf_3")' >/dev/null ||
+    fail "a transformation's name was redacted"
+"$QUERY" --store "$STORE" export "$MWF" --redact-transformations -o "$TEST_DIR/red-xf.pano" 2>>"$TEST_DIR/query.log" ||
+    fail "export --redact-transformations"
+! grep -q -a -F "xf_3" "$TEST_DIR/red-xf.pano" || fail "--redact-transformations kept xf_3"
+log "redacted: none of the known names in the file, every number of stats and status the same"
 chmod 755 "$TEST_DIR/ro"
 log "ok"
