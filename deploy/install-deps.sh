@@ -14,8 +14,9 @@ packages=(
     zlib1g-dev libbz2-dev
     # pano-explorer: its HTTP server, and the charts its pages draw
     libmicrohttpd-dev libjs-chart.js
-    # the embedded store (and its command-line shell, which tests use to look inside)
-    libsqlite3-dev sqlite3
+    # the embedded store (and its command-line shell, which tests use to look inside);
+    # an exported workflow is compressed with zstd (whose command tests use to open one)
+    libsqlite3-dev sqlite3 libzstd-dev zstd
     # tests, the demo and the benchmarks (column, bc)
     check valgrind jq curl bsdextrautils bc git
     # an AMQP client that is not pano's (tests publish with amqp-publish; bench/bridge.sh's

@@ -7,6 +7,7 @@
 #include "normalize.h"
 #include "partition.h"
 #include "schema.h"
+#include "zstd_file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,6 +21,7 @@
 
 #define APPLICATION_ID 0x70616e6f /* "pano" */
 #define PURGE_EVERY 3600.0
+#define EXPORT_ZSTD_LEVEL 3 /* zstd's default: 60 bytes a sample, at 300 MB/s */
 #define READER_MMAP_BYTES (1LL << 40) /* SQLite caps it at its build's maximum */
 
 #define FIRST_FIELD 7 /* the insert's parameter of the first field */
@@ -702,9 +704,35 @@ static char *union_sql(const char *table, size_t n, bool by_id)
     return b.data;
 }
 
-static int attach(sqlite3 *db, const char *file, const char *schema, char *err, size_t errlen)
+/* A compressed file (an export: zstd_file.h) decompressed into a private
+ * temporary file, its path in *plain: NULL when file is plain. */
+static int decompressed(const char *file, char **plain, char *err, size_t errlen)
 {
-    char *uri = ro_uri(file);
+    *plain = NULL;
+    if (!pano_zstd_file_is(file))
+        return 0;
+    const char *tmp = getenv("TMPDIR");
+    char *path = pano_asprintf("%s/pano-export-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot make a file to decompress %s into: %s", file,
+                 strerror(errno));
+        free(path);
+        return -1;
+    }
+    close(fd);
+    if (pano_zstd_file_decompress(file, path, err, errlen) < 0) {
+        free(path);
+        return -1;
+    }
+    *plain = path;
+    return 0;
+}
+
+static int attach_plain(sqlite3 *db, const char *path, const char *file, const char *schema,
+                        char *err, size_t errlen)
+{
+    char *uri = ro_uri(path);
     char *sql = sqlite3_mprintf("ATTACH %Q AS %s", uri, schema);
     free(uri);
     int rc = exec(db, sql, err, errlen);
@@ -714,7 +742,7 @@ static int attach(sqlite3 *db, const char *file, const char *schema, char *err, 
     /* Scans read the file's pages where the kernel caches them, without a
      * copy (sqlite.org, "Memory-Mapped I/O"); not over a network file
      * system, where another host may change the file under the mapping. */
-    char *dir = pano_strdup(file);
+    char *dir = pano_strdup(path);
     char *slash = strrchr(dir, '/');
     if (slash)
         *slash = '\0';
@@ -725,6 +753,21 @@ static int attach(sqlite3 *db, const char *file, const char *schema, char *err, 
     sql = sqlite3_mprintf("PRAGMA %s.mmap_size = %lld", schema, READER_MMAP_BYTES);
     rc = exec(db, sql, err, errlen);
     sqlite3_free(sql);
+    return rc;
+}
+
+static int attach(sqlite3 *db, const char *file, const char *schema, char *err, size_t errlen)
+{
+    /* a compressed file is read from its decompressed copy, whose name is
+     * gone once SQLite holds it open: nothing is left behind */
+    char *plain;
+    if (decompressed(file, &plain, err, errlen) < 0)
+        return -1;
+    int rc = attach_plain(db, plain ? plain : file, file, schema, err, errlen);
+    if (plain) {
+        unlink(plain);
+        free(plain);
+    }
     return rc;
 }
 
@@ -861,15 +904,21 @@ int pano_store_export(sqlite3 *reader, const char *const *wfs, size_t n, const c
         snprintf(why, sizeof why, "%s", ignored);
         rc = -1;
     }
-    if (rc == 0 && rename(tmp, file) < 0) {
+    /* compressed as a whole: a sample's JSON repeats its job's */
+    char *packed = pano_asprintf("%s.zst-part", file);
+    if (rc == 0 && pano_zstd_file_compress(tmp, packed, EXPORT_ZSTD_LEVEL, why, sizeof why) < 0)
+        rc = -1;
+    if (rc == 0 && rename(packed, file) < 0) {
         snprintf(why, sizeof why, "cannot rename to %s: %s", file, strerror(errno));
         rc = -1;
     }
     if (rc < 0) {
         snprintf(err, errlen, "export to %s: %s", file, why);
-        unlink(tmp);
+        unlink(packed);
     }
+    unlink(tmp);
     free(tmp);
+    free(packed);
     return rc;
 }
 

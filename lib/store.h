@@ -99,7 +99,8 @@ int pano_store_commit(pano_store *s, char *err, size_t errlen);
 void pano_store_close(pano_store *s);
 
 /* Open stores and files to read, as one: each path is a store directory
- * (every *.pano.sqlite in it) or one file, opened read-only. The
+ * (every *.pano.sqlite in it) or one file (an export, compressed, too),
+ * opened read-only. The
  * connection's views `events` (with `row`, a row's place in its file, for
  * a stable order) and `dead_letters` are the union of the files' tables,
  * an event_id present in several files taken once. Up to SQLite's limit of
@@ -111,9 +112,11 @@ sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, s
 
 /* Write the events of the workflows wfs[0..n) (and of their sub-workflows:
  * those whose events name one of them as root_xwf_id) and their dead
- * letters, as a reader connection sees them, into a new store file: one
- * file, rollback journal (nothing beside it once written), written under a
- * temporary name and renamed. Its meta table: exported_at (epoch s),
+ * letters, as a reader connection sees them, into a new store file, in
+ * rollback-journal mode, compressed as a whole with zstd (zstd_file.h;
+ * `zstd -d` gives the SQLite file), written under a temporary name and
+ * renamed. pano_store_open_reader reads such a file through a private
+ * decompressed copy. Its meta table: exported_at (epoch s),
  * pano_version, source, counts ({"events": N, "dead_letters": N,
  * "workflows": {uuid: {stream: N}}}). Fails when file exists. 0, or -1
  * with a message in err. */

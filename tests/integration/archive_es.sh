@@ -15,6 +15,11 @@ EMIT=$PANO_BUILD/publishers/emit/pano-emit
 DATA=$PANO_SOURCE/tests/data/pegasus
 source "$PANO_SOURCE/tests/tools/same_answers.sh"
 export PANO_QUERY_INGEST_DELAY=3600
+# SQL over the exported file (zstd-compressed): its decompressed copy
+in_file() { # FILE SQL
+    zstd -q -dc "$1" >"$TEST_DIR/plain.sqlite" || fail "zstd -d $1"
+    sqlite3 "$TEST_DIR/plain.sqlite" "$2"
+}
 
 start bridge "$PANO_BUILD/broker-bridge/pano-bridge"
 start indexer "$PANO_BUILD/indexer/pano-indexer"
@@ -47,12 +52,12 @@ log "$want events in Elasticsearch"
 # ---- export from Elasticsearch; the file answers as Elasticsearch does
 FILE=$TEST_DIR/six.pano
 "$QUERY" export "${workflows[@]}" -o "$FILE" 2>>"$TEST_DIR/query.log" || fail "export: $(tail -3 "$TEST_DIR/query.log")"
-[[ $(sqlite3 "$FILE" "SELECT count(*) FROM events") == "$want" ]] ||
-    fail "$(sqlite3 "$FILE" "SELECT count(*) FROM events") of $want events exported"
-[[ $(sqlite3 "$FILE" "SELECT count(*) FROM dead_letters WHERE event_id = 'refused-1'") == 1 ]] ||
+[[ $(in_file "$FILE" "SELECT count(*) FROM events") == "$want" ]] ||
+    fail "$(in_file "$FILE" "SELECT count(*) FROM events") of $want events exported"
+[[ $(in_file "$FILE" "SELECT count(*) FROM dead_letters WHERE event_id = 'refused-1'") == 1 ]] ||
     fail "the dead letter was not exported"
-sqlite3 "$FILE" "SELECT value FROM meta WHERE key = 'source'" | grep -q "Elasticsearch, indices $TEST_ID-" ||
-    fail "meta source: $(sqlite3 "$FILE" "SELECT value FROM meta WHERE key = 'source'")"
+in_file "$FILE" "SELECT value FROM meta WHERE key = 'source'" | grep -q "Elasticsearch, indices $TEST_ID-" ||
+    fail "meta source: $(in_file "$FILE" "SELECT value FROM meta WHERE key = 'source'")"
 ls "$TEST_DIR" | grep -q scratch && fail "the export left its scratch store"
 log "exported $want events and the dead letter: $(du -b "$FILE" | cut -f1) bytes"
 differ=0 n=0
