@@ -29,6 +29,10 @@
 #    the runtime of pano-query status alone); pano-explorer on the store:
 #    its first answer for the big workflow, its peak RSS after it and its
 #    own memory in it (RssAnon; the rest is the store's pages it maps).
+# 4. The workflow in one file: pano-query export from Elasticsearch and
+#    from the embedded store (milliseconds each; the file's bytes per event
+#    and per sample), and pano-query import of the file into an empty
+#    embedded store (events/s).
 # Baseline in the same run: the Elasticsearch _count of the workflow's
 #    documents (one request, the least a query over this workflow costs).
 # Targets (embedded store): ingest >= 100,000 events/s; each query <= 300
@@ -47,7 +51,9 @@
 #   store_ingest_per_s=... store_bytes_per_event=... store_same=SAME/ASKED
 #   store_status_ms=... (each query) store_live_p99_ms=...
 #   store_status_alone_ms=... store_explorer_first_ms=...
-#   store_explorer_rss_kb=... store_explorer_anon_kb=...
+#   store_explorer_rss_kb=... store_explorer_anon_kb=... export_es_ms=...
+#   export_store_ms=... file_bytes_per_event=... file_bytes_per_sample=...
+#   import_per_s=...
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${BENCH_REPS:-5}
@@ -165,6 +171,20 @@ explorer_anon=$(awk '/^RssAnon/ {print $2}' "/proc/$EX_PID/status")
 kill -TERM "$EX_PID" && wait "$EX_PID" || true
 log "embedded store: pano-explorer's first answer for the workflow $explorer_ms ms; its peak RSS $explorer_rss kB, $explorer_anon kB its own (not the store's mapped pages)"
 
+# ---- 4. the workflow in one file
+export_es_ms=$(ms "$Q" export "$WF" -o "$DIR/es.pano")
+export_store_ms=$(ms "${SQ[@]}" export "$WF" -o "$DIR/store.pano")
+file_bytes=$(stat -c %s "$DIR/store.pano")
+samples=$(sqlite3 "$STORE"/*.pano.sqlite "SELECT count(*) FROM events WHERE stream = 'samples'")
+file_per_event=$(awk -v b="$file_bytes" -v n="$total" 'BEGIN { printf "%d", b / n }')
+file_per_sample=$(awk -v b="$file_bytes" -v n="$samples" 'BEGIN { printf "%d", b / n }')
+t0=$(date +%s%N)
+env PANO_AMQP_URL= "$Q" --store "$DIR/imported" import "$DIR/store.pano" 2>>"$DIR/emit.log" ||
+    { tail -3 "$DIR/emit.log" >&2; exit 1; }
+t1=$(date +%s%N)
+import_per_s=$(awk -v n="$total" -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", n / ((b - a) / 1e9) }')
+log "one file: export from Elasticsearch $export_es_ms ms, from the embedded store $export_store_ms ms; $file_bytes bytes ($file_per_event an event, $file_per_sample a sample; Elasticsearch's: $(stat -c %s "$DIR/es.pano")); import into an empty store $import_per_s events/s"
+
 line+=" store_ingest_per_s=$ingest store_bytes_per_event=$per_event store_same=$same/$asked"
 for name in "${names[@]}"; do [[ -n ${result[store_$name]:-} ]] && line+=" store_${name}_ms=${result[store_$name]}"; done
-echo "$line store_live_p99_ms=$live_p99 store_status_alone_ms=$alone store_explorer_first_ms=$explorer_ms store_explorer_rss_kb=$explorer_rss store_explorer_anon_kb=$explorer_anon"
+echo "$line store_live_p99_ms=$live_p99 store_status_alone_ms=$alone store_explorer_first_ms=$explorer_ms store_explorer_rss_kb=$explorer_rss store_explorer_anon_kb=$explorer_anon export_es_ms=$export_es_ms export_store_ms=$export_store_ms file_bytes_per_event=$file_per_event file_bytes_per_sample=$file_per_sample import_per_s=$import_per_s"
