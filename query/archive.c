@@ -207,46 +207,27 @@ static int copy_events(pano_query *q, pano_store *s, char **all, size_t n, pano_
 static int copy_dead_letters(pano_query *q, pano_store *s, char **all, size_t n, char *err,
                              size_t errlen)
 {
-    pano_json *body = pano_json_object();
-    pano_json_set_int(body, "size", MAX_DEAD_LETTERS);
-    pano_json_set(body, "query", terms_of("wf_uuid", all, n));
-    pano_json_set(body, "sort", store_literal("[{\"@timestamp\":\"asc\"}]"));
-    pano_json_set(body, "docvalue_fields",
-                  store_literal("[{\"field\":\"@timestamp\",\"format\":\"epoch_millis\"}]"));
-    char *path = pano_asprintf("/%s%s-*/_search?ignore_unavailable=true&allow_no_indices=true",
-                               q->prefix, pano_streams[PANO_STREAM_DEAD_LETTER]);
-    pano_json *answer = store_post(q, path, body, NULL, err, errlen);
-    free(path);
-    pano_json_free(body);
-    if (!answer)
+    pano_rejected *r;
+    size_t got;
+    if (pano_query_rejected_of(q, (const char *const *)all, n, MAX_DEAD_LETTERS, &r, &got, err,
+                               errlen) < 0)
         return -1;
-    const pano_json *hits = pano_json_get_array(pano_json_get(answer, "hits"), "hits");
-    if (pano_json_len(hits) == MAX_DEAD_LETTERS)
-        pano_warn("more than %d dead letters: the first %d exported", MAX_DEAD_LETTERS,
+    if (got == MAX_DEAD_LETTERS)
+        pano_warn("more than %d dead letters: the newest %d exported", MAX_DEAD_LETTERS,
                   MAX_DEAD_LETTERS);
     int rc = 0;
-    for (size_t i = 0; i < pano_json_len(hits) && rc == 0; i++) {
-        const pano_json *h = pano_json_at(hits, i), *d = pano_json_get(h, "_source");
-        const pano_json *ms = pano_json_get_array(pano_json_get(h, "fields"), "@timestamp");
-        const pano_json *v = pano_json_len(ms) ? pano_json_at(ms, 0) : NULL;
-        double received = !v                              ? 0
-                          : v->type == PANO_JSON_STRING ? strtod(v->u.string.text, NULL) / 1000
-                          : v->type == PANO_JSON_INT    ? (double)v->u.integer / 1000
-                                                        : 0;
-        const char *original = pano_json_get_str(d, "original");
-        const char *event = pano_json_get_str(d, "event");
+    for (size_t i = got; i-- > 0 && rc == 0;) { /* oldest first */
         char why[512];
-        if (pano_store_keep_refused(s, received, pano_json_get_str(d, "reason"),
-                                    event ? event : pano_json_get_str(d, "routing_key"),
-                                    pano_json_get_str(d, "event_id"),
-                                    pano_json_get_str(d, "wf_uuid"), original ? original : "",
-                                    original ? strlen(original) : 0, why,
+        if (pano_store_keep_refused(s, r[i].ts, r[i].reason, *r[i].event ? r[i].event : NULL,
+                                    *r[i].event_id ? r[i].event_id : NULL,
+                                    *r[i].wf_uuid ? r[i].wf_uuid : NULL, r[i].original,
+                                    strlen(r[i].original), why,
                                     sizeof why) == PANO_STORE_FAILED) {
             snprintf(err, errlen, "%s", why);
             rc = -1;
         }
     }
-    pano_json_free(answer);
+    pano_rejected_free(r, got);
     return rc;
 }
 

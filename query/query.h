@@ -459,6 +459,9 @@ int pano_query_export(pano_query *q, const char *const *wfs, size_t n, const cha
  * message in err. */
 int pano_query_rejected(pano_query *q, double since, size_t limit, pano_rejected **out,
                         size_t *n, char *err, size_t errlen);
+/* The newest limit ones of the workflows wfs[0..nwfs), newest first. */
+int pano_query_rejected_of(pano_query *q, const char *const *wfs, size_t nwfs, size_t limit,
+                           pano_rejected **out, size_t *n, char *err, size_t errlen);
 void pano_rejected_free(pano_rejected *r, size_t n);
 pano_json *pano_rejected_to_json(const pano_rejected *r, size_t n);
 

@@ -26,19 +26,34 @@ static void add(pano_rejected **out, size_t *n, double ts, const char *source, c
     };
 }
 
-static int from_sqlite(pano_query *q, double since, size_t limit, pano_rejected **out, size_t *n,
-                       char *err, size_t errlen)
+/* The workflows wfs[0..n) as a JSON array, or NULL for none given. */
+static pano_json *workflow_list(const char *const *wfs, size_t n)
+{
+    if (!wfs)
+        return NULL;
+    pano_json *list = pano_json_array();
+    for (size_t i = 0; i < n; i++)
+        pano_json_append(list, pano_json_string(wfs[i]));
+    return list;
+}
+
+static int from_sqlite(pano_query *q, double since, const pano_json *wfs, size_t limit,
+                       pano_rejected **out, size_t *n, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(q->db,
                            "SELECT received, reason, event, event_id, wf_uuid, CAST(body AS TEXT) "
-                           "FROM dead_letters WHERE received >= ?1 ORDER BY received DESC LIMIT ?2",
+                           "FROM dead_letters WHERE received >= ?1 AND (?3 IS NULL OR wf_uuid IN "
+                           "(SELECT value FROM json_each(?3))) ORDER BY received DESC LIMIT ?2",
                            -1, &st, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "the embedded store: %s", sqlite3_errmsg(q->db));
         return -1;
     }
     sqlite3_bind_double(st, 1, since);
     sqlite3_bind_int64(st, 2, (sqlite3_int64)limit);
+    char *list = wfs ? pano_json_serialize(wfs, NULL) : NULL;
+    if (list)
+        sqlite3_bind_text(st, 3, list, -1, free);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         add(out, n, sqlite3_column_double(st, 0), "pano-store",
@@ -51,19 +66,26 @@ static int from_sqlite(pano_query *q, double since, size_t limit, pano_rejected 
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-static int from_es(pano_query *q, double since, size_t limit, pano_rejected **out, size_t *n,
-                   char *err, size_t errlen)
+static int from_es(pano_query *q, double since, const pano_json *wfs, size_t limit,
+                   pano_rejected **out, size_t *n, char *err, size_t errlen)
 {
     pano_json *body = pano_json_object();
     pano_json_set_int(body, "size", (int64_t)limit);
     pano_json_set(body, "sort", store_literal("[{\"@timestamp\":\"desc\"}]"));
     pano_json_set(body, "docvalue_fields",
                   store_literal("[{\"field\":\"@timestamp\",\"format\":\"epoch_millis\"}]"));
-    pano_json *t = pano_json_set_object(pano_json_set_object(pano_json_set_object(body, "query"),
-                                                             "range"),
-                                        "@timestamp");
+    pano_json *filter = pano_json_set_array(
+        pano_json_set_object(pano_json_set_object(body, "query"), "bool"), "filter");
+    pano_json *range = pano_json_object();
+    pano_json *t = pano_json_set_object(pano_json_set_object(range, "range"), "@timestamp");
     pano_json_set_int(t, "gte", store_ms(since));
     pano_json_set_str(t, "format", "epoch_millis");
+    pano_json_append(filter, range);
+    if (wfs) {
+        pano_json *terms = pano_json_object();
+        pano_json_set(pano_json_set_object(terms, "terms"), "wf_uuid", pano_json_clone(wfs));
+        pano_json_append(filter, terms);
+    }
     char *path = pano_asprintf("/%s%s-*/_search?ignore_unavailable=true&allow_no_indices=true",
                                q->prefix, pano_streams[PANO_STREAM_DEAD_LETTER]);
     pano_json *answer = store_post(q, path, body, NULL, err, errlen);
@@ -90,19 +112,33 @@ static int from_es(pano_query *q, double since, size_t limit, pano_rejected **ou
     return 0;
 }
 
-int pano_query_rejected(pano_query *q, double since, size_t limit, pano_rejected **out,
-                        size_t *n, char *err, size_t errlen)
+static int rejected(pano_query *q, double since, const char *const *wfs, size_t nwfs,
+                    size_t limit, pano_rejected **out, size_t *n, char *err, size_t errlen)
 {
     *out = NULL;
     *n = 0;
-    int rc = q->db ? from_sqlite(q, since, limit, out, n, err, errlen)
-                   : from_es(q, since, limit, out, n, err, errlen);
+    pano_json *list = workflow_list(wfs, nwfs);
+    int rc = q->db ? from_sqlite(q, since, list, limit, out, n, err, errlen)
+                   : from_es(q, since, list, limit, out, n, err, errlen);
+    pano_json_free(list);
     if (rc < 0) {
         pano_rejected_free(*out, *n);
         *out = NULL;
         *n = 0;
     }
     return rc;
+}
+
+int pano_query_rejected(pano_query *q, double since, size_t limit, pano_rejected **out,
+                        size_t *n, char *err, size_t errlen)
+{
+    return rejected(q, since, NULL, 0, limit, out, n, err, errlen);
+}
+
+int pano_query_rejected_of(pano_query *q, const char *const *wfs, size_t nwfs, size_t limit,
+                           pano_rejected **out, size_t *n, char *err, size_t errlen)
+{
+    return rejected(q, 0, wfs, nwfs, limit, out, n, err, errlen);
 }
 
 void pano_rejected_free(pano_rejected *r, size_t n)
