@@ -6,7 +6,9 @@
 # the store it came from; pano-query import puts it into an empty store
 # with the same answers again, each event once however often it is
 # imported; a workflow still running, exported twice, brings the second
-# export's new events on import; a redacted export holds none of the
+# export's new events on import; a file read together with another host's
+# store is one workflow, each event once, and exports as one file; a
+# redacted export holds none of the
 # user's, hosts' and paths' names the runs carry, and pano-query stats of
 # it gives every number the original does.
 #
@@ -128,6 +130,26 @@ TARGET=$TEST_DIR/target
 [[ $(sqlite3 "$TARGET"/*.pano.sqlite "SELECT count(*) FROM events") == "$total" ]] ||
     fail "after the second import $(sqlite3 "$TARGET"/*.pano.sqlite "SELECT count(*) FROM events") events, not $total"
 log "a running workflow exported twice: $((total / 2)) events, then all $total"
+
+# ---- merged: the first export read together with a store holding the second
+# half (another host's), as one workflow, each event once; exported as one file
+OTHER=$TEST_DIR/other-host
+tail -n +$((total / 2 + 1)) "$TEST_DIR/run.jsonl" >"$TEST_DIR/second-half.jsonl"
+"$EMIT" --set pano.store="$OTHER" --set pano.hostname=other --events "$TEST_DIR/second-half.jsonl" \
+    2>>"$TEST_DIR/emit.log" || fail "the other host's store"
+for s in es sqlite; do
+    if [[ $s == es ]]; then
+        "$QUERY" --store "$RUN" status "$RWF" --json
+    else
+        "$QUERY" --store "$TEST_DIR/first.pano" --store "$OTHER" status "$RWF" --json
+    fi >"$TEST_DIR/$s-merged.raw" 2>>"$TEST_DIR/query.log" || fail "status of the merged view"
+done
+why=$(same_answers "$TEST_DIR" merged) || fail "the file and the other host's store, read as one, differ from the whole: $why"
+"$QUERY" --store "$TEST_DIR/first.pano" --store "$OTHER" --store "$RUN" export "$RWF" -o "$TEST_DIR/merged.pano" \
+    2>>"$TEST_DIR/query.log" || fail "export of the merged view"
+[[ $(in_file "$TEST_DIR/merged.pano" "SELECT count(*) FROM events") == "$total" ]] ||
+    fail "the merged view exported $(in_file "$TEST_DIR/merged.pano" "SELECT count(*) FROM events") events, not $total"
+log "a file and another host's store read as one workflow, and exported as one file: $total events once each"
 
 # ---- redacted: the runs' known names nowhere in the file's bytes, the same numbers
 STORE=$TEST_DIR/store
