@@ -897,6 +897,11 @@ int pano_store_export(sqlite3 *reader, const char *const *wfs, size_t n, const c
         sqlite3_free(sql);
     }
     free(cols);
+    if (rc == 0 && pragma_int(reader, "SELECT count(*) FROM export.events") == 0) {
+        snprintf(why, sizeof why, "the store holds no event of %s%s", n ? wfs[0] : "",
+                 n > 1 ? " or the other workflows" : "");
+        rc = -1;
+    }
     rc = finish(reader, rc, why, sizeof why);
     char ignored[128];
     exec(reader, "DROP TABLE IF EXISTS temp.chosen_wfs", ignored, sizeof ignored);

@@ -54,6 +54,11 @@ mkdir -p "$TEST_DIR/ro"
 "$QUERY" --store "$STORE" export "${workflows[@]}" -o "$ARCHIVE" 2>"$TEST_DIR/again.log" &&
     fail "export over an existing file succeeded"
 grep -q "exists" "$TEST_DIR/again.log" || fail "export over a file: $(cat "$TEST_DIR/again.log")"
+unknown=$(cat /proc/sys/kernel/random/uuid)
+"$QUERY" --store "$STORE" export "$unknown" -o "$TEST_DIR/none.pano" 2>"$TEST_DIR/none.log" &&
+    fail "export of a workflow the store does not hold succeeded"
+grep -q "holds no event of $unknown" "$TEST_DIR/none.log" || fail "export of nothing: $(cat "$TEST_DIR/none.log")"
+ls "$TEST_DIR"/none.pano* >/dev/null 2>&1 && fail "export of nothing left a file"
 stored=$(sqlite3 "$STORE"/*.pano.sqlite "SELECT count(*) FROM events")
 exported=$(in_file "$ARCHIVE" "SELECT count(*) FROM events")
 [[ $stored == "$exported" ]] || fail "$exported of $stored events exported"
