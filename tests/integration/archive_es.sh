@@ -82,6 +82,9 @@ compare() { # NAME ENV-PREFIX-A|- ARGS...: the first pipeline's answer and the o
 }
 for wf in "${workflows[@]}"; do
     for cmd in status stats jobs anomalies; do compare "file-$cmd-$wf" file "$cmd" "$wf"; done
+    for id in $(jq -r '.jobs[].id' "$TEST_DIR/es-file-jobs-$wf.raw" | head -3); do
+        compare "file-job-$id-$wf" file job "$wf" "$id"
+    done
 done
 ((differ == 0)) || fail "$differ of $n answers differ between Elasticsearch and the file"
 log "$n answers from the file the same as from Elasticsearch"
@@ -111,8 +114,9 @@ curl -fsS -X POST "$ES/$COPY*/_refresh" >/dev/null
 for wf in "${workflows[@]}"; do
     for cmd in status stats jobs anomalies; do compare "copy-$cmd-$wf" "$COPY" "$cmd" "$wf"; done
 done
-compare copy-series-cpu "$COPY" series "$MWF" --metric cpu --step 60s
-compare copy-series-rss "$COPY" series "$MWF" --metric rss --step 60s
+for m in $("$QUERY" metrics --tsv | tail -n +2 | cut -f1); do
+    compare "copy-series-$m" "$COPY" series "$MWF" --metric "$m" --step 60s
+done
 ((differ == 0)) || fail "$differ answers differ between the two pipelines"
 log "imported twice into an empty pipeline: $want events once each; $n answers the same"
 for q in "$TEST_ID.copy.events" "$TEST_ID.copy.events.dead"; do

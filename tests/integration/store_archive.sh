@@ -95,9 +95,13 @@ compare() { # NAME ARGS...: the store's answer and the file's
 }
 for wf in "${workflows[@]}"; do
     for cmd in status stats jobs anomalies; do compare "$cmd-$wf" "$cmd" "$wf"; done
+    for id in $(jq -r '.jobs[].id' "$TEST_DIR/es-jobs-$wf.raw" | head -3); do
+        compare "job-$id-$wf" job "$wf" "$id"
+    done
 done
-compare series-cpu series "$MWF" --metric cpu --step 60s
-compare series-rss series "$MWF" --metric rss --step 60s
+for m in $("$QUERY" metrics --tsv | tail -n +2 | cut -f1); do
+    compare "series-$m" series "$MWF" --metric "$m" --step 60s
+done
 compare workflows workflows --since 3650d --limit 100
 ((differ == 0)) || fail "$differ of $n answers differ between the store and the exported file"
 [[ $(sha256sum <"$ARCHIVE") == "$sum" ]] || fail "reading the file changed it"

@@ -30,13 +30,12 @@ static void write_file(const char *path, size_t n)
 {
     FILE *f = fopen(path, "wb");
     ck_assert_ptr_nonnull(f);
+    static const char text[] = "{\"event\":\"kickstart.inv.online\",\"rss\":";
     unsigned x = 12345;
     for (size_t i = 0; i < n; i++) {
         x = x * 1103515245u + 12345u;
-        ck_assert_int_ne(fputc(i % 64 < 40 ? "{\"event\":\"kickstart.inv.online\",\"rss\":"[i % 40]
-                                           : '0' + (int)((x >> 16) % 10),
-                               f),
-                         EOF);
+        int c = i % 64 < sizeof text - 1 ? text[i % 64] : '0' + (int)((x >> 16) % 10);
+        ck_assert_int_ne(fputc(c, f), EOF);
     }
     ck_assert_int_eq(fclose(f), 0);
 }
