@@ -24,8 +24,7 @@
 #define EXPORT_ZSTD_LEVEL 3 /* zstd's default: 60 bytes a sample, at 300 MB/s */
 #define READER_MMAP_BYTES (1LL << 40) /* SQLite caps it at its build's maximum */
 
-#define FIRST_FIELD 7 /* the insert's parameter of the first field */
-#define MAX_FIELDS 64
+#define FIRST_FIELD 6 /* the insert's parameter of the first field; doc's follows the last */
 
 typedef struct {
     const char *name;
@@ -34,7 +33,7 @@ typedef struct {
 
 struct pano_store {
     sqlite3 *db;
-    field_column fields[MAX_FIELDS]; /* by name */
+    field_column *fields; /* pano_store_fields by name */
     size_t nfields;
     char *file;
     pano_schema_set *schemas;
@@ -102,6 +101,17 @@ static char *create_sql(void)
     return b.data;
 }
 
+/* The columns of the events table, in order: "event_id, ..., doc". */
+static char *event_columns(void)
+{
+    pano_buf b = {0};
+    pano_buf_append_str(&b, "event_id, wf_uuid, stream, event, ts");
+    for (size_t i = 0; pano_store_fields[i]; i++)
+        pano_buf_appendf(&b, ", \"%s\"", pano_store_fields[i]);
+    pano_buf_append_str(&b, ", doc");
+    return b.data;
+}
+
 static int by_field_name(const void *a, const void *b)
 {
     return strcmp(((const field_column *)a)->name, ((const field_column *)b)->name);
@@ -110,10 +120,11 @@ static int by_field_name(const void *a, const void *b)
 /* The fields by name, for bind_fields. */
 static void index_fields(pano_store *s)
 {
-    for (s->nfields = 0; pano_store_fields[s->nfields] && s->nfields < MAX_FIELDS; s->nfields++) {
-        s->fields[s->nfields].name = pano_store_fields[s->nfields];
-        s->fields[s->nfields].column = FIRST_FIELD + (int)s->nfields;
-    }
+    while (pano_store_fields[s->nfields])
+        s->nfields++;
+    s->fields = pano_calloc(s->nfields, sizeof *s->fields);
+    for (size_t i = 0; i < s->nfields; i++)
+        s->fields[i] = (field_column){pano_store_fields[i], FIRST_FIELD + (int)i};
     qsort(s->fields, s->nfields, sizeof *s->fields, by_field_name);
 }
 
@@ -465,17 +476,15 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
         goto fail;
     }
     index_fields(s);
+    char *cols = event_columns();
     pano_buf ins = {0};
-    pano_buf_append_str(&ins, "INSERT INTO events (event_id, wf_uuid, stream, event, ts, doc");
-    size_t nfields = 0;
-    for (; pano_store_fields[nfields]; nfields++)
-        pano_buf_appendf(&ins, ", \"%s\"", pano_store_fields[nfields]);
-    pano_buf_append_str(&ins, ") VALUES (?, ?, ?, ?, ?, ?");
-    for (size_t i = 0; i < nfields; i++)
+    pano_buf_appendf(&ins, "INSERT INTO events (%s) VALUES (?", cols);
+    for (size_t i = 1; i < FIRST_FIELD + s->nfields; i++) /* doc's too */
         pano_buf_append_str(&ins, ", ?");
     pano_buf_append_str(&ins, ") ON CONFLICT (event_id) DO NOTHING");
     rc = sqlite3_prepare_v2(s->db, ins.data, -1, &s->insert, NULL);
     pano_buf_free(&ins);
+    free(cols);
     if (rc != SQLITE_OK ||
         sqlite3_prepare_v2(s->db,
                            "INSERT INTO dead_letters (received, reason, event, event_id, "
@@ -580,7 +589,8 @@ pano_store_outcome pano_store_put(pano_store *s, const char *routing_key, const 
         sqlite3_bind_text(s->insert, 3, pano_streams[place.stream], -1, SQLITE_STATIC);
         sqlite3_bind_text(s->insert, 4, place.event, -1, SQLITE_STATIC);
         sqlite3_bind_double(s->insert, 5, place.ts);
-        sqlite3_bind_text(s->insert, 6, n.body, (int)n.len, SQLITE_STATIC);
+        sqlite3_bind_text(s->insert, FIRST_FIELD + (int)s->nfields, n.body, (int)n.len,
+                          SQLITE_STATIC);
         bind_fields(s, n.doc);
         if (run(s, s->insert, err, errlen) < 0)
             o = PANO_STORE_FAILED;
@@ -624,6 +634,7 @@ void pano_store_close(pano_store *s)
         sqlite3_close(s->db);
     pano_normalizer_free(s->nz);
     pano_schema_set_free(s->schemas);
+    free(s->fields);
     free(s->file);
     free(s);
 }
@@ -798,16 +809,6 @@ static int merge_files(sqlite3 *db, char **files, size_t n, char *err, size_t er
                 err, errlen);
 }
 
-/* The columns of the events table, in order: "event_id, ..., doc". */
-static char *event_columns(void)
-{
-    pano_buf b = {0};
-    pano_buf_append_str(&b, "event_id, wf_uuid, stream, event, ts");
-    for (size_t i = 0; pano_store_fields[i]; i++)
-        pano_buf_appendf(&b, ", \"%s\"", pano_store_fields[i]);
-    pano_buf_append_str(&b, ", doc");
-    return b.data;
-}
 
 /* The reader's temporary table chosen_wfs: the workflows wfs[0..n) and
  * their sub-workflows (whose events name one of them as root_xwf_id). */

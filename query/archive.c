@@ -8,10 +8,10 @@
  * one time are in one shard, and their order there decides which is a
  * job's latest, as it does for pano-query), and put, as their publishers
  * sent them, into a scratch store beside the file, which is then exported
- * the same way:
- * what pano-indexer added is left out (@timestamp; the delta it gave
- * samples that came without one, and the closing samples it made), since
- * whichever store the file is imported into makes those again.
+ * the same way: what pano-indexer added is left out (@timestamp; the delta
+ * it gave samples that came without one, and the closing samples it made),
+ * since whichever store the file is imported into makes those again.
+ * Redacting, from either store, goes through the scratch store too.
  */
 #include "es.h"
 #include "log.h"
@@ -51,27 +51,23 @@ static pano_json *as_published(const pano_json *source)
     return ev;
 }
 
-/* {"terms": {field: [wfs...]}} */
-static pano_json *terms_of(const char *field, char **wfs, size_t n)
+/* The workflows wfs[0..n), NULL-terminated, into *all (a list of its own). */
+static void workflows_of(const char *const *wfs, size_t n, char ***all, size_t *nall)
 {
-    pano_json *t = pano_json_object();
-    pano_json *list = pano_json_set_array(pano_json_set_object(t, "terms"), field);
-    for (size_t i = 0; i < n; i++)
-        pano_json_append(list, pano_json_string(wfs[i]));
-    return t;
+    *all = pano_calloc(n + 1, sizeof **all);
+    for (*nall = 0; *nall < n; (*nall)++)
+        (*all)[*nall] = pano_strdup(wfs[*nall]);
 }
 
-/* The workflows and their sub-workflows (whose events name one of them as
- * root_xwf_id), into *all. */
+/* The workflows in Elasticsearch and their sub-workflows (whose events
+ * name one of them as root_xwf_id), NULL-terminated, into *all. */
 static int with_subworkflows(pano_query *q, const char *const *wfs, size_t n, char ***all,
                              size_t *nall, char *err, size_t errlen)
 {
-    *all = pano_calloc(n, sizeof **all);
-    for (*nall = 0; *nall < n; (*nall)++)
-        (*all)[*nall] = pano_strdup(wfs[*nall]);
+    workflows_of(wfs, n, all, nall);
     pano_json *body = pano_json_object();
     pano_json_set_int(body, "size", 0);
-    pano_json_set(body, "query", terms_of("root_xwf_id", *all, *nall));
+    pano_json_set(body, "query", store_terms("root_xwf_id", (const char *const *)*all));
     pano_json *t = pano_json_set_object(pano_json_set_object(pano_json_set_object(body, "aggs"),
                                                              "w"),
                                         "terms");
@@ -88,8 +84,9 @@ static int with_subworkflows(pano_query *q, const char *const *wfs, size_t n, ch
         for (size_t k = 0; wf && k < *nall && !known; k++)
             known = strcmp((*all)[k], wf) == 0;
         if (wf && !known) {
-            *all = pano_reallocarray(*all, *nall + 1, sizeof **all);
+            *all = pano_reallocarray(*all, *nall + 2, sizeof **all);
             (*all)[(*nall)++] = pano_strdup(wf);
+            (*all)[*nall] = NULL;
         }
     }
     pano_json_free(answer);
@@ -128,8 +125,7 @@ static void close_pit(pano_query *q, const char *pit)
 }
 
 /* One event into the scratch store, redacted when asked. */
-static int put(pano_store *s, pano_json *ev, pano_redactor *r, size_t *copied, char *err,
-               size_t errlen)
+static int put(pano_store *s, pano_json *ev, pano_redactor *r, char *err, size_t errlen)
 {
     if (r)
         pano_redact_event(r, ev);
@@ -144,13 +140,13 @@ static int put(pano_store *s, pano_json *ev, pano_redactor *r, size_t *copied, c
     }
     if (o == PANO_STORE_REJECTED)
         pano_warn("an event of the store was refused, kept as a dead letter: %s", why);
-    (*copied)++;
     return 0;
 }
 
-/* Every event of the workflows all[0..n) in Elasticsearch into the scratch store. */
-static int copy_events(pano_query *q, pano_store *s, char **all, size_t n, pano_redactor *r,
-                       size_t *copied, char *err, size_t errlen)
+/* Every event of the workflows all (NULL-terminated) in Elasticsearch
+ * into the scratch store. */
+static int copy_events(pano_query *q, pano_store *s, char **all, pano_redactor *r, char *err,
+                       size_t errlen)
 {
     char *pit = open_pit(q, err, errlen);
     if (!pit)
@@ -161,7 +157,7 @@ static int copy_events(pano_query *q, pano_store *s, char **all, size_t n, pano_
         pano_json *body = pano_json_object();
         pano_json_set_int(body, "size", PAGE);
         pano_json_set_bool(body, "track_total_hits", false);
-        pano_json_set(body, "query", terms_of("wf_uuid", all, n));
+        pano_json_set(body, "query", store_terms("wf_uuid", (const char *const *)all));
         pano_json *p = pano_json_set_object(body, "pit");
         pano_json_set_str(p, "id", pit);
         pano_json_set_str(p, "keep_alive", "2m");
@@ -187,7 +183,7 @@ static int copy_events(pano_query *q, pano_store *s, char **all, size_t n, pano_
             pano_json *ev = as_published(pano_json_get(h, "_source"));
             if (!ev)
                 continue;
-            rc = put(s, ev, r, copied, err, errlen);
+            rc = put(s, ev, r, err, errlen);
             pano_json_free(ev);
             if (rc < 0)
                 break;
@@ -234,7 +230,6 @@ static int copy_dead_letters(pano_query *q, pano_store *s, char **all, size_t n,
 typedef struct {
     pano_store *s;
     pano_redactor *r;
-    size_t *copied;
     char *err;
     size_t errlen;
 } feed_ctx;
@@ -251,7 +246,7 @@ static int feed_event(const char *event, const char *event_id, const char *doc, 
         snprintf(f->err, f->errlen, "an event of the store does not parse: %s", perr);
         return -1;
     }
-    int rc = put(f->s, ev, f->r, f->copied, f->err, f->errlen);
+    int rc = put(f->s, ev, f->r, f->err, f->errlen);
     pano_json_free(ev);
     return rc;
 }
@@ -278,22 +273,21 @@ static void remove_scratch(const char *dir)
 static int export_via_scratch(pano_query *q, const char *const *wfs, size_t n,
                               const char *file, pano_redactor *r, char *err, size_t errlen)
 {
+    /* (pano_store_export says so too, but only after all the reading) */
     if (access(file, F_OK) == 0) {
         snprintf(err, errlen, "%s exists: name another file, or remove it first", file);
         return -1;
     }
     char **all = NULL;
-    size_t nall = 0, copied = 0;
+    size_t nall = 0;
     char *dir = pano_asprintf("%s.scratch-XXXXXX", file);
     pano_config *cfg = pano_config_new(); /* the defaults: no retention */
     pano_store *s = NULL;
     sqlite3 *db = NULL;
     int rc = 0;
-    if (q->db) { /* the store's own view finds the sub-workflows */
-        all = pano_calloc(n, sizeof *all);
-        for (nall = 0; nall < n; nall++)
-            all[nall] = pano_strdup(wfs[nall]);
-    } else
+    if (q->db) /* the store's own view finds the sub-workflows */
+        workflows_of(wfs, n, &all, &nall);
+    else
         rc = with_subworkflows(q, wfs, n, &all, &nall, err, errlen);
     if (rc == 0 && !mkdtemp(dir)) {
         snprintf(err, errlen, "cannot make %s: %s", dir, strerror(errno));
@@ -311,24 +305,18 @@ static int export_via_scratch(pano_query *q, const char *const *wfs, size_t n,
         rc = -1;
     if (rc == 0)
         rc = pano_store_begin(s, err, errlen);
-    feed_ctx f = {s, r, &copied, err, errlen};
-    if (rc == 0 && q->db) {
+    feed_ctx f = {s, r, err, errlen};
+    if (rc == 0 && q->db)
         rc = pano_store_each_event(q->db, (const char *const *)all, nall, feed_event, &f, err,
                                    errlen);
-        rc = rc < 0 ? -1 : rc;
-    } else if (rc == 0)
-        rc = copy_events(q, s, all, nall, r, &copied, err, errlen);
+    else if (rc == 0)
+        rc = copy_events(q, s, all, r, err, errlen);
     /* a dead letter is a message as it came, which cannot be redacted */
     if (rc == 0 && !q->db && !r)
         rc = copy_dead_letters(q, s, all, nall, err, errlen);
     if (rc == 0)
         rc = pano_store_commit(s, err, errlen);
     pano_store_close(s);
-    if (rc == 0 && copied == 0) {
-        snprintf(err, errlen, "the store holds no event of %s%s", wfs[0],
-                 n > 1 ? " or the other workflows" : "");
-        rc = -1;
-    }
     const char *paths[] = {dir};
     if (rc == 0 && !(db = pano_store_open_reader(paths, 1, err, errlen)))
         rc = -1;

@@ -1055,12 +1055,12 @@ int main(int argc, char **argv)
         rc = cmd_metrics(&o);
         goto out;
     }
-    const char *uuid = nargs >= 1 ? argv[optind + 1] : NULL;
-    char canonical[PANO_WF_UUID_LEN + 1];
-    /* export's UUIDs, each checked and canonical */
-    uuids = pano_calloc(nargs > 0 ? (size_t)nargs : 1, sizeof *uuids);
-    wfs = pano_calloc(nargs > 0 ? (size_t)nargs : 1, sizeof *wfs);
-    for (int i = 0; i < (commands[c].args < 0 ? nargs : 1) && uuid; i++) {
+    /* the workflow UUIDs (export's all its arguments, the others' the first),
+     * each checked and canonical */
+    int nuuids = nargs == 0 ? 0 : commands[c].args < 0 ? nargs : 1;
+    uuids = pano_calloc((size_t)nuuids + 1, sizeof *uuids);
+    wfs = pano_calloc((size_t)nuuids + 1, sizeof *wfs);
+    for (int i = 0; i < nuuids; i++) {
         const char *u = argv[optind + 1 + i];
         if (!pano_wf_uuid_normalize(u, uuids[i])) {
             pano_error("'%.80s' is not a workflow UUID (8-4-4-4-12 hexadecimal digits)", u);
@@ -1068,8 +1068,7 @@ int main(int argc, char **argv)
         }
         wfs[i] = uuids[i];
     }
-    if (uuid)
-        memcpy(canonical, uuids[0], sizeof canonical);
+    const char *canonical = uuids[0];
     char err[1024];
     if (!(o.q = pano_query_new(cfg, err, sizeof err))) {
         pano_error("%s", err);

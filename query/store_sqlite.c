@@ -892,8 +892,6 @@ static void pipelines(pano_json *obj, const pano_json *aggs)
     }
 }
 
-/* Fill the aggregations aggs into every bucket of lv, whose documents are
- * those where holds (an SQL condition). */
 /* The metrics of w at level lv, read by one statement after its group
  * columns and count(*) (unless the statement that made lv's buckets read
  * them: metrics_read), then w's deferred aggregations; frees w. rc: the
@@ -940,6 +938,8 @@ static int walk_metrics(ctx *c, walk *w, const pano_json *aggs)
     return rc;
 }
 
+/* Fill the aggregations aggs into every bucket of lv, whose documents are
+ * those where holds (an SQL condition). */
 static int run_aggs(ctx *c, const pano_json *aggs, const char *where, const level *lv)
 {
     if (pano_json_len(aggs) == 0)
