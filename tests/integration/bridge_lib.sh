@@ -179,11 +179,6 @@ bridge_cleanup() {
     if [[ -n $PRIVATE_STACK ]]; then
         PANO_STACK_DIR=$PRIVATE_STACK "$STACK" --only "$PRIVATE_SERVICES" down >/dev/null 2>&1 || true
         rm -rf "$PRIVATE_STACK"
-    else
-        # The shared Kafka: remove the test's topics.
-        PANO_STACK_DIR=$SHARED_STACK_DIR timeout 60 "$STACK" kafka-class \
-            org.apache.kafka.tools.TopicCommand --bootstrap-server "$KAFKA" \
-            --delete --topic "$TEST_ID\\..*" >/dev/null 2>&1 || true
     fi
 }
 trap 'rc=$?; bridge_cleanup; set +e; (exit $rc); cleanup' EXIT

@@ -38,7 +38,7 @@ stack_cleanup() {
     stack down >/dev/null 2>&1
     rm -rf "$SDIR"
     (exit "$rc")
-    indexer_cleanup
+    cleanup
 }
 trap stack_cleanup EXIT
 

@@ -1,5 +1,5 @@
 # Helpers for pano-indexer's integration tests, on top of lib.sh (source
-# this instead). Topics are deleted at the end too.
+# this instead).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 LOAD="$PANO_BUILD/tests/tools/kafka_load"
@@ -8,19 +8,6 @@ P="$PANO_INDEXER_INDEX_PREFIX"
 # A dead member's partitions move on after this (the broker's minimum).
 export PANO_INDEXER_KAFKA_PROPERTIES=session.timeout.ms=6000,heartbeat.interval.ms=1000
 export PANO_INDEXER_STATS_INTERVAL=5
-
-indexer_cleanup() {
-    local rc=$?
-    set +e # an EXIT trap under set -e would stop at the first failure
-    local pid
-    for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-    for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null; done
-    PIDS=()
-    "$LOAD" --delete-topics >/dev/null 2>&1 || true
-    (exit "$rc")
-    cleanup
-}
-trap indexer_cleanup EXIT
 
 refresh() { es -X POST "$ES/$P*/_refresh" >/dev/null; }
 

@@ -25,8 +25,9 @@
  *         --lines FILE       also write the events to FILE, one JSON object
  *                            a line (what pano-emit --events reads)
  *         --no-produce       only write the bulk bodies or the lines
- *         --delete-topics    delete the family and dead-letter topics of
- *                            pano.kafka.topic_prefix and exit (test cleanup)
+ *         --delete-topics    delete every topic named with the prefix
+ *                            pano.kafka.topic_prefix, and the dead-letter
+ *                            topic, and exit (test and benchmark cleanup)
  *         --shape SHAPE      instead of -n synthetic events, one big
  *                            workflow (--wf, or a random UUID) in the shape
  *                            pano-monitor (monitor) or Pegasus's kickstart
@@ -321,38 +322,63 @@ static int write_workflow(outlet *o, const bench_workflow *w, long long *sent)
     return n < 0 ? 1 : 0;
 }
 
+/* Every topic whose name begins with pano.kafka.topic_prefix, and the
+ * dead-letter topic: a test's or a benchmark's topics, gone with it. */
 static int delete_topics(pano_config *cfg)
 {
+    const char *prefix = pano_config_str(cfg, "pano.kafka.topic_prefix");
+    const char *dead = pano_config_str(cfg, "pano.kafka.dead_letter_topic");
+    if (!*prefix) {
+        pano_error("--delete-topics needs a topic prefix (pano.kafka.topic_prefix)");
+        pano_config_free(cfg);
+        return 2;
+    }
     char err[512], why[256];
     rd_kafka_conf_t *conf = pano_kafka_conf_new(cfg, err, sizeof err);
     if (!conf) {
         pano_error("%s", err);
+        pano_config_free(cfg);
         return 1;
     }
     rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
     if (!rk) {
         pano_error("%s", why);
+        pano_config_free(cfg);
         return 1;
     }
-    rd_kafka_DeleteTopic_t *del[16];
-    size_t n = 0;
-    char name[256];
-    for (size_t i = 0; pano_event_families[i] && n < 15; i++) {
-        pano_kafka_topic(cfg, pano_event_families[i], name, sizeof name);
-        del[n++] = rd_kafka_DeleteTopic_new(name);
+    int rc = 1;
+    const struct rd_kafka_metadata *md = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 1, NULL, &md, 10000);
+    if (e) {
+        pano_error("cannot list the topics: %s", rd_kafka_err2str(e));
+        goto out;
     }
-    del[n++] = rd_kafka_DeleteTopic_new(pano_config_str(cfg, "pano.kafka.dead_letter_topic"));
-    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
-    rd_kafka_DeleteTopics(rk, del, n, NULL, q);
-    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
-    int rc = ev && rd_kafka_event_DeleteTopics_result(ev) ? 0 : 1;
-    if (rc)
-        pano_error("no answer to DeleteTopics");
-    if (ev)
-        rd_kafka_event_destroy(ev);
-    rd_kafka_queue_destroy(q);
+    size_t plen = strlen(prefix), n = 0;
+    rd_kafka_DeleteTopic_t **del = pano_calloc((size_t)md->topic_cnt + 1, sizeof *del);
+    for (int i = 0; i < md->topic_cnt; i++) {
+        const char *t = md->topics[i].topic;
+        if (strncmp(t, prefix, plen) == 0 || strcmp(t, dead) == 0)
+            del[n++] = rd_kafka_DeleteTopic_new(t);
+    }
+    rc = 0;
+    if (n > 0) {
+        rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+        rd_kafka_DeleteTopics(rk, del, n, NULL, q);
+        rd_kafka_event_t *ev = rd_kafka_queue_poll(q, 30000);
+        if (!ev || !rd_kafka_event_DeleteTopics_result(ev)) {
+            pano_error("no answer to DeleteTopics");
+            rc = 1;
+        }
+        if (ev)
+            rd_kafka_event_destroy(ev);
+        rd_kafka_queue_destroy(q);
+    }
+    printf("kafka_load: deleted %zu topics\n", n);
     for (size_t i = 0; i < n; i++)
         rd_kafka_DeleteTopic_destroy(del[i]);
+    free(del);
+    rd_kafka_metadata_destroy(md);
+out:
     rd_kafka_destroy(rk);
     pano_config_free(cfg);
     return rc;
