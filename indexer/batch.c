@@ -47,7 +47,7 @@ void batch_reset(batch *b)
 static void item_free(batch_item *it)
 {
     pano_bulk_doc_free(&it->doc);
-    delta_event_free(it->run);
+    pano_run_event_free(it->run);
     summaries_free_note(it->summary);
     if (!it->closing)
         rd_kafka_message_destroy(it->msg);

@@ -23,6 +23,7 @@
 #include "buf.h"
 #include "es.h"
 #include "partition.h"
+#include "run_delta.h"
 
 #include <librdkafka/rdkafka.h>
 #include <pthread.h>
@@ -35,7 +36,7 @@ struct batch_summary; /* summaries.h */
 typedef struct {
     rd_kafka_message_t *msg; /* a closing sample's: the item's before it, not its own */
     pano_bulk_doc doc;
-    struct delta_event *run; /* what a run event says (deltas.h), or NULL */
+    pano_run_event *run; /* what a run event says (run_delta.h), or NULL */
     bool closing;  /* a closing sample the indexer made (deltas.h), after its end's item */
     struct batch_summary *summary; /* its contribution to a summary, or NULL */
     bool settled;
@@ -69,7 +70,7 @@ typedef struct {
                          sent once the batch before it is settled */
     bool prepared;    /* its samples have their deltas (outlet_prepare) */
     bool ordered;     /* it must be sent after the batch before it is
-                         settled, in one bulk request (delta_change.late) */
+                         settled, in one bulk request (pano_run_change.late) */
     bool in_flight;   /* an attempt was started, its answers not applied yet */
     bool gathering;   /* its summaries are gathered in a thread (indexer.c) */
     bulk_attempt attempt;

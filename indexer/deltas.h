@@ -9,29 +9,10 @@
  * as pano-monitor's are, marked `"delta_source": "indexer"` with
  * `delta_offset`, the Kafka offset of the event it was made at.
  *
- * A run is (wf_uuid, dag_job_id, hostname, pid), as pano-query keys runs;
- * its events (kickstart.inv.start, .online, .end) come through one Kafka
- * partition, in order as the bridges produced them. Its state:
- *
- *   announced   its kickstart.inv.start passed, no sample yet;
- *   ingest      the indexer gives its samples their delta: the first one
- *               delta = its values; the next ones the change since the
- *               run's latest sample; one older than that (late) or a copy
- *               of it (a replay), delta 0, so a run's deltas always add up
- *               to its latest values (its last change shows at the next
- *               sample after the late one);
- *   ended       its kickstart.inv.end passed: a closing sample was made, at
- *               the end's time (not before the last sample's), with the
- *               counters of the last sample, the gauges at zero and their
- *               negative as delta (`"sample": "closing"`, event_id
- *               <end's event_id>-closing), as pano-monitor's last sample
- *               brings them to zero; later samples get delta 0;
- *   raw         its first sample came without delta and without a start
- *               before it: it is stored as it came, all of it, and read by
- *               pano-query's raw path, which ends its gauges after its last
- *               sample (nothing else would: a run pano-query knows nothing
- *               of, with no end, is never lost);
- *   publisher   its samples carry their own delta: left alone.
+ * A run is (wf_uuid, dag_job_id, hostname, pid); its events (kickstart.inv.
+ * start, .online, .end) come through one Kafka partition, in order as the
+ * bridges produced them. What each makes, by the run's state, is
+ * run_delta.h's, shared with the embedded store.
  *
  * The states are kept in a bounded table (run_table.h; pano.indexer.
  * delta_runs runs and as many workflows, at least two batches' worth so
@@ -56,13 +37,13 @@
 
 #include "buf.h"
 #include "json.h"
+#include "run_delta.h"
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 typedef struct deltas deltas;
-typedef struct delta_event delta_event;
 
 typedef struct {
     uint64_t made;     /* samples given a delta */
@@ -78,20 +59,11 @@ typedef struct {
 deltas *deltas_new(size_t max_runs, const char *index_prefix);
 void deltas_free(deltas *d);
 
-/* ---- one event ------------------------------------------------------------ */
-
-/* What a run event says (kickstart.inv.start, .online or .end with a
- * hostname and a pid, its wf_uuid already normalized), read at its Kafka
- * partition and offset; NULL for any other event. */
-delta_event *delta_event_read(const pano_json *ev, const char *wf_uuid, int partition,
-                              int64_t offset);
-void delta_event_free(delta_event *e);
-
 /* ---- a batch -------------------------------------------------------------- */
 
 /* Start on the run events of a batch, in Kafka order (kept until the last
  * deltas_apply()). */
-void deltas_begin(deltas *d, delta_event *const *events, size_t n);
+void deltas_begin(deltas *d, pano_run_event *const *events, size_t n);
 /* The next round of lookups as an _msearch body appended to body; how many
  * searches it holds, 0 when no lookup is left. */
 size_t deltas_plan(deltas *d, pano_buf *body);
@@ -99,20 +71,11 @@ size_t deltas_plan(deltas *d, pano_buf *body);
  * one: then start again from deltas_begin(). */
 int deltas_read(deltas *d, const char *answer, size_t len, char *err, size_t errlen);
 
-/* What one event's passing makes, all NULL or false when nothing. */
-typedef struct {
-    char *doc;     /* the sample's document with its delta, replacing doc */
-    char *closing; /* a closing sample (an event, JSON) to index after it */
-    bool late;     /* delta 0: the batch must reach the store after the one
-                      before it, in one bulk request, so that an original
-                      still in flight is stored before its copy */
-} delta_change;
-
 /* Handle the next event of the batch: e, its prepared document doc (JSON,
  * doc_len bytes) and the event as it came (json, json_len). Free what out
  * holds with free(). */
-void deltas_apply(deltas *d, const delta_event *e, const char *doc, size_t doc_len,
-                  const char *json, size_t json_len, delta_change *out);
+void deltas_apply(deltas *d, const pano_run_event *e, const char *doc, size_t doc_len,
+                  const char *json, size_t json_len, pano_run_change *out);
 
 /* ---- the table ------------------------------------------------------------ */
 

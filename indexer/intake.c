@@ -58,7 +58,7 @@ void intake_add(indexer *ix, batch *b, rd_kafka_message_t *msg)
     else if (it->doc.event) {
         /* Run events (deltas.h) come through the kickstart topic. */
         if (ix->deltas && strcmp(rd_kafka_topic_name(msg->rkt), ix->kickstart_topic) == 0)
-            it->run = delta_event_read(it->doc.event, it->doc.wf_uuid, msg->partition,
+            it->run = pano_run_event_read(it->doc.event, it->doc.wf_uuid, msg->partition,
                                        msg->offset);
         if (ix->summarize)
             it->summary = summaries_note(&ix->summary_layout, &it->doc, msg->offset, pano_now());

@@ -116,7 +116,7 @@ bool outlet_prepare(indexer *ix, batch *b)
         b->prepared = true;
         return true;
     }
-    delta_event **events = pano_calloc(b->count ? b->count : 1, sizeof *events);
+    pano_run_event **events = pano_calloc(b->count ? b->count : 1, sizeof *events);
     size_t n = 0;
     for (size_t i = 0; i < b->count; i++)
         if (b->items[i].run && !b->items[i].rejected)
@@ -141,7 +141,7 @@ bool outlet_prepare(indexer *ix, batch *b)
         batch_item *it = &b->items[i];
         if (!it->run || it->rejected)
             continue;
-        delta_change ch;
+        pano_run_change ch;
         deltas_apply(ix->deltas, it->run, it->doc.doc, it->doc.doc_len,
                      it->msg->payload ? it->msg->payload : "", it->msg->len, &ch);
         b->ordered |= ch.late;

@@ -4,6 +4,7 @@
  */
 #include "run_table.h"
 
+#include "event.h"
 #include "mem.h"
 
 #include <stddef.h>
@@ -28,16 +29,6 @@ struct run_table {
     run_table_evicted on_evict;
     void *user;
 };
-
-uint64_t run_table_hash(const char *key)
-{
-    uint64_t h = 14695981039346656037ULL; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-        h ^= *p;
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
 
 run_table *run_table_new(size_t capacity, size_t value_size, run_table_evicted on_evict,
                          void *user)
@@ -98,7 +89,7 @@ static entry **slot_of(run_table *t, const char *key, uint64_t hash)
 
 void *run_table_find(run_table *t, const char *key)
 {
-    entry *e = *slot_of(t, key, run_table_hash(key));
+    entry *e = *slot_of(t, key, pano_hash_str(key));
     if (!e)
         return NULL;
     unlink_use(t, e);
@@ -145,7 +136,7 @@ void *run_table_add(run_table *t, const char *key, int partition)
     entry *e = pano_calloc(1, sizeof *e + t->value_size + klen + 1);
     e->key = (char *)e->value + t->value_size;
     memcpy(e->key, key, klen + 1);
-    e->hash = run_table_hash(key);
+    e->hash = pano_hash_str(key);
     e->partition = partition;
     entry **slot = &t->buckets[e->hash & (t->nbuckets - 1)];
     e->chain = *slot;
@@ -157,7 +148,7 @@ void *run_table_add(run_table *t, const char *key, int partition)
 
 bool run_table_remove(run_table *t, const char *key)
 {
-    entry *e = *slot_of(t, key, run_table_hash(key));
+    entry *e = *slot_of(t, key, pano_hash_str(key));
     if (!e)
         return false;
     drop(t, e);

@@ -42,7 +42,4 @@ size_t run_table_forget_partition(run_table *t, int partition);
 
 size_t run_table_count(const run_table *t);
 
-/* The 64-bit hash of a string the table uses (FNV-1a). */
-uint64_t run_table_hash(const char *key);
-
 #endif

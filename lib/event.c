@@ -231,3 +231,13 @@ bool pano_wf_uuid_normalize(const char *in, char out[PANO_WF_UUID_LEN + 1])
     memcpy(out, tmp, sizeof tmp);
     return true;
 }
+
+uint64_t pano_hash_str(const char *s)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        h ^= *p;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}

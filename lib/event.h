@@ -87,4 +87,8 @@ void pano_uuid4(char out[37]);
  * bits of SHA-256 over the bytes, as 32 hex digits. */
 void pano_event_id_of(const void *data, size_t len, char out[33]);
 
+/* The 64-bit FNV-1a hash of a string: an event_id or a run's key, told
+ * apart without keeping it. */
+uint64_t pano_hash_str(const char *s);
+
 #endif

@@ -119,8 +119,8 @@ static char *sample_fields(double utime, long rss, long rchar)
 /* One event through the deltas of a one-event batch: lookups none. */
 typedef struct {
     char *json;
-    delta_event *ev;
-    delta_change ch;
+    pano_run_event *ev;
+    pano_run_change ch;
     pano_json *doc; /* ch.doc parsed */
     pano_json *closing;
 } passed;
@@ -128,7 +128,7 @@ typedef struct {
 static void pass_free(passed *p)
 {
     free(p->json);
-    delta_event_free(p->ev);
+    pano_run_event_free(p->ev);
     free(p->ch.doc);
     free(p->ch.closing);
     pano_json_free(p->doc);
@@ -143,7 +143,7 @@ static passed pass(deltas *d, const char *wf, const char *kind, const char *job,
     char why[128];
     pano_json *ev = pano_json_parse(p.json, strlen(p.json), 64, why, sizeof why);
     ck_assert_msg(ev, "%s", why);
-    p.ev = delta_event_read(ev, wf, 0, next_offset++);
+    p.ev = pano_run_event_read(ev, wf, 0, next_offset++);
     pano_json_free(ev);
     ck_assert_ptr_nonnull(p.ev);
     deltas_begin(d, &p.ev, 1);
@@ -192,7 +192,7 @@ static deltas *fresh(size_t max_runs)
     char *json = event_json(WF, "start", "probe", 1, 1, "probe-start", NULL);
     char why[64];
     pano_json *ev = pano_json_parse(json, strlen(json), 64, why, sizeof why);
-    delta_event *e = delta_event_read(ev, WF, 0, next_offset++);
+    pano_run_event *e = pano_run_event_read(ev, WF, 0, next_offset++);
     deltas_begin(d, &e, 1);
     pano_buf body = {0};
     ck_assert_uint_eq(deltas_plan(d, &body), 1);
@@ -201,11 +201,11 @@ static deltas *fresh(size_t max_runs)
     ck_assert_int_eq(deltas_read(d, answer, strlen(answer), err, sizeof err), 0);
     pano_buf_clear(&body);
     ck_assert_uint_eq(deltas_plan(d, &body), 0); /* runs: none needed */
-    delta_change ch;
+    pano_run_change ch;
     deltas_apply(d, e, json, strlen(json), json, strlen(json), &ch);
     ck_assert_ptr_null(ch.doc);
     pano_buf_free(&body);
-    delta_event_free(e);
+    pano_run_event_free(e);
     pano_json_free(ev);
     free(json);
     return d;
@@ -413,7 +413,7 @@ START_TEST(odd_names_and_values)
     for (size_t i = 0; i < 3; i++) {
         pano_json *ev = pano_json_parse(odd[i], strlen(odd[i]), 64, why, sizeof why);
         ck_assert_msg(ev, "%s", why);
-        ck_assert_ptr_null(delta_event_read(ev, WF, 0, next_offset++));
+        ck_assert_ptr_null(pano_run_event_read(ev, WF, 0, next_offset++));
         pano_json_free(ev);
     }
     /* values no sample can have are left out of its delta */
@@ -454,13 +454,13 @@ START_TEST(runs_left_alone)
     const char *other = "{\"event\":\"stampede.job_inst.main.end\",\"ts\":1,\"event_id\":\"o\","
                         "\"hostname\":\"h\",\"pid\":1,\"wf_uuid\":\"" WF "\"}";
     pano_json *o = pano_json_parse(other, strlen(other), 64, why, sizeof why);
-    ck_assert_ptr_null(delta_event_read(o, WF, 0, 1));
+    ck_assert_ptr_null(pano_run_event_read(o, WF, 0, 1));
     pano_json_free(o);
     const char *no_pid = "{\"event\":\"kickstart.inv.online\",\"ts\":1,\"event_id\":\"o\","
                          "\"hostname\":\"h\",\"wf_uuid\":\"" WF "\",\"rss\":1}";
     o = pano_json_parse(no_pid, strlen(no_pid), 64, why, sizeof why);
-    ck_assert_ptr_null(delta_event_read(o, WF, 0, 1));
-    ck_assert_ptr_null(delta_event_read(o, "", 0, 1)); /* no valid wf_uuid */
+    ck_assert_ptr_null(pano_run_event_read(o, WF, 0, 1));
+    ck_assert_ptr_null(pano_run_event_read(o, "", 0, 1)); /* no valid wf_uuid */
     pano_json_free(o);
     passed *all[] = {&r1, &r2, &re, &ps, &p1, &pe, &es, &ee};
     done(d, all, sizeof all / sizeof *all);
@@ -495,8 +495,8 @@ END_TEST
  * answered by answers[] in turn; the bodies asked written to asked[]. */
 typedef struct {
     char *json[8];
-    delta_event *ev[8];
-    delta_change ch[8];
+    pano_run_event *ev[8];
+    pano_run_change ch[8];
     size_t n;
     char asked[4][8192];
     size_t rounds;
@@ -506,7 +506,7 @@ static void batch_free(batch_run *b)
 {
     for (size_t i = 0; i < b->n; i++) {
         free(b->json[i]);
-        delta_event_free(b->ev[i]);
+        pano_run_event_free(b->ev[i]);
         free(b->ch[i].doc);
         free(b->ch[i].closing);
     }
@@ -518,7 +518,7 @@ static void batch_add(batch_run *b, const char *wf, const char *kind, const char
     char why[64];
     b->json[b->n] = event_json(wf, kind, job, 42, ts, id, extra);
     pano_json *ev = pano_json_parse(b->json[b->n], strlen(b->json[b->n]), 64, why, sizeof why);
-    b->ev[b->n] = delta_event_read(ev, wf, 3, offset);
+    b->ev[b->n] = pano_run_event_read(ev, wf, 3, offset);
     ck_assert_ptr_nonnull(b->ev[b->n]);
     pano_json_free(ev);
     b->n++;
