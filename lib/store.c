@@ -6,6 +6,7 @@
 #include "mem.h"
 #include "normalize.h"
 #include "partition.h"
+#include "run_delta.h"
 #include "schema.h"
 #include "zstd_file.h"
 
@@ -40,7 +41,7 @@ struct pano_store {
     pano_normalizer *nz;
     pano_normalize_options nopts;
     pano_stream_policy policies[PANO_N_STREAMS];
-    sqlite3_stmt *insert, *dead;
+    sqlite3_stmt *insert, *dead, *run_latest;
     bool in_batch;
 };
 
@@ -489,7 +490,14 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
         sqlite3_prepare_v2(s->db,
                            "INSERT INTO dead_letters (received, reason, event, event_id, "
                            "wf_uuid, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                           -1, &s->dead, NULL) != SQLITE_OK) {
+                           -1, &s->dead, NULL) != SQLITE_OK ||
+        /* a run's latest sample or start: its state (run_delta.h) */
+        sqlite3_prepare_v2(s->db,
+                           "SELECT doc FROM events WHERE \"dag_job_id\" IS ?1 AND wf_uuid = ?2"
+                           " AND \"hostname\" = ?3 AND \"pid\" = ?4 AND event IN"
+                           " ('kickstart.inv.online', 'kickstart.inv.start')"
+                           " ORDER BY ts DESC, rowid DESC LIMIT 1",
+                           -1, &s->run_latest, NULL) != SQLITE_OK) {
         sql_fail(s->db, s->file, err, errlen);
         goto fail;
     }
@@ -564,6 +572,99 @@ static pano_store_outcome dead_letter(pano_store *s, const char *json, size_t le
     return o;
 }
 
+/* Insert an event placed at place, its document body (len bytes) and doc
+ * (its tree). */
+static pano_store_outcome insert(pano_store *s, const pano_place *place, const char *body,
+                                 size_t len, const pano_json *doc, char *err, size_t errlen)
+{
+    /* each value outlives the statement's step */
+    sqlite3_bind_text(s->insert, 1, place->event_id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s->insert, 2, place->wf_uuid, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s->insert, 3, pano_streams[place->stream], -1, SQLITE_STATIC);
+    sqlite3_bind_text(s->insert, 4, place->event, -1, SQLITE_STATIC);
+    sqlite3_bind_double(s->insert, 5, place->ts);
+    sqlite3_bind_text(s->insert, FIRST_FIELD + (int)s->nfields, body, (int)len, SQLITE_STATIC);
+    bind_fields(s, doc);
+    if (run(s, s->insert, err, errlen) < 0)
+        return PANO_STORE_FAILED;
+    return sqlite3_changes(s->db) > 0 ? PANO_STORE_STORED : PANO_STORE_DUPLICATE;
+}
+
+/* The state of run e as the file holds it: from its latest sample or start. */
+static int run_state(pano_store *s, const pano_run_event *e, pano_run_state *r, char *err,
+                     size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    sqlite3_stmt *st = s->run_latest;
+    bind_str(st, 1, e->job);
+    sqlite3_bind_text(st, 2, e->wf, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, e->host, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, e->pid);
+    int rc = sqlite3_step(st), out = 0;
+    if (rc == SQLITE_ROW) {
+        char why[64];
+        const char *doc = (const char *)sqlite3_column_text(st, 0);
+        pano_json *src = pano_json_parse(doc, (size_t)sqlite3_column_bytes(st, 0),
+                                         PANO_JSON_DEFAULT_DEPTH, why, sizeof why);
+        if (src)
+            pano_run_state_of(src, "store", r);
+        pano_json_free(src);
+    } else if (rc != SQLITE_DONE)
+        out = sql_fail(s->db, s->file, err, errlen);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return out;
+}
+
+/* A run event (run_delta.h) that may make a delta or a closing sample:
+ * the run's state read, the event stored as it makes it, and the closing
+ * sample after it, in one transaction. */
+static pano_store_outcome put_run_event(pano_store *s, const pano_run_event *e,
+                                        const pano_place *place, const pano_normalized *n,
+                                        char *err, size_t errlen)
+{
+    bool own = !s->in_batch;
+    if (own && pano_store_begin(s, err, errlen) < 0)
+        return PANO_STORE_FAILED;
+    pano_run_state r;
+    pano_run_change ch = {0};
+    pano_store_outcome o = PANO_STORE_FAILED;
+    if (run_state(s, e, &r, err, errlen) < 0)
+        goto out;
+    pano_run_apply(&r, e, "store", n->body, n->len, n->body, n->len, &ch);
+    if (ch.doc) {
+        char why[64];
+        size_t len = strlen(ch.doc);
+        pano_json *doc = pano_json_parse(ch.doc, len, PANO_JSON_DEFAULT_DEPTH, why, sizeof why);
+        if (!doc) {
+            snprintf(err, errlen, "the sample with its delta is not JSON: %s", why);
+            goto out;
+        }
+        o = insert(s, place, ch.doc, len, doc, err, errlen);
+        pano_json_free(doc);
+    } else
+        o = insert(s, place, n->body, n->len, n->doc, err, errlen);
+    if (o != PANO_STORE_FAILED && ch.closing) {
+        char why[256];
+        pano_store_outcome c =
+            pano_store_put(s, NULL, ch.closing, strlen(ch.closing), why, sizeof why);
+        if (c != PANO_STORE_STORED && c != PANO_STORE_DUPLICATE) {
+            /* the end waits for its closing sample */
+            snprintf(err, errlen, "its closing sample: %s", why);
+            o = PANO_STORE_FAILED;
+        }
+    }
+out:
+    free(ch.doc);
+    free(ch.closing);
+    if (own) {
+        s->in_batch = false;
+        if (finish(s->db, o == PANO_STORE_FAILED ? -1 : 0, err, errlen) < 0)
+            o = PANO_STORE_FAILED;
+    }
+    return o;
+}
+
 pano_store_outcome pano_store_put(pano_store *s, const char *routing_key, const char *json,
                                   size_t len, char *err, size_t errlen)
 {
@@ -580,23 +681,15 @@ pano_store_outcome pano_store_put(pano_store *s, const char *routing_key, const 
     pano_place_status st =
         pano_event_place(n.doc, s->policies, pano_now(), &place, reason, sizeof reason);
     pano_store_outcome o;
+    pano_run_event *e = NULL;
     if (st != PANO_PLACE_OK)
         o = dead_letter(s, json, len, reason, err, errlen);
-    else {
-        /* each value outlives the statement's step */
-        sqlite3_bind_text(s->insert, 1, place.event_id, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s->insert, 2, place.wf_uuid, -1, SQLITE_STATIC);
-        sqlite3_bind_text(s->insert, 3, pano_streams[place.stream], -1, SQLITE_STATIC);
-        sqlite3_bind_text(s->insert, 4, place.event, -1, SQLITE_STATIC);
-        sqlite3_bind_double(s->insert, 5, place.ts);
-        sqlite3_bind_text(s->insert, FIRST_FIELD + (int)s->nfields, n.body, (int)n.len,
-                          SQLITE_STATIC);
-        bind_fields(s, n.doc);
-        if (run(s, s->insert, err, errlen) < 0)
-            o = PANO_STORE_FAILED;
-        else
-            o = sqlite3_changes(s->db) > 0 ? PANO_STORE_STORED : PANO_STORE_DUPLICATE;
-    }
+    else if ((e = pano_run_event_read(n.doc, place.wf_uuid, -1, -1)) &&
+             ((e->kind == PANO_RUN_SAMPLE && !e->own_delta) || e->kind == PANO_RUN_END))
+        o = put_run_event(s, e, &place, &n, err, errlen);
+    else
+        o = insert(s, &place, n.body, n.len, n.doc, err, errlen);
+    pano_run_event_free(e);
     pano_normalized_free(&n);
     return o;
 }
@@ -630,6 +723,7 @@ void pano_store_close(pano_store *s)
     }
     sqlite3_finalize(s->insert);
     sqlite3_finalize(s->dead);
+    sqlite3_finalize(s->run_latest);
     if (s->db)
         sqlite3_close(s->db);
     pano_normalizer_free(s->nz);

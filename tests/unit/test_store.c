@@ -326,6 +326,121 @@ START_TEST(fields_columns_equal_json_extract)
 }
 END_TEST
 
+/* A run event of job JOB (pid 42 on node-1): KIND "start", "online" or
+ * "end", with EXTRA fields. */
+static double base; /* the runs' time: now, within retention */
+
+static char *run_event(const char *kind, const char *job, double ts, const char *id,
+                       const char *extra)
+{
+    static char buf[512];
+    ts += base;
+    snprintf(buf, sizeof buf,
+             "{\"event\":\"kickstart.inv.%s\",\"ts\":%.3f,\"event_id\":\"%s\",\"wf_uuid\":\"" WF
+             "\",\"dag_job_id\":\"%s\",\"hostname\":\"node-1\",\"pid\":42%s%s}",
+             kind, ts, id, job, *extra ? "," : "", extra);
+    return buf;
+}
+
+/* One number of the store's row of an event_id, by a json_extract path. */
+static double field_of(const char *id, const char *path)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT CAST(json_extract(doc, '%s') * 1000 AS INTEGER) FROM events"
+             " WHERE event_id = '%s'",
+             path, id);
+    return (double)ask(sql) / 1000;
+}
+
+START_TEST(samples_without_delta_get_the_indexers_deltas)
+{
+    base = (double)(time(NULL) / 1000 * 1000) - 10000;
+    pano_store *s = writer("node1", NULL);
+    char err[256];
+#define VALUES(utime, rss, rchar)                                                          \
+    "\"utime\":" #utime ",\"stime\":0.5,\"iowait\":0,\"vm\":" #rss "0,\"rss\":" #rss            \
+    ",\"procs\":1,\"threads\":2,\"bread\":0,\"bwrite\":0,\"rchar\":" #rchar                    \
+    ",\"wchar\":10,\"syscr\":3,\"syscw\":4"
+    const char *f1 = VALUES(1.5, 100, 10), *f2 = VALUES(2.25, 300, 30);
+    const char *start = "\"argv\":[\"x\"]";
+    const char *end = "\"exitcode\":0,\"signal\":0,\"duration\":2.5,\"final\":{}";
+    ck_assert_msg(put(s, run_event("start", "j1", 100, "s0", start), err, sizeof err) ==
+                      PANO_STORE_STORED,
+                  "%s", err);
+    ck_assert_int_eq(put(s, run_event("online", "j1", 101, "s1", f1), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, run_event("online", "j1", 102, "s2", f2), err, sizeof err),
+                     PANO_STORE_STORED);
+    /* older than the latest: delta 0 */
+    ck_assert_int_eq(put(s, run_event("online", "j1", 101.5, "s-late", f2), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, run_event("end", "j1", 102.5, "e1", end), err,
+                         sizeof err),
+                     PANO_STORE_STORED);
+    /* a copy of the end closes nothing more; a sample after it counts nothing */
+    ck_assert_int_eq(put(s, run_event("end", "j1", 102.5, "e1", end), err,
+                         sizeof err),
+                     PANO_STORE_DUPLICATE);
+    ck_assert_int_eq(put(s, run_event("online", "j1", 103, "s3", f2), err, sizeof err),
+                     PANO_STORE_STORED);
+    /* no start before its first sample: as it came; a publisher's delta: left alone */
+    ck_assert_int_eq(put(s, run_event("online", "raw", 101, "r1", f1), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, run_event("end", "raw", 102, "r2", end), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, run_event("start", "own", 100, "o0", start), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, run_event("online", "own", 101, "o1",
+                                      VALUES(1, 5, 1) ",\"delta\":{\"rss\":5}"),
+                         err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, run_event("end", "own", 102, "o2", end), err, sizeof err),
+                     PANO_STORE_STORED);
+    pano_store_close(s);
+
+    /* the first sample: its values; the next: the change */
+    ck_assert_double_eq(field_of("s1", "$.delta.utime"), 1.5);
+    ck_assert_double_eq(field_of("s1", "$.delta.rss"), 100);
+    ck_assert_double_eq(field_of("s2", "$.delta.utime"), 0.75);
+    ck_assert_double_eq(field_of("s2", "$.delta.rss"), 200);
+    ck_assert_double_eq(field_of("s2", "$.delta.rchar"), 20);
+    ck_assert_double_eq(field_of("s-late", "$.delta.rss"), 0);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE json_extract(doc, '$.delta_source')"
+                         " = 'store' AND json_extract(doc, '$.delta_offset') IS NULL"),
+                     5);
+    /* the column a series sums holds it too */
+    ck_assert_int_eq(ask("SELECT \"delta.rss\" FROM events WHERE event_id = 's2'"), 200);
+    /* the closing sample: at the end, gauges to zero, counters as last */
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM events WHERE event_id = 'e1-closing' AND"
+             " event = 'kickstart.inv.online' AND ts = %.1f AND"
+             " json_extract(doc, '$.sample') = 'closing'",
+             base + 102.5);
+    ck_assert_int_eq(ask(sql), 1);
+    ck_assert_double_eq(field_of("e1-closing", "$.rss"), 0);
+    ck_assert_double_eq(field_of("e1-closing", "$.delta.rss"), -300);
+    ck_assert_double_eq(field_of("e1-closing", "$.delta.vm"), -3000);
+    ck_assert_double_eq(field_of("e1-closing", "$.rchar"), 30);
+    ck_assert_double_eq(field_of("e1-closing", "$.delta.rchar"), 0);
+    /* the run's gauge deltas add up to zero, its counters' to the last values */
+    ck_assert_int_eq(ask("SELECT sum(\"delta.rss\") FROM events WHERE dag_job_id = 'j1'"), 0);
+    ck_assert_int_eq(ask("SELECT sum(\"delta.rchar\") FROM events WHERE dag_job_id = 'j1'"), 30);
+    ck_assert_double_eq(field_of("s3", "$.delta.rss"), 0);
+    ck_assert_int_eq(ask("SELECT json_extract(doc, '$.delta_after_end') FROM events"
+                         " WHERE event_id = 's3'"),
+                     1);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE dag_job_id IN ('raw', 'own') AND"
+                         " (json_extract(doc, '$.delta_source') IS NOT NULL OR"
+                         " json_extract(doc, '$.sample') = 'closing')"),
+                     0);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE dag_job_id = 'raw' AND"
+                         " json_extract(doc, '$.delta') IS NOT NULL"),
+                     0);
+}
+END_TEST
+
 START_TEST(default_path)
 {
     pano_config *cfg = pano_config_new();
@@ -358,6 +473,7 @@ int main(void)
     tcase_add_test(tc, foreign_and_newer_files_are_refused);
     tcase_add_test(tc, default_path);
     tcase_add_test(tc, fields_columns_equal_json_extract);
+    tcase_add_test(tc, samples_without_delta_get_the_indexers_deltas);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }
