@@ -10,7 +10,8 @@
 // big_ID0000..1199, started a second apart in that order, the first 1,000
 // ended after 0.5 s, the last 200 running with a sampling interval of 10
 // minutes: nothing changes in it while the test runs), ES (the
-// Elasticsearch URL), INDICES (the index pattern), HOSTILE (the argv
+// Elasticsearch URL) and INDICES (the index pattern), or STORE (the
+// embedded store pano-explorer reads), HOSTILE (the argv
 // element that must show as text), HOSTILE_JOB, FAILED_JOB (exit 3).
 // Prints one line per check; exits 1 at the first failure.
 import {execFile} from 'node:child_process';
@@ -99,7 +100,7 @@ let seenAt = 0;
 for (let i = 0; i < 300 && !seenAt; i++) {
   // a run is listed from its kickstart.inv.start (its samples live in another
   // index, which may refresh first)
-  if (await searchable(`wf_uuid:"${uuid}" AND dag_job_id:"${env.NEW_JOB_ID}" AND event:"kickstart.inv.start"`))
+  if (await searchable({wf_uuid: uuid, dag_job_id: env.NEW_JOB_ID, event: 'kickstart.inv.start'}))
     seenAt = Date.now();
   else await sleep(50);
 }

@@ -33,7 +33,7 @@ try {
   for (let i = 0; i < Number(jobsArg || 5); i++) {
     const job = `live_ID${String(i).padStart(3, '0')}_${Date.now()}`;
     execFileSync('sh', ['-c', env.ADD_JOB, 'add_job', job]);
-    await until(`${job} becoming searchable`, () => searchable(`wf_uuid:"${uuid}" AND dag_job_id:"${job}"`));
+    await until(`${job} becoming searchable`, () => searchable({wf_uuid: uuid, dag_job_id: job}));
     const seenAt = Date.now();
     await until(`${job} appearing on the page`, () => page.evaluate(
       id => [...document.querySelectorAll('td a')].some(a => a.textContent === id), job))
