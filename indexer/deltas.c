@@ -1,7 +1,7 @@
 /*
  * deltas.c - the delta pano-indexer gives samples that come without one
- * (deltas.h): the runs' states, the lookups that recover them, and the
- * documents they make.
+ * (deltas.h): the table of runs' states and the lookups that recover them;
+ * what each event makes is run_delta.c's.
  */
 #include "deltas.h"
 

@@ -287,6 +287,9 @@ const pano_config_key pano_config_keys[] = {
     {"pano.monitor.capture", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
      "pano-monitor: read the task's stdout and stderr (when they are not terminals) "
      "for MONITORING_PAYLOAD blocks; the output passes through unchanged."},
+    {"pano.monitor.metrics_socket", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-monitor: open a datagram socket for the task's own metrics (DogStatsD lines, "
+     "from any language), its path in the task's PANO_METRICS_SOCKET."},
     {"pano.monitor.payload_max", PANO_CFG_SIZE, "4M", 1024, 1e9, false, {0}, {0},
      "pano-monitor: largest MONITORING_PAYLOAD block; larger ones become "
      "kickstart.payload.error events."},

@@ -21,6 +21,7 @@
 #include "event.h"
 #include "log.h"
 #include "mem.h"
+#include "metrics_socket.h"
 #include "monitor_events.h"
 #include "payload.h"
 #include "proctree.h"
@@ -59,8 +60,9 @@ static void usage(FILE *out)
             "Usage: pano-monitor [options] -- CMD [ARGS...]\n"
             "Run CMD and publish what it does: kickstart.inv.start, kickstart.inv.online\n"
             "samples of its whole process tree (at start, every interval and at exit),\n"
-            "the events of MONITORING_PAYLOAD blocks in its output, and kickstart.inv.end.\n"
-            "Exits with CMD's status (128+N if it died of signal N).\n"
+            "the events of MONITORING_PAYLOAD blocks in its output, the metrics its\n"
+            "processes send as DogStatsD lines to the socket in PANO_METRICS_SOCKET, and\n"
+            "kickstart.inv.end. Exits with CMD's status (128+N if it died of signal N).\n"
             "\n"
             "  -i, --interval SECONDS sampling interval, 0.05 to 3600 (default 1;\n"
             "                         also KICKSTART_MON_INTERVAL)\n"
@@ -118,6 +120,7 @@ typedef struct {
     size_t nrelays;
     uint64_t payload_events, payload_errors;
     pid_t relay_pid; /* the output relay left behind, not the task's */
+    pano_metrics_socket *metrics; /* NULL: not open */
 } monitor;
 
 static void emit(monitor *m, pano_json *ev) { pano_publisher_send(m->pub, ev); }
@@ -264,6 +267,15 @@ static void emit_end(monitor *m, double duration, const pano_tree_totals *final,
         .payload_errors = m->payload_errors,
         .error = error,
     };
+    if (m->metrics) {
+        pano_metrics_socket_read(m->metrics); /* what is still queued */
+        const pano_metrics_socket_counts *n = pano_metrics_socket_counts_of(m->metrics);
+        f.metrics_socket = true;
+        f.metrics = n->metrics;
+        f.metrics_above_level = n->above_level;
+        f.metrics_bad_lines = n->bad_lines;
+        f.metrics_refused = n->refused;
+    }
     pano_json *ev = pano_event_new(m->source, PANO_MONITOR_END_EVENT);
     pano_monitor_end_fields(ev, &f);
     emit(m, ev);
@@ -291,6 +303,27 @@ static void payload_found(void *user, pano_payload_status status, const char *bl
 {
     payload_ctx *c = user;
     pano_payload_events(c->m->source, c->stream, status, block, size, payload_emit, c);
+}
+
+/* ---- metrics from the task ---------------------------------------------- */
+
+static void metric_emit(pano_json *ev, void *user) { emit(user, ev); }
+
+/* The metrics socket, its path in the task's environment. */
+static void open_metrics_socket(monitor *m)
+{
+    unsetenv(PANO_METRICS_SOCKET_ENV); /* not an outer monitor's */
+    if (!pano_config_bool(m->cfg, "pano.monitor.metrics_socket"))
+        return;
+    char err[256];
+    m->metrics = pano_metrics_socket_open(m->source, m->level, metric_emit, m, err, sizeof err);
+    if (!m->metrics)
+        pano_warn("%s; the task's metrics socket is off", err);
+    else if (setenv(PANO_METRICS_SOCKET_ENV, pano_metrics_socket_path(m->metrics), 1) < 0) {
+        pano_warn("cannot set %s: %s", PANO_METRICS_SOCKET_ENV, strerror(errno));
+        pano_metrics_socket_close(m->metrics);
+        m->metrics = NULL;
+    }
 }
 
 /* ---- the steps of main ---------------------------------------------------- */
@@ -388,6 +421,7 @@ static int start(monitor *m, payload_ctx pctx[2])
         ncaps = pano_task_setup_capture(caps, &merged);
 
     m->tree = pano_proctree_new(getpid());
+    open_metrics_socket(m);
     m->start_mono = pano_monotonic();
     m->task = pano_task_start(m->argv, &m->original, caps, ncaps, merged, &m->exec_errno);
     if (m->task < 0)
@@ -436,17 +470,19 @@ static void watch(monitor *m)
             relays_active |= pano_relay_active(&m->relays[i]);
         if (m->task_done && (!relays_active || pano_monotonic() >= m->linger_until))
             break;
-        struct pollfd pfd[4];
+        struct pollfd pfd[5];
         pfd[0] = (struct pollfd){.fd = m->sigfd, .events = POLLIN};
         pfd[1] = (struct pollfd){.fd = m->task_done ? -1 : m->timerfd, .events = POLLIN};
+        pfd[2] = (struct pollfd){.fd = m->metrics ? pano_metrics_socket_fd(m->metrics) : -1,
+                                 .events = POLLIN};
         for (size_t i = 0; i < m->nrelays; i++)
-            pano_relay_poll_fd(&m->relays[i], &pfd[2 + i]);
+            pano_relay_poll_fd(&m->relays[i], &pfd[3 + i]);
         int timeout = -1;
         if (m->task_done)
             timeout = (int)ceil((m->linger_until - pano_monotonic()) * 1000);
         if (timeout < -1)
             timeout = 0;
-        int rc = poll(pfd, 2 + m->nrelays, timeout);
+        int rc = poll(pfd, 3 + m->nrelays, timeout);
         if (rc < 0 && errno != EINTR) {
             pano_error("poll: %s", strerror(errno));
             break;
@@ -456,6 +492,8 @@ static void watch(monitor *m)
         if (pfd[0].revents && pano_task_forward_signals(m->sigfd, m->task, m->task_done)) {
             bool was_done = m->task_done;
             pano_task_reap(m->tree, m->task, m->relay_pid, &m->task_done, &m->status);
+            if (m->metrics)
+                pano_metrics_socket_forget_pids(m->metrics);
             if (!was_done && m->task_done) {
                 m->end_mono = pano_monotonic();
                 m->linger_until = m->end_mono + m->linger;
@@ -466,8 +504,10 @@ static void watch(monitor *m)
             if (read(m->timerfd, &expirations, sizeof expirations) == (ssize_t)sizeof expirations)
                 sample(m, "periodic", NULL);
         }
+        if (pfd[2].revents)
+            pano_metrics_socket_read(m->metrics);
         for (size_t i = 0; i < m->nrelays; i++)
-            pano_relay_handle(&m->relays[i], pfd[2 + i].revents);
+            pano_relay_handle(&m->relays[i], pfd[3 + i].revents);
     }
 }
 
@@ -539,6 +579,7 @@ static void stop(monitor *m)
     for (size_t i = 0; i < m->nrelays; i++)
         pano_payload_scanner_free(m->relays[i].scanner);
     pano_proctree_free(m->tree);
+    pano_metrics_socket_close(m->metrics);
     close(m->sigfd);
     close(m->timerfd);
     pano_source_free(m->source);

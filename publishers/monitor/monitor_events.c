@@ -149,6 +149,13 @@ void pano_monitor_end_fields(pano_json *ev, const pano_monitor_end *e)
     put_monitor_cpu(ev, &e->self);
     pano_json_set_int(ev, "payload_events", (int64_t)e->payload_events);
     pano_json_set_int(ev, "payload_errors", (int64_t)e->payload_errors);
+    if (e->metrics_socket) {
+        pano_json *m = pano_json_set_object(ev, "metrics_socket");
+        pano_json_set_int(m, "sent", (int64_t)e->metrics);
+        pano_json_set_int(m, "above_level", (int64_t)e->metrics_above_level);
+        pano_json_set_int(m, "bad_lines", (int64_t)e->metrics_bad_lines);
+        pano_json_set_int(m, "refused", (int64_t)e->metrics_refused);
+    }
     if (e->error)
         pano_json_set_str(ev, "error", e->error);
 }

@@ -67,6 +67,9 @@ typedef struct {
     uint64_t samples;         /* samples sent */
     pano_monitor_cpu self;
     uint64_t payload_events, payload_errors;
+    /* the metrics socket's (metrics_socket.h), when it was open */
+    bool metrics_socket;
+    uint64_t metrics, metrics_above_level, metrics_bad_lines, metrics_refused;
     const char *error;        /* NULL: none */
 } pano_monitor_end;
 
