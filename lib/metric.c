@@ -1,12 +1,16 @@
 #include "metric.h"
 
+#include "buf.h"
 #include "mem.h"
 #include "sink.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 struct pano_metrics {
@@ -14,7 +18,24 @@ struct pano_metrics {
     pano_source *src;
     pano_sink *sink;
     int level;
+    int sock; /* to pano-monitor's metrics socket, -1: none */
+    struct sockaddr_un addr;
+    uint64_t dropped;
 };
+
+/* The metrics socket of the pano-monitor running this task, if any (not
+ * when an output file was asked for). */
+static void open_socket(pano_metrics *m, const pano_config *cfg)
+{
+    const char *path = getenv(PANO_METRICS_SOCKET_ENV);
+    const char *output = pano_config_str(cfg, "pano.output");
+    m->sock = -1;
+    if (!path || !*path || strlen(path) >= sizeof m->addr.sun_path || (output && *output))
+        return;
+    m->addr.sun_family = AF_UNIX;
+    memcpy(m->addr.sun_path, path, strlen(path) + 1);
+    m->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
 
 pano_metrics *pano_metrics_open(const pano_config *cfg, char *err, size_t errlen)
 {
@@ -26,6 +47,7 @@ pano_metrics *pano_metrics_open(const pano_config *cfg, char *err, size_t errlen
         cfg = m->own_cfg;
     }
     m->level = (int)pano_config_int(cfg, "pano.monitor.level");
+    open_socket(m, cfg);
     m->sink = pano_sink_open(cfg, err, errlen);
     if (!m->sink)
         goto fail;
@@ -43,7 +65,49 @@ void pano_metrics_close(pano_metrics *m)
     pano_sink_close(m->sink);
     pano_source_free(m->src);
     pano_config_free(m->own_cfg);
+    if (m->sock >= 0)
+        close(m->sock);
     free(m);
+}
+
+uint64_t pano_metrics_dropped(const pano_metrics *m) { return m->dropped; }
+
+/* Whether s holds none of the characters that end a DogStatsD field. */
+static bool statsd_safe(const char *s, const char *stops)
+{
+    return strpbrk(s, stops) == NULL;
+}
+
+/* The metric as one DogStatsD line, when it can be one (its name and tag
+ * values hold no separator): 1 sent or dropped, 0 not a line, -1 failed. */
+static int send_line(pano_metrics *m, const char *name, double value, int level,
+                     const char *const *tags, char *err, size_t errlen)
+{
+    if (!statsd_safe(name, ":|\r\n"))
+        return 0;
+    for (const char *const *t = tags; t && *t; t++)
+        if (!statsd_safe(*t, ",|\r\n"))
+            return 0;
+    pano_buf line = {0};
+    pano_buf_appendf(&line, "%s:%.17g|g|#level:%d", name, value, level);
+    for (const char *const *t = tags; t && *t; t++) {
+        const char *eq = strchr(*t, '=');
+        pano_buf_appendf(&line, ",%.*s:%s", (int)(eq - *t), *t, eq + 1);
+    }
+    ssize_t n = sendto(m->sock, line.data, line.len, MSG_DONTWAIT, (struct sockaddr *)&m->addr,
+                       sizeof m->addr);
+    int rc = 1;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        m->dropped++;
+        snprintf(err, errlen, "metric %s dropped: the metrics socket is full", name);
+        rc = -1;
+    } else if (n < 0) {
+        snprintf(err, errlen, "metric %s: the metrics socket %s: %s", name, m->addr.sun_path,
+                 strerror(errno));
+        rc = -1;
+    }
+    pano_buf_free(&line);
+    return rc;
 }
 
 bool pano_metrics_enabled(const pano_metrics *m, int level) { return level <= m->level; }
@@ -114,6 +178,13 @@ int pano_metric(pano_metrics *m, const char *name, double value, int level,
     pano_json *ev = pano_metric_event(m->src, name, value, level, tags, err, errlen);
     if (!ev)
         return -1;
+    if (m->sock >= 0) {
+        int sent = send_line(m, name, value, level, tags, err, errlen);
+        if (sent != 0) {
+            pano_json_free(ev);
+            return sent < 0 ? -1 : 0;
+        }
+    }
     int rc = pano_sink_send(m->sink, ev, err, errlen);
     pano_json_free(ev);
     return rc < 0 ? -1 : 0;

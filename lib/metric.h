@@ -12,6 +12,15 @@
  * through the same sink (broker with confirms, spool when it is down, or
  * JSON lines). pano-emit is the command-line form.
  *
+ * Inside a task that pano-monitor runs (PANO_METRICS_SOCKET set), a metric
+ * goes instead as one DogStatsD line to the monitor's metrics socket
+ * (statsd.h), which sends it with the job's envelope on its own
+ * connection: no connection here, and a send that never blocks (a full
+ * socket drops the metric: -1, counted by pano_metrics_dropped). A metric
+ * whose name holds ':', '|' or a line break, or a tag value ',' , '|' or a
+ * line break, goes through the sink, as every metric does when an output
+ * file (pano.output) was asked for.
+ *
  * Levels work like Dragon's telemetry levels: every metric has a level
  * (1 = the default, higher = more detailed) and only those at or below the
  * configured pano.monitor.level (PANO_MONITOR_LEVEL, pano-monitor --level)
@@ -29,10 +38,12 @@
 #include "json.h"
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #define PANO_METRIC_EVENT "custom.metric"
 #define PANO_METRIC_NAME_MAX 255
+#define PANO_METRICS_SOCKET_ENV "PANO_METRICS_SOCKET"
 
 typedef struct pano_metrics pano_metrics;
 
@@ -43,6 +54,9 @@ typedef struct pano_metrics pano_metrics;
  * store). */
 pano_metrics *pano_metrics_open(const pano_config *cfg, char *err, size_t errlen);
 void pano_metrics_close(pano_metrics *m);
+
+/* Metrics dropped because the metrics socket was full. */
+uint64_t pano_metrics_dropped(const pano_metrics *m);
 
 /* Whether a metric of this level would be sent. */
 bool pano_metrics_enabled(const pano_metrics *m, int level);

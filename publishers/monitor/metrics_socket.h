@@ -26,11 +26,10 @@
 
 #include "event.h"
 #include "json.h"
+#include "metric.h"
 
 #include <stdint.h>
 #include <sys/types.h>
-
-#define PANO_METRICS_SOCKET_ENV "PANO_METRICS_SOCKET"
 
 typedef struct pano_metrics_socket pano_metrics_socket;
 

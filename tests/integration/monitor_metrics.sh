@@ -48,6 +48,20 @@ grep -q "a line from pid [0-9]* refused (not name:value|type): not a metric" "$T
     fail "the first bad line was not reported: $(cat "$TEST_DIR/monitor.log")"
 log "2002 metrics from a task and its grandchild, 4 bad lines and 2 above the level counted"
 
+# ---- pano-emit (lib/metric.h) inside the task: through the socket; a tag
+# value DogStatsD cannot carry: through the store directly
+PEGASUS_DAG_JOB_ID=emit_ID04 "$MONITOR" -- sh -c "
+    '$PANO_BUILD/publishers/emit/pano-emit' --tag phase=solve --level 1 residual 1.5e-6 &&
+    '$PANO_BUILD/publishers/emit/pano-emit' --tag 'list=a,b' commas 2" 2>"$TEST_DIR/emit.log" ||
+    fail "pano-emit inside the task: $(tail -3 "$TEST_DIR/emit.log")"
+sql "SELECT doc FROM events WHERE dag_job_id = 'emit_ID04' AND event = 'custom.metric' ORDER BY json_extract(doc, '$.name') DESC" >"$TEST_DIR/emit.jsonl"
+jq -se '.[0].name == "residual" and .[0].value == 1.5e-6 and .[0].kind == "gauge" and .[0].tags == {"phase": "solve"}
+    and .[1].name == "commas" and (.[1] | has("kind") | not) and .[1].tags == {"list": "a,b"} and length == 2' \
+    "$TEST_DIR/emit.jsonl" >/dev/null || fail "pano-emit's metrics: $(cat "$TEST_DIR/emit.jsonl")"
+[[ $(sql "SELECT json_extract(doc, '$.metrics_socket.sent') FROM events WHERE event = 'kickstart.inv.end' AND dag_job_id = 'emit_ID04'") == 1 ]] ||
+    fail "pano-emit's metric did not come through the socket"
+log "pano-emit inside the task: through the socket, and through the store when DogStatsD cannot carry it"
+
 # ---- a process outside the task's tree is refused
 PEGASUS_DAG_JOB_ID=outside_ID02 "$MONITOR" -- sh -c 'echo "$PANO_METRICS_SOCKET" >"$0"; sleep 2' "$TEST_DIR/path" \
     2>"$TEST_DIR/outside.log" &
