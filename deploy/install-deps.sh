@@ -33,6 +33,9 @@ packages=(
     # maintainers' tools: tools/fresh-machine (a pristine Debian root), tools/pegasus-fixtures
     # (the real pegasus-monitord and pegasus-statistics from PyPI, in a virtual environment)
     mmdebstrap python3-venv
+    # the Python package's test installs it with pip in a virtual environment, offline,
+    # with Debian's setuptools and wheel
+    python3-setuptools python3-wheel
 )
 
 # Packages whose command is enough, wherever it came from: a machine with
