@@ -17,6 +17,8 @@ packages=(
     # the embedded store (and its command-line shell, which tests use to look inside);
     # an exported workflow is compressed with zstd (whose command tests use to open one)
     libsqlite3-dev sqlite3 libzstd-dev zstd
+    # the Fortran example of the C API (examples/fortran), built and run by the tests
+    gfortran
     # tests, the demo and the benchmarks (column, bc)
     check valgrind jq curl bsdextrautils bc git
     # an AMQP client that is not pano's (tests publish with amqp-publish; bench/bridge.sh's

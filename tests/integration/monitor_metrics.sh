@@ -62,6 +62,15 @@ jq -se '.[0].name == "residual" and .[0].value == 1.5e-6 and .[0].kind == "gauge
     fail "pano-emit's metric did not come through the socket"
 log "pano-emit inside the task: through the socket, and through the store when DogStatsD cannot carry it"
 
+# ---- Fortran, through lib/metric.h by ISO_C_BINDING (examples/fortran)
+PEGASUS_DAG_JOB_ID=fortran_ID05 "$MONITOR" -- "$PANO_BUILD/examples/residuals" 10 2>"$TEST_DIR/fortran.log" ||
+    fail "the Fortran example: $(tail -3 "$TEST_DIR/fortran.log")"
+# 1 + 1/2 + ... + 1/10
+[[ $(sql "SELECT count(*) || ' ' || round(sum(json_extract(doc, '$.value')), 9) FROM events WHERE dag_job_id = 'fortran_ID05'
+          AND json_extract(doc, '$.name') = 'residual' AND json_extract(doc, '$.tags.solver') = 'cg'") == "10 2.928968254" ]] ||
+    fail "the Fortran residuals: $(sql "SELECT doc FROM events WHERE dag_job_id = 'fortran_ID05' AND event = 'custom.metric'")"
+log "a Fortran program's 10 metrics through lib/metric.h"
+
 # ---- a process outside the task's tree is refused
 PEGASUS_DAG_JOB_ID=outside_ID02 "$MONITOR" -- sh -c 'echo "$PANO_METRICS_SOCKET" >"$0"; sleep 2' "$TEST_DIR/path" \
     2>"$TEST_DIR/outside.log" &
