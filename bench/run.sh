@@ -3,9 +3,9 @@
 # same run; each prints its own RESULT line, collected at the end.
 #
 #   bench/run.sh                 all of them
-#   bench/run.sh monitor bridge  some of them (monitor darshan transfer bridge
-#                                indexer e2e query query-pegasus explorer
-#                                explorer-pegasus store)
+#   bench/run.sh monitor bridge  some of them (monitor metrics darshan transfer
+#                                bridge indexer e2e query query-pegasus
+#                                explorer explorer-pegasus store)
 #
 # e2e runs twice: 2,000 events/s for 60 s and 10,000 events/s for 30 s.
 # query and explorer measure a workflow in pano-monitor's shape,
@@ -25,8 +25,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 names=("$@")
-((${#names[@]})) || names=(monitor darshan transfer bridge indexer e2e query query-pegasus explorer
-                           explorer-pegasus store)
+((${#names[@]})) || names=(monitor metrics darshan transfer bridge indexer e2e query query-pegasus
+                           explorer explorer-pegasus store)
 settle_max=${PANO_BENCH_SETTLE:-120}
 tmp=$(mktemp -d /tmp/pano-bench-run.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT

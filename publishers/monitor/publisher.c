@@ -52,20 +52,45 @@ static void free_item(item *it)
     free(it);
 }
 
+/* A burst's events (more are queued behind the one in hand) are held
+ * (sink.h: into the store, one transaction) and written once the queue is
+ * empty. */
+static void write_held(pano_publisher *p, bool *held)
+{
+    char err[512];
+    if (pano_sink_flush(p->sink, err, sizeof err) < 0)
+        pano_error("events not written: %s", err); /* each was logged, and counted */
+    pano_sink_hold(p->sink, false);
+    *held = false;
+}
+
 static void *run(void *arg)
 {
     pano_publisher *p = arg;
+    bool held = false;
     pthread_mutex_lock(&p->lock);
     for (;;) {
-        while (!p->head && !p->stopping)
+        while (!p->head && !p->stopping) {
+            if (held) {
+                pthread_mutex_unlock(&p->lock);
+                write_held(p, &held);
+                pthread_mutex_lock(&p->lock);
+                continue;
+            }
             pthread_cond_wait(&p->more, &p->lock);
+        }
         item *it = p->head;
         if (!it)
             break; /* stopping and drained */
         p->head = it->next;
         if (!p->head)
             p->tail = NULL;
+        bool more = p->head != NULL;
         pthread_mutex_unlock(&p->lock);
+        if (more && !held && p->sink) {
+            pano_sink_hold(p->sink, true);
+            held = true;
+        }
         deliver(p, it);
         pthread_mutex_lock(&p->lock);
         p->queued_bytes -= it->len;
@@ -77,6 +102,8 @@ static void *run(void *arg)
         pthread_mutex_lock(&p->lock);
     }
     pthread_mutex_unlock(&p->lock);
+    if (held)
+        write_held(p, &held);
     return NULL;
 }
 
