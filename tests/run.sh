@@ -2,7 +2,8 @@
 # The whole test suite: unit and integration tests, in a normal build and in
 # a sanitizer build (ASan + UBSan), against the real local stack. The
 # fault-injection integration tests (suite 'slow': SIGKILLs, broker and
-# Elasticsearch restarts) run in the normal build only.
+# Elasticsearch restarts) and the browser over the embedded store run in
+# the normal build only.
 #
 #   tests/run.sh            everything (installs what is missing, starts the stack)
 #   tests/run.sh --unit     unit tests only (no services needed)
