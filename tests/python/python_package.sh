@@ -54,4 +54,23 @@ sql() { sqlite3 "file:$(echo "$PANO_STORE"/*.pano.sqlite)?mode=ro" "$@"; }
     fail "level-2 metrics were sent at level 1"
 [[ $(sql "SELECT json_extract(doc, '$.metrics_socket') FROM events WHERE event = 'kickstart.inv.end'") == '{"sent":400,"above_level":200,"bad_lines":0,"refused":0}' ]] ||
     fail "the end event's counts: $(sql "SELECT json_extract(doc, '$.metrics_socket') FROM events WHERE event = 'kickstart.inv.end'")"
-log "PASS: pip-installed package; 400 metrics through the socket, 200 above the level; the task read itself running"
+log "pip-installed package: 400 metrics through the socket, 200 above the level; the task read itself running"
+
+# ---- examples/ai-in-the-loop: two steps under pano-monitor, 60 iterations each
+export PEGASUS_WF_UUID=$(cat /proc/sys/kernel/random/uuid)
+PATH=$PANO_BUILD/publishers/monitor:$PANO_BUILD/query:$PATH "$venv/bin/python" \
+    "$PANO_SOURCE/examples/ai-in-the-loop/workflow.py" --steps 2 --iterations 60 >"$TEST_DIR/ai.out" 2>"$TEST_DIR/ai.log" ||
+    fail "examples/ai-in-the-loop: $(tail -5 "$TEST_DIR/ai.log")"
+grep -q "^workflow $PEGASUS_WF_UUID: 2 of 2 steps succeeded" "$TEST_DIR/ai.out" || fail "the example's end: $(cat "$TEST_DIR/ai.out")"
+for k in 01 02; do
+    grep -qE "^learn_ID$k: half-way, pano reads [0-9.]+ s of CPU for me \([2-9][0-9]* samples\)" "$TEST_DIR/ai.out" ||
+        fail "learn_ID$k did not read its CPU back: $(cat "$TEST_DIR/ai.out")"
+done
+for name in predicted actual error; do
+    n=$(sql "SELECT count(*) FROM events WHERE wf_uuid = '$PEGASUS_WF_UUID' AND json_extract(doc, '$.name') = '$name'")
+    [[ $n == 120 ]] || fail "the example's $name metrics: $n of 120"
+done
+"$PANO_BUILD/query/pano-query" job "$PEGASUS_WF_UUID" learn_ID02 --json >"$TEST_DIR/job.json" || fail "pano-query job"
+jq -e '.state == "succeeded" and ([.events[] | select(.event == "custom.metric")] | length) > 0' "$TEST_DIR/job.json" >/dev/null ||
+    fail "pano-query job does not show the step with its metrics: $(head -c 600 "$TEST_DIR/job.json")"
+log "PASS: examples/ai-in-the-loop: 2 steps, 360 metrics, each step read its CPU back"
