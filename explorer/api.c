@@ -482,6 +482,10 @@ static void series(call *c, const char *uuid)
     jobs_cache_release(c->cache, jobs);
 }
 
+/* A job page's custom metrics: the newest this many (the events, not the
+ * job's size, set the cost). */
+#define JOB_METRICS_MAX 2000
+
 static void job(call *c, const char *uuid, const char *id)
 {
     if (!pano_query_job_name_valid(id)) {
@@ -502,10 +506,15 @@ static void job(call *c, const char *uuid, const char *id)
     pano_json *start = pano_query_job_start(c->q, jobs, j, err, sizeof err);
     pano_json *events = start ? pano_query_job_events(c->q, jobs, j, 200, err, sizeof err) : NULL;
     pano_json *io = events ? pano_query_io(c->q, jobs, j, err, sizeof err) : NULL;
-    if (!io) {
+    bool left_out = false;
+    pano_json *custom =
+        io ? pano_query_job_metrics(c->q, jobs, j, JOB_METRICS_MAX, &left_out, err, sizeof err)
+           : NULL;
+    if (!custom) {
         reply_error(c->r, 502, "%s", err);
         pano_json_free(start);
         pano_json_free(events);
+        pano_json_free(io);
     } else {
         pano_json *doc = pano_job_to_json(j);
         pano_json_set_str(doc, "wf_uuid", jobs->wf_uuid);
@@ -513,6 +522,8 @@ static void job(call *c, const char *uuid, const char *id)
         pano_json_set(doc, "start_event", start);
         pano_json_set(doc, "events", events);
         pano_json_set(doc, "io", io);
+        pano_json_set(doc, "metrics", custom);
+        pano_json_set_bool(doc, "metrics_left_out", left_out);
         if (add_series(c, jobs, j, doc))
             reply_json(c->r, 200, doc);
         else

@@ -138,6 +138,12 @@ bool pano_query_job_name_valid(const char *name);
 pano_json *pano_query_job_events(pano_query *q, const pano_jobs *jobs, const pano_job *job,
                                  size_t limit, char *err, size_t errlen);
 
+/* A job's custom metrics (custom.metric events), the newest limit of them:
+ * {"NAME": [[ts, value], ...], ...}, each oldest first; *left_out says
+ * whether older ones were left out. NULL with a message in err. */
+pano_json *pano_query_job_metrics(pano_query *q, const pano_jobs *jobs, const pano_job *job,
+                                  size_t limit, bool *left_out, char *err, size_t errlen);
+
 /* The Darshan logs and transfers of the workflow (job NULL) or of one job,
  * summed: {"darshan": {logs, modules: {POSIX: {bytes_read, bytes_written},
  * ...}, posix_agg_perf_by_slowest: {min, mean, max}, processes, run_time},

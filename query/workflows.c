@@ -155,3 +155,41 @@ pano_json *pano_query_job_events(pano_query *q, const pano_jobs *jobs, const pan
     pano_json_free(answer);
     return events;
 }
+
+pano_json *pano_query_job_metrics(pano_query *q, const pano_jobs *jobs, const pano_job *job,
+                                  size_t limit, bool *left_out, char *err, size_t errlen)
+{
+    static const char *const fam[] = {"custom", NULL};
+    pano_json *filter, *body = store_body(jobs->wf_uuid, &filter);
+    pano_json_set_int(body, "size", (int64_t)limit + 1); /* one more: were some left out */
+    pano_json_set(body, "sort", store_literal("[{\"ts\":\"desc\"}]"));
+    pano_json_set(body, "_source", store_literal("[\"ts\",\"name\",\"value\"]"));
+    pano_json_append(filter, store_term("event", "custom.metric"));
+    store_add_published_by(filter, jobs, job);
+    pano_json *answer = store_search(q, jobs, fam, body, err, errlen);
+    if (!answer)
+        return NULL;
+    const pano_json *hits = pano_json_get_array(pano_json_get(answer, "hits"), "hits");
+    size_t n = pano_json_len(hits);
+    *left_out = n > limit;
+    if (n > limit)
+        n = limit;
+    pano_json *metrics = pano_json_object();
+    for (size_t i = n; i-- > 0;) { /* oldest first */
+        const pano_json *src = pano_json_get(pano_json_at(hits, i), "_source");
+        const char *name = pano_json_get_str(src, "name");
+        double ts, value;
+        if (!name || !pano_json_get_number(src, "ts", &ts) ||
+            !pano_json_get_number(src, "value", &value))
+            continue;
+        pano_json *points = pano_json_get(metrics, name);
+        if (!points)
+            points = pano_json_set_array(metrics, name);
+        pano_json *p = pano_json_array();
+        pano_json_append(p, pano_json_double(ts, 6));
+        pano_json_append(p, pano_json_double(value, -1));
+        pano_json_append(points, p);
+    }
+    pano_json_free(answer);
+    return metrics;
+}

@@ -209,6 +209,43 @@ const CHARTS = {
   procs: {title: 'Processes', scale: v => v},
 };
 
+// The options of a chart over time (x: epoch seconds), shared by the
+// metrics' charts and the custom metrics'.
+function timeChartOptions(beginAtZero) {
+  return {
+    animation: false, parsing: false, normalized: true, maintainAspectRatio: false,
+    interaction: {mode: 'nearest', intersect: false, axis: 'x'},
+    plugins: {legend: {display: false},
+              tooltip: {callbacks: {title: items => fmtTime(items[0].parsed.x),
+                                    label: item => (item.dataset.label ? item.dataset.label + ' ' : '') +
+                                                   fmtNum(item.parsed.y, 3)}}},
+    scales: {x: {type: 'linear', ticks: {callback: (v, i, ticks) =>
+                                           fmtClock(v, stepDecimals(ticks.length > 1 ? ticks[1].value - ticks[0].value : 1)),
+                                         maxTicksLimit: 8}},
+             y: {beginAtZero}},
+  };
+}
+
+// A custom metric of a job (custom.metric events): each value as sent, at
+// its time.
+class CustomChart {
+  constructor(name) {
+    this.canvas = el('canvas', {'data-custom': name});
+    this.node = el('div', {class: 'chart-box'}, el('h3', {}, name), el('div', {class: 'canvas-wrap'}, this.canvas));
+    this.chart = null;
+  }
+  update(points) {
+    if (typeof Chart === 'undefined') return;
+    const data = points.map(([t, v]) => ({x: t, y: v}));
+    if (!this.chart)
+      this.chart = new Chart(this.canvas, {type: 'line', options: timeChartOptions(false), data: {datasets: [{
+        label: '', data, borderColor: '#7c3aed', fill: false, pointRadius: data.length > 60 ? 0 : 2, borderWidth: 1.5}]}});
+    else
+      this.chart.data.datasets[0].data = data;
+    this.chart.update('none');
+  }
+}
+
 class ChartBox {
   constructor(metric) {
     this.metric = metric;
@@ -236,22 +273,7 @@ class ChartBox {
       if (gauge)
         datasets.push({label: 'peak', data: peaks, borderColor: 'rgba(37,99,235,.45)', fill: false,
                        pointRadius: 0, borderWidth: 1, stepped: false});
-      this.chart = new Chart(this.canvas, {
-        type: 'line',
-        data: {datasets},
-        options: {
-          animation: false, parsing: false, normalized: true, maintainAspectRatio: false,
-          interaction: {mode: 'nearest', intersect: false, axis: 'x'},
-          plugins: {legend: {display: false},
-                    tooltip: {callbacks: {title: items => fmtTime(items[0].parsed.x),
-                                          label: item => (item.dataset.label ? item.dataset.label + ' ' : '') +
-                                                         fmtNum(item.parsed.y, 3)}}},
-          scales: {x: {type: 'linear', ticks: {callback: (v, i, ticks) =>
-                                                 fmtClock(v, stepDecimals(ticks.length > 1 ? ticks[1].value - ticks[0].value : 1)),
-                                               maxTicksLimit: 8}},
-                   y: {beginAtZero: true}},
-        },
-      });
+      this.chart = new Chart(this.canvas, {type: 'line', data: {datasets}, options: timeChartOptions(true)});
     } else {
       this.chart.data.datasets[0].data = points;
       if (gauge) this.chart.data.datasets[1].data = peaks;
@@ -707,7 +729,10 @@ function jobPage(uuid, id) {
   const head = el('div', {}), facts = el('div', {class: 'panel kv'});
   const charts = ['cpu', 'rss', 'read', 'write', 'threads'].map(m => new ChartBox(m));
   const darshan = el('div', {}), transfers = el('div', {}), events = el('div', {});
+  const custom = el('div', {class: 'charts'}), customNote = el('p', {class: 'muted'});
+  const customCharts = new Map();  // name -> CustomChart, kept across refreshes
   show(head, facts, el('h2', {}, 'CPU, memory, I/O and threads'), el('div', {class: 'charts'}, charts.map(c => c.node)),
+       el('h2', {}, 'Custom metrics'), customNote, custom,
        el('h2', {}, 'Darshan'), darshan, el('h2', {}, 'Transfers'), transfers,
        el('h2', {}, 'Payload and custom-metric events'), events);
   const metrics = charts.map(c => c.metric).join(',');
@@ -732,6 +757,17 @@ function jobPage(uuid, id) {
     ];
     fill(facts, ...rows.flatMap(([k, v]) => [el('div', {class: 'k'}, k), el('div', {class: 'v wrap', 'data-field': k}, v)]));
     charts.forEach((c, i) => c.update(series[i], job.state === 'running'));
+    const names = Object.keys(job.metrics).sort();
+    for (const name of names) {
+      if (!customCharts.has(name)) {
+        customCharts.set(name, new CustomChart(name));
+        custom.append(customCharts.get(name).node);
+      }
+      customCharts.get(name).update(job.metrics[name]);
+    }
+    customNote.textContent = !names.length ? 'None (pano-emit, lib/metric.h, or the Python package send them).' :
+      job.metrics_left_out ? 'The newest 2,000 values of the job; older ones are in its events.' : '';
+    customNote.hidden = !customNote.textContent;
     const logs = job.events.filter(e => e.event === 'darshan.perf');
     fill(darshan, logs.length ? table([
       {title: 'Log', cell: e => e.log_file || '–'},

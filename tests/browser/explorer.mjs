@@ -294,6 +294,11 @@ await page.waitForFunction(() => {
   return c && c.data.datasets[0].data.length > 0;
 }, {timeout: 15000}).catch(() => fail("the job's CPU chart was not drawn"));
 ok("the job page draws the job's own charts");
+await page.waitForFunction(() => {
+  const c = Chart.getChart(document.querySelector('canvas[data-custom="progress"]'));
+  return c && c.data.datasets[0].data.map(p => p.y).join() === '1,2.5';
+}, {timeout: 15000}).catch(() => fail("the job's custom metric 'progress' (1, then 2.5) was not charted"));
+ok("the job page charts its custom metric, each value as sent");
 // a sub-second job: its time axis has ticks finer than a second, each
 // labelled apart from the others
 const ticks = await page.evaluate(() =>

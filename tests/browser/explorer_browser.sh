@@ -10,7 +10,8 @@
 # reload; a workflow of 1,200 jobs: a first paint without a row per job,
 # refreshes that back off while nothing changes, the newest 500 listed, more
 # at a click, a filter asked of the server, the timeline's overview and a
-# drag that zooms into bars. Screenshots of each page land in
+# drag that zooms into bars; a job's custom metric charted on its page.
+# Screenshots of each page land in
 # $PANO_BUILD/screenshots/ (store-*.png for the store's).
 source "$(dirname "$0")/../integration/lib.sh"
 : "${PANO_SOURCE:?}"
@@ -60,7 +61,9 @@ job() { PEGASUS_DAG_JOB_ID=$1 "$MONITOR" -i 0.2 -- "${@:2}" >/dev/null 2>>"$TEST
 job burn_ID01 "$WORKLOAD" burn 0.8
 job io_ID02 sh -c "head -c 30000000 /dev/urandom >'$TEST_DIR/data' && sleep 0.4 && cat '$TEST_DIR/data' >/dev/null && sleep 0.4"
 job fails_ID03 sh -c "$WORKLOAD burn 0.3 >/dev/null; exit 3" || true
-job hostile_ID04 sh -c 'sleep 0.6' "$HOSTILE"
+# (and sends two values of a custom metric, through the monitor's socket)
+EMIT=$PANO_BUILD/publishers/emit/pano-emit
+job hostile_ID04 sh -c "'$EMIT' progress 1 && '$EMIT' progress 2.5 && sleep 0.6" "$HOSTILE"
 PEGASUS_DAG_JOB_ID=running_ID05 "$MONITOR" -i 0.2 -- "$WORKLOAD" sleep 300 >/dev/null 2>>"$TEST_DIR/monitor.log" &
 running=$!
 ended() { [[ $(count "wf_uuid = '$WF' AND event = 'kickstart.inv.end'" "wf_uuid:$WF+AND+event:kickstart.inv.end") == 4 ]]; }
