@@ -15,7 +15,7 @@ packages=(
     # pano-explorer: its HTTP server, and the charts its pages draw
     libmicrohttpd-dev libjs-chart.js
     # the embedded store (and its command-line shell, which tests use to look inside);
-    # an exported workflow is compressed with zstd (whose command tests use to open one)
+    # an exported workflow is compressed with zstd (its command decompresses one in the tests)
     libsqlite3-dev sqlite3 libzstd-dev zstd
     # the Fortran example of the C API (examples/fortran), built and run by the tests
     gfortran
