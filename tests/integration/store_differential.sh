@@ -10,6 +10,10 @@
 # killed, run long; a Darshan log, a transfer, custom metrics) with one task
 # still running while both stores are asked. The publishers keep a copy of
 # what they send (pano.output), which is then sent into the embedded store.
+# And a workflow in Pegasus's kickstart shape (samples without delta: the
+# indexer and the store's writer each give them theirs, and close each
+# run's gauges at its end), produced straight into Kafka and written into
+# the store.
 source "$(dirname "$0")/lib.sh"
 require_stack
 : "${PANO_SOURCE:?}"
@@ -84,6 +88,15 @@ pkill -KILL -f "pano-workload sleep 600" || true
 forget "$running"
 unset PANO_OUTPUT
 export PANO_QUERY_INGEST_DELAY=3600
+
+# ---- a workflow in Pegasus's shape (kickstart samples without delta, which
+# pano-indexer and the store's writer give theirs; stampede job instances;
+# failed and running jobs), the benchmarks' generator
+PEG=$(cat /proc/sys/kernel/random/uuid)
+"$PANO_BUILD/tests/tools/kafka_load" --shape pegasus --jobs 120 --wf "$PEG" --lines "$TEST_DIR/pegasus.jsonl" \
+    >"$TEST_DIR/kafka_load.out" 2>&1 || fail "kafka_load: $(tail -3 "$TEST_DIR/kafka_load.out")"
+into_store "$TEST_DIR/pegasus.jsonl"
+total=$((total + $(wc -l <"$TEST_DIR/pegasus.jsonl")))
 sent=$(wc -l <"$COPY")
 EVENTS="$TEST_ID-*,-$TEST_ID-summary-*"
 want=$((total + sent))
@@ -128,10 +141,19 @@ for wf in "${workflows[@]}"; do
         n=$((n + 1))
     done
 done
+for cmd in status stats anomalies; do
+    compare "$cmd-$PEG" "$cmd" "$PEG"
+    n=$((n + 1))
+done
+for state in running failed lost; do
+    compare "jobs-$state-$PEG" jobs "$PEG" --state "$state"
+    n=$((n + 1))
+done
 for m in $metrics; do
     compare "series-$m" series "$WF" --metric "$m" --step 1s
     compare "series-$m-job" series "$WF" --metric "$m" --step 0.2s --job burn_ID07
-    n=$((n + 2))
+    compare "series-$m-pegasus" series "$PEG" --metric "$m" --step 30s
+    n=$((n + 3))
 done
 compare workflows workflows --since 3650d --limit 100
 n=$((n + 1))
