@@ -682,10 +682,14 @@ pano_store_outcome pano_store_put(pano_store *s, const char *routing_key, const 
         pano_event_place(n.doc, s->policies, pano_now(), &place, reason, sizeof reason);
     pano_store_outcome o;
     pano_run_event *e = NULL;
+    /* what may make a delta or a closing sample: a sample without delta, an end */
+    bool run_event = st == PANO_PLACE_OK &&
+                     (strcmp(place.event, "kickstart.inv.end") == 0 ||
+                      (strcmp(place.event, "kickstart.inv.online") == 0 &&
+                       !pano_json_get(n.doc, "delta")));
     if (st != PANO_PLACE_OK)
         o = dead_letter(s, json, len, reason, err, errlen);
-    else if ((e = pano_run_event_read(n.doc, place.wf_uuid, -1, -1)) &&
-             ((e->kind == PANO_RUN_SAMPLE && !e->own_delta) || e->kind == PANO_RUN_END))
+    else if (run_event && (e = pano_run_event_read(n.doc, place.wf_uuid, -1, -1)))
         o = put_run_event(s, e, &place, &n, err, errlen);
     else
         o = insert(s, &place, n.body, n.len, n.doc, err, errlen);
