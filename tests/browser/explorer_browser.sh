@@ -75,10 +75,10 @@ wait_until 60 ended || fail "the 4 jobs' end events did not arrive"
 BIG_WF=$(cat /proc/sys/kernel/random/uuid)
 now=$(date +%s)
 for ((i = 0; i < 1200; i++)); do
-    printf '%s\t{"event":"kickstart.inv.start","ts":%d,"event_id":"%s-%d","seq":1,"hostname":"node-1","wf_uuid":"%s","wf_label":"big","dag_job_id":"big_ID%04d","xformation":"xf","pid":%d,"exe":"/bin/app","interval":600}\n' \
+    printf '%s\t{"event":"kickstart.inv.start","ts":%d,"event_id":"%s-%d","seq":1,"hostname":"node-1","wf_uuid":"%s","wf_label":"big","dag_job_id":"big_ID%04d","xformation":"xf","pid":%d,"exe":"/bin/app","argv":["/bin/app"],"interval":600}\n' \
         "$BIG_WF" $((now - 1200 + i)) "$BIG_WF" "$i" "$BIG_WF" "$i" $((1000 + i))
     if ((i < 1000)); then # the first 1,000 ran 0.5 s each, one after another
-        printf '%s\t{"event":"kickstart.inv.end","ts":%d.5,"event_id":"%s-%d-end","seq":2,"hostname":"node-1","wf_uuid":"%s","wf_label":"big","dag_job_id":"big_ID%04d","xformation":"xf","pid":%d,"exe":"/bin/app","exitcode":0,"duration":0.5}\n' \
+        printf '%s\t{"event":"kickstart.inv.end","ts":%d.5,"event_id":"%s-%d-end","seq":2,"hostname":"node-1","wf_uuid":"%s","wf_label":"big","dag_job_id":"big_ID%04d","xformation":"xf","pid":%d,"exe":"/bin/app","exitcode":0,"signal":0,"duration":0.5,"final":{}}\n' \
             "$BIG_WF" $((now - 1200 + i)) "$BIG_WF" "$i" "$BIG_WF" "$i" $((1000 + i))
     fi
 done >"$TEST_DIR/big.tsv"
