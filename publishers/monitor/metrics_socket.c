@@ -31,7 +31,7 @@ struct pano_metrics_socket {
     void (*emit)(pano_json *ev, void *user);
     void *user;
     pid_t accepted[ACCEPTED_MAX]; /* pids found in the tree, since the last reaping */
-    size_t naccepted;
+    size_t naccepted, next_accepted; /* how many; where the next one goes (the oldest) */
     pano_metrics_socket_counts n;
     char buf[DATAGRAM_MAX + 1];
     pano_statsd_metric metric;
@@ -93,7 +93,7 @@ const pano_metrics_socket_counts *pano_metrics_socket_counts_of(const pano_metri
 
 void pano_metrics_socket_forget_pids(pano_metrics_socket *s)
 {
-    s->naccepted = 0;
+    s->naccepted = s->next_accepted = 0;
 }
 
 /* Whether pid's parents lead to the monitor; a process already gone
@@ -125,10 +125,12 @@ static bool in_tree(pano_metrics_socket *s, pid_t pid)
             break;
         p = st.ppid;
     }
-    if (found)
-        s->accepted[s->naccepted++ % ACCEPTED_MAX] = pid;
-    if (s->naccepted > ACCEPTED_MAX)
-        s->naccepted = ACCEPTED_MAX;
+    if (found) {
+        s->accepted[s->next_accepted] = pid;
+        s->next_accepted = (s->next_accepted + 1) % ACCEPTED_MAX;
+        if (s->naccepted < ACCEPTED_MAX)
+            s->naccepted++;
+    }
     return found;
 }
 

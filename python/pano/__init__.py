@@ -89,8 +89,11 @@ def flush():
 
 def _flush_at_exit():
     deadline = time.monotonic() + 1
-    while flush() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    try:
+        while flush() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    except PanoError:
+        pass  # the monitor is gone: nothing will read them
 
 
 def metric(name, value, level=1, kind="g", **tags):
