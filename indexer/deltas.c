@@ -366,7 +366,7 @@ void deltas_apply(deltas *d, const pano_run_event *e, const char *doc, size_t do
         d->n.made++;
         d->n.late += out->late;
     }
-    if (e->kind == PANO_RUN_END && s.mode == PANO_RUN_ENDED && out->closing)
+    if (out->closing)
         d->n.closings++;
 }
 

@@ -125,28 +125,29 @@ static bool tag_key_valid(const char *k, size_t len)
     return true;
 }
 
-pano_json *pano_metric_event(pano_source *src, const char *name, double value, int level,
-                             const char *const *tags, char *err, size_t errlen)
+/* Whether a metric's name, value, level and tags are valid; false with
+ * the reason in err. */
+static bool metric_valid(const char *name, double value, int level, const char *const *tags,
+                         char *err, size_t errlen)
 {
     size_t nlen = name ? strlen(name) : 0;
     if (nlen == 0 || nlen > PANO_METRIC_NAME_MAX) {
         snprintf(err, errlen, "a metric name has 1 to %d bytes", PANO_METRIC_NAME_MAX);
-        return NULL;
+        return false;
     }
     for (const char *p = name; *p; p++)
         if ((unsigned char)*p < 0x20) {
             snprintf(err, errlen, "metric name holds a control character");
-            return NULL;
+            return false;
         }
     if (!isfinite(value)) {
         snprintf(err, errlen, "metric %s: the value is not a finite number", name);
-        return NULL;
+        return false;
     }
     if (level < 1 || level > 9) {
         snprintf(err, errlen, "metric %s: level %d is not between 1 and 9", name, level);
-        return NULL;
+        return false;
     }
-    pano_json *tagobj = pano_json_object();
     for (const char *const *t = tags; t && *t; t++) {
         const char *eq = strchr(*t, '=');
         if (!eq || !tag_key_valid(*t, (size_t)(eq - *t))) {
@@ -154,9 +155,20 @@ pano_json *pano_metric_event(pano_source *src, const char *name, double value, i
                      "metric %s: tag '%s' is not KEY=VALUE with a key of letters, digits, "
                      "'_', '-' and '.'",
                      name, *t);
-            pano_json_free(tagobj);
-            return NULL;
+            return false;
         }
+    }
+    return true;
+}
+
+pano_json *pano_metric_event(pano_source *src, const char *name, double value, int level,
+                             const char *const *tags, char *err, size_t errlen)
+{
+    if (!metric_valid(name, value, level, tags, err, errlen))
+        return NULL;
+    pano_json *tagobj = pano_json_object();
+    for (const char *const *t = tags; t && *t; t++) {
+        const char *eq = strchr(*t, '=');
         char *key = pano_strndup(*t, (size_t)(eq - *t));
         pano_json_set_str(tagobj, key, eq + 1);
         free(key);
@@ -175,16 +187,16 @@ int pano_metric(pano_metrics *m, const char *name, double value, int level,
 {
     if (!pano_metrics_enabled(m, level))
         return 1;
+    if (!metric_valid(name, value, level, tags, err, errlen))
+        return -1;
+    if (m->sock >= 0) { /* the event is the monitor's to make */
+        int sent = send_line(m, name, value, level, tags, err, errlen);
+        if (sent != 0)
+            return sent < 0 ? -1 : 0;
+    }
     pano_json *ev = pano_metric_event(m->src, name, value, level, tags, err, errlen);
     if (!ev)
         return -1;
-    if (m->sock >= 0) {
-        int sent = send_line(m, name, value, level, tags, err, errlen);
-        if (sent != 0) {
-            pano_json_free(ev);
-            return sent < 0 ? -1 : 0;
-        }
-    }
     int rc = pano_sink_send(m->sink, ev, err, errlen);
     pano_json_free(ev);
     return rc < 0 ? -1 : 0;

@@ -268,7 +268,6 @@ static void emit_end(monitor *m, double duration, const pano_tree_totals *final,
         .error = error,
     };
     if (m->metrics) {
-        pano_metrics_socket_read(m->metrics); /* what is still queued */
         const pano_metrics_socket_counts *n = pano_metrics_socket_counts_of(m->metrics);
         f.metrics_socket = true;
         f.metrics = n->metrics;
@@ -555,6 +554,8 @@ static int finish(monitor *m)
     } else
         exit_code = WIFEXITED(m->status) ? WEXITSTATUS(m->status) : 128 + WTERMSIG(m->status);
 
+    if (m->metrics)
+        pano_metrics_socket_read(m->metrics); /* what is still queued */
     pano_tree_totals final;
     sample(m, "end", &final);
     pano_debug("%llu samples taken, %llu of them without reading the children files",
