@@ -8,6 +8,7 @@
 #include "partition.h"
 #include "run_delta.h"
 #include "schema.h"
+#include "store_summaries.h"
 #include "zstd_file.h"
 
 #include <dirent.h>
@@ -42,6 +43,7 @@ struct pano_store {
     pano_normalize_options nopts;
     pano_stream_policy policies[PANO_N_STREAMS];
     sqlite3_stmt *insert, *dead, *run_latest;
+    store_summaries *sums;
     bool in_batch;
 };
 
@@ -379,6 +381,8 @@ static int create_tables(sqlite3 *db, const char *file, char *err, size_t errlen
         rc = exec(db, sql_create, err, errlen);
         free(sql_create);
     }
+    if (rc == 0)
+        rc = exec(db, STORE_SUMMARIES_SQL, err, errlen);
     return finish(db, rc, err, errlen);
 }
 
@@ -397,29 +401,44 @@ static int purge(pano_store *s, char *err, size_t errlen)
         return sql_fail(s->db, "reading the store's metadata", err, errlen);
     double last = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_double(st, 0) : 0;
     sqlite3_finalize(st);
+    st = NULL;
+    sqlite3_stmt *sums = NULL;
     if (now - last < PURGE_EVERY)
         return 0;
     if (exec(s->db, "BEGIN IMMEDIATE", err, errlen) < 0)
         return -1;
     int rc = 0;
-    if (sqlite3_prepare_v2(s->db, "DELETE FROM events WHERE stream = ?1 AND ts < ?2", -1, &st,
-                           NULL) != SQLITE_OK)
+    /* and the summaries of runs wholly before it (a run partly purged
+     * keeps its summary, which then counts more events than the file
+     * holds: readers read that workflow's events) */
+    if (sqlite3_prepare_v2(s->db,
+                           "DELETE FROM events WHERE stream = ?1 AND ts < ?2",
+                           -1, &st, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(s->db, "DELETE FROM summaries WHERE stream = ?1 AND last < ?2", -1,
+                           &sums, NULL) != SQLITE_OK)
         rc = sql_fail(s->db, "purging the store", err, errlen);
     for (int i = 0; rc == 0 && i < PANO_N_STREAMS; i++) {
         const pano_stream_policy *p = &s->policies[i];
         if (p->retention <= 0)
             continue;
         /* The periods that ended more than the retention ago. */
+        double cutoff = pano_period_start(p->period, now - p->retention);
         sqlite3_bind_text(st, 1, pano_streams[i], -1, SQLITE_STATIC);
-        sqlite3_bind_double(st, 2, pano_period_start(p->period, now - p->retention));
+        sqlite3_bind_double(st, 2, cutoff);
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = sql_fail(s->db, "purging the store", err, errlen);
         else if (sqlite3_changes(s->db) > 0)
             pano_info("store %s: %d event(s) of stream %s past their retention deleted", s->file,
                       sqlite3_changes(s->db), pano_streams[i]);
         sqlite3_reset(st);
+        sqlite3_bind_text(sums, 1, pano_streams[i], -1, SQLITE_STATIC);
+        sqlite3_bind_double(sums, 2, cutoff);
+        if (rc == 0 && sqlite3_step(sums) != SQLITE_DONE)
+            rc = sql_fail(s->db, "purging the store's summaries", err, errlen);
+        sqlite3_reset(sums);
     }
     sqlite3_finalize(st);
+    sqlite3_finalize(sums);
     if (rc == 0) {
         char sql[96];
         snprintf(sql, sizeof sql, "INSERT OR REPLACE INTO meta VALUES ('purged', %.3f)", now);
@@ -501,6 +520,10 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
         sql_fail(s->db, s->file, err, errlen);
         goto fail;
     }
+    if (!(s->sums = store_summaries_new(s->db, why, sizeof why))) {
+        snprintf(err, errlen, "store file %s: %s", s->file, why);
+        goto fail;
+    }
     pano_debug("store %s (%s journal)", s->file, network ? "rollback" : "WAL");
     return s;
 
@@ -522,17 +545,30 @@ static void bind_str(sqlite3_stmt *st, int i, const char *v)
         sqlite3_bind_null(st, i);
 }
 
+/* End the writer's transaction: the summaries it changed written and
+ * COMMIT when ok, else ROLLBACK and their changes forgotten. 0 when
+ * committed. */
+static int end_transaction(pano_store *s, bool ok, char *err, size_t errlen)
+{
+    s->in_batch = false;
+    int rc = ok ? store_summaries_flush(s->sums, err, errlen) : -1;
+    if (rc < 0)
+        store_summaries_discard(s->sums);
+    return finish(s->db, rc, err, errlen);
+}
+
 /* One statement, in its own transaction unless a batch is open. */
 static int run(pano_store *s, sqlite3_stmt *st, char *err, size_t errlen)
 {
-    int rc = 0;
-    if (!s->in_batch && exec(s->db, "BEGIN IMMEDIATE", err, errlen) < 0)
+    bool own = !s->in_batch;
+    if (own && pano_store_begin(s, err, errlen) < 0)
         return -1;
+    int rc = 0;
     if (sqlite3_step(st) != SQLITE_DONE)
         rc = sql_fail(s->db, s->file, err, errlen);
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
-    return s->in_batch ? rc : finish(s->db, rc, err, errlen);
+    return own ? end_transaction(s, rc == 0, err, errlen) : rc;
 }
 
 pano_store_outcome pano_store_keep_refused(pano_store *s, double received, const char *reason,
@@ -573,10 +609,14 @@ static pano_store_outcome dead_letter(pano_store *s, const char *json, size_t le
 }
 
 /* Insert an event placed at place, its document body (len bytes) and doc
- * (its tree). */
+ * (its tree), and count it in its summary, in its own transaction unless a
+ * batch is open. */
 static pano_store_outcome insert(pano_store *s, const pano_place *place, const char *body,
                                  size_t len, const pano_json *doc, char *err, size_t errlen)
 {
+    bool own = !s->in_batch;
+    if (own && pano_store_begin(s, err, errlen) < 0)
+        return PANO_STORE_FAILED;
     /* each value outlives the statement's step */
     sqlite3_bind_text(s->insert, 1, place->event_id, -1, SQLITE_STATIC);
     sqlite3_bind_text(s->insert, 2, place->wf_uuid, -1, SQLITE_STATIC);
@@ -585,9 +625,20 @@ static pano_store_outcome insert(pano_store *s, const pano_place *place, const c
     sqlite3_bind_double(s->insert, 5, place->ts);
     sqlite3_bind_text(s->insert, FIRST_FIELD + (int)s->nfields, body, (int)len, SQLITE_STATIC);
     bind_fields(s, doc);
-    if (run(s, s->insert, err, errlen) < 0)
-        return PANO_STORE_FAILED;
-    return sqlite3_changes(s->db) > 0 ? PANO_STORE_STORED : PANO_STORE_DUPLICATE;
+    pano_store_outcome o = PANO_STORE_STORED;
+    if (sqlite3_step(s->insert) != SQLITE_DONE) {
+        sql_fail(s->db, s->file, err, errlen);
+        o = PANO_STORE_FAILED;
+    } else if (sqlite3_changes(s->db) == 0)
+        o = PANO_STORE_DUPLICATE;
+    sqlite3_reset(s->insert);
+    sqlite3_clear_bindings(s->insert);
+    if (o == PANO_STORE_STORED &&
+        store_summaries_add(s->sums, doc, place, sqlite3_last_insert_rowid(s->db), err, errlen) < 0)
+        o = PANO_STORE_FAILED;
+    if (own && end_transaction(s, o != PANO_STORE_FAILED, err, errlen) < 0)
+        o = PANO_STORE_FAILED;
+    return o;
 }
 
 /* The state of run e as the file holds it: from its latest sample or start. */
@@ -657,11 +708,8 @@ static pano_store_outcome put_run_event(pano_store *s, const pano_run_event *e,
 out:
     free(ch.doc);
     free(ch.closing);
-    if (own) {
-        s->in_batch = false;
-        if (finish(s->db, o == PANO_STORE_FAILED ? -1 : 0, err, errlen) < 0)
-            o = PANO_STORE_FAILED;
-    }
+    if (own && end_transaction(s, o != PANO_STORE_FAILED, err, errlen) < 0)
+        o = PANO_STORE_FAILED;
     return o;
 }
 
@@ -712,8 +760,7 @@ int pano_store_commit(pano_store *s, char *err, size_t errlen)
 {
     if (!s->in_batch)
         return 0;
-    s->in_batch = false;
-    return finish(s->db, 0, err, errlen);
+    return end_transaction(s, true, err, errlen);
 }
 
 void pano_store_close(pano_store *s)
@@ -728,6 +775,7 @@ void pano_store_close(pano_store *s)
     sqlite3_finalize(s->insert);
     sqlite3_finalize(s->dead);
     sqlite3_finalize(s->run_latest);
+    store_summaries_free(s->sums);
     if (s->db)
         sqlite3_close(s->db);
     pano_normalizer_free(s->nz);
@@ -813,6 +861,42 @@ static char *union_sql(const char *table, size_t n, bool by_id)
     return b.data;
 }
 
+/* Whether an attached file has a table (a file made before it had none). */
+static bool has_table(sqlite3 *db, const char *schema, const char *table)
+{
+    char *sql = sqlite3_mprintf("SELECT 1 FROM %s.sqlite_master WHERE type = 'table' AND name = %Q",
+                                schema, table);
+    sqlite3_stmt *st;
+    bool found = false;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        found = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+    }
+    sqlite3_free(sql);
+    return found;
+}
+
+/* The view summaries: the union of the attached files' (f0 ... f<n-1>)
+ * summaries, of those that keep them; a document of one run in two files
+ * is in both (the reader merges them). */
+static int summaries_view(sqlite3 *db, size_t n, char *err, size_t errlen)
+{
+    pano_buf b = {0};
+    size_t with = 0;
+    for (size_t i = 0; i < n; i++) {
+        char schema[32];
+        snprintf(schema, sizeof schema, "f%zu", i);
+        if (has_table(db, schema, "summaries"))
+            pano_buf_appendf(&b, "%sSELECT " STORE_SUMMARIES_COLUMNS " FROM %s.summaries",
+                             with++ ? " UNION ALL " : "CREATE TEMP VIEW summaries AS ", schema);
+    }
+    if (!with) /* none keeps them: an empty table in their place */
+        pano_buf_append_str(&b, "CREATE TEMP TABLE summaries (" STORE_SUMMARIES_COLUMNS ")");
+    int rc = exec(db, b.data, err, errlen);
+    pano_buf_free(&b);
+    return rc;
+}
+
 /* A compressed file (an export: zstd_file.h) decompressed into a private
  * temporary file, its path in *plain: NULL when file is plain. */
 static int decompressed(const char *file, char **plain, char *err, size_t errlen)
@@ -888,7 +972,8 @@ static int merge_files(sqlite3 *db, char **files, size_t n, char *err, size_t er
     char *sql_create = create_sql();
     int created = exec(db, sql_create, err, errlen);
     free(sql_create);
-    if (created < 0)
+    if (created < 0 ||
+        exec(db, "CREATE TABLE main.summaries (" STORE_SUMMARIES_COLUMNS ")", err, errlen) < 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
         if (attach(db, files[i], "src", err, errlen) < 0 || exec(db, "BEGIN", err, errlen) < 0)
@@ -898,12 +983,18 @@ static int merge_files(sqlite3 *db, char **files, size_t n, char *err, size_t er
                       "ON CONFLICT (event_id) DO NOTHING;"
                       "INSERT INTO main.dead_letters SELECT * FROM src.dead_letters;",
                       err, errlen);
+        if (rc == 0 && has_table(db, "src", "summaries"))
+            rc = exec(db,
+                      "INSERT INTO main.summaries SELECT " STORE_SUMMARIES_COLUMNS
+                      " FROM src.summaries",
+                      err, errlen);
         if (finish(db, rc, err, errlen) < 0 || exec(db, "DETACH src", err, errlen) < 0)
             return -1;
     }
     return exec(db,
                 "CREATE TEMP VIEW events AS SELECT rowid AS row, * FROM main.events;"
-                "CREATE TEMP VIEW dead_letters AS SELECT * FROM main.dead_letters;",
+                "CREATE TEMP VIEW dead_letters AS SELECT * FROM main.dead_letters;"
+                "CREATE TEMP VIEW summaries AS SELECT * FROM main.summaries;",
                 err, errlen);
 }
 
@@ -983,6 +1074,10 @@ int pano_store_export(sqlite3 *reader, const char *const *wfs, size_t n, const c
             " WHERE wf_uuid IN (SELECT wf FROM chosen_wfs) ORDER BY ts, row;"
             "INSERT INTO export.dead_letters SELECT * FROM dead_letters"
             " WHERE wf_uuid IN (SELECT wf FROM chosen_wfs) ORDER BY received;"
+            /* a run's rows of two files keep the first: its counts then
+             * tell a reader to read the events instead */
+            "INSERT OR IGNORE INTO export.summaries SELECT " STORE_SUMMARIES_COLUMNS
+            " FROM summaries WHERE wf_uuid IN (SELECT wf FROM chosen_wfs);"
             "INSERT INTO export.meta VALUES ('exported_at', %.3f), ('pano_version', %Q),"
             " ('source', %Q), ('counts', (SELECT json_object("
             "  'events', (SELECT count(*) FROM export.events),"
@@ -1081,7 +1176,8 @@ sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, s
         }
         char *events = union_sql("events", nfiles, true);
         char *dead = union_sql("dead_letters", nfiles, false);
-        if (rc == 0 && (exec(db, events, err, errlen) < 0 || exec(db, dead, err, errlen) < 0))
+        if (rc == 0 && (exec(db, events, err, errlen) < 0 || exec(db, dead, err, errlen) < 0 ||
+                        summaries_view(db, nfiles, err, errlen) < 0))
             rc = -1;
         free(events);
         free(dead);

@@ -20,7 +20,10 @@
  *       but 1 for an object or array: searches read those without parsing
  *       the doc;
  *   dead_letters(received, reason, event, event_id, wf_uuid, body)
- *       every event the checks refused, as it came, with the reason.
+ *       every event the checks refused, as it came, with the reason;
+ *   summaries(...)
+ *       pano-indexer's per-run summaries of the file's events, written in
+ *       their transactions (store_summaries.h).
  *
  * Writing: one transaction per pano_store_put (or per held batch,
  * pano_store_begin/commit), BEGIN IMMEDIATE, waiting up to pano.store.
@@ -103,7 +106,9 @@ void pano_store_close(pano_store *s);
  * opened read-only. The
  * connection's views `events` (with `row`, a row's place in its file, for
  * a stable order) and `dead_letters` are the union of the files' tables,
- * an event_id present in several files taken once. Up to SQLite's limit of
+ * an event_id present in several files taken once; `summaries` the union
+ * of those of the files that have them, every row (a file without them
+ * adds none). Up to SQLite's limit of
  * attached databases (10 unless built otherwise) the files are read where
  * they are; past it, their rows are first copied into the connection's
  * temporary database. NULL with a message in err (no such path, not a pano
@@ -112,7 +117,8 @@ sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, s
 
 /* Write the events of the workflows wfs[0..n) (and of their sub-workflows:
  * those whose events name one of them as root_xwf_id) and their dead
- * letters, as a reader connection sees them, into a new store file, in
+ * letters, and their summaries (a run's first row where several files
+ * have one), as a reader connection sees them, into a new store file, in
  * rollback-journal mode, compressed as a whole with zstd (zstd_file.h;
  * `zstd -d` gives the SQLite file), written under a temporary name and
  * renamed. pano_store_open_reader reads such a file through a private

@@ -643,6 +643,11 @@ static char *json_text(const pano_json *v)
     return v && v->type == PANO_JSON_STRING ? pano_strdup(v->u.string.text) : NULL;
 }
 
+const char *pano_summary_kind_name(pano_summary_kind kind)
+{
+    return kind_names[kind];
+}
+
 bool pano_summary_kind_parse(const char *name, pano_summary_kind *out)
 {
     for (int i = 0; name && i < 3; i++)

@@ -142,6 +142,8 @@ extern const char *const pano_job_inst_state_events[];
 /* A kind from its name in a document's set.k ("run", "inst", "side"):
  * false for another name or NULL. */
 bool pano_summary_kind_parse(const char *name, pano_summary_kind *out);
+/* A kind's name, as pano_summary_kind_parse reads it. */
+const char *pano_summary_kind_name(pano_summary_kind kind);
 
 /* Whether events of this stream (its index in pano_streams) have
  * summaries, in the summary stream of that name (samples belong to

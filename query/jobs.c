@@ -107,7 +107,7 @@ pano_query *pano_query_new(const pano_config *cfg, char *err, size_t errlen)
         q->prefix = pano_strdup(pano_config_str(cfg, "pano.indexer.index_prefix"));
         memcpy(q->policies, policies, sizeof policies);
         q->ingest_delay = pano_config_double(cfg, "pano.query.ingest_delay");
-        q->use_summaries = false;
+        q->use_summaries = pano_config_bool(cfg, "pano.query.summaries");
         return q;
     }
     pano_es *es = pano_es_new(cfg, err, errlen);
@@ -289,7 +289,7 @@ static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *
     pano_json_append(should, store_terms("event", side));
     pano_json_append(should, store_prefix("event", "transfer."));
     pano_json_set(aggs, "side", store_filter_agg(either, &sub));
-    if (q->use_summaries)
+    if (q->use_summaries && !q->db) /* the embedded store counts its own */
         coverage_aggs(aggs);
     pano_json *end = store_filter_agg(store_term("event", "stampede.xwf.end"), &sub);
     pano_json *top = pano_json_set_object(pano_json_set_object(sub, "latest"), "top_hits");
@@ -314,7 +314,7 @@ static int ask_workflow(pano_query *q, pano_jobs *out, wf_counts *counts, char *
     counts->monitor_events = filter_count(a, "monitor");
     counts->stampede_events = filter_count(a, "stampede");
     counts->side_events = filter_count(a, "side");
-    if (q->use_summaries)
+    if (q->use_summaries && !q->db)
         coverage_read(a, &counts->cover);
     const pano_json *xwf = store_top_hit(store_agg(a, "xwf_end"), "latest");
     if (xwf) {
@@ -830,7 +830,8 @@ int runs_query_jobs(pano_query *q, const char *wf_uuid, double now, runs_scope s
     /* From the summaries when they cover the workflow; else from its events. */
     const runs_coverage *cover = &counts.cover;
     if (q->use_summaries &&
-        cover->events[RUNS_KIND_RUN] + cover->events[RUNS_KIND_INST] + cover->events[RUNS_KIND_SIDE])
+        (q->db || cover->events[RUNS_KIND_RUN] + cover->events[RUNS_KIND_INST] +
+                      cover->events[RUNS_KIND_SIDE]))
         rc = runs_from_summaries(q, out, cover, counts.side_events > 0, scope, &c, err, errlen);
     out->partial = rc == 2;
     if (rc == 0 && counts.monitor_events > 0)

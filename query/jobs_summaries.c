@@ -14,6 +14,7 @@
 #include "mem.h"
 #include "runs.h"
 #include "store_es.h"
+#include "store_sqlite.h"
 #include "summary.h"
 
 #include <math.h>
@@ -570,10 +571,61 @@ static int scope_query(pano_query *q, const pano_jobs *jobs, const runs_coverage
     return 0;
 }
 
+/* What was read, in c: the runs in the order of runs.h, the side counts
+ * when with_side. */
+static void deliver(reading *rd, bool with_side, collect *c)
+{
+    store_sort(rd->monitor.runs, rd->monitor.n, sizeof *rd->monitor.runs, by_run_key);
+    store_sort(rd->inst.runs, rd->inst.n, sizeof *rd->inst.runs, by_instance_key);
+    move_runs(c, &rd->monitor);
+    move_runs(c, &rd->inst);
+    for (size_t i = 0; with_side && i < rd->nsides; i++)
+        runs_side(c, rd->sides[i].job, rd->sides[i].host, rd->sides[i].darshan,
+                  rd->sides[i].transfer);
+}
+
+static void on_store_document(const pano_run_summary *d, void *rd)
+{
+    on_document(rd, d);
+}
+
+/* From the embedded store's summaries, written in the transactions of the
+ * events they count: used when, for every kind, they count exactly the
+ * workflow's events (a file written before summaries, a run's event in
+ * two hosts' files, an event purged: the events are read instead). */
+static int runs_from_store(pano_query *q, const pano_jobs *jobs, bool with_side,
+                           runs_scope scope, collect *c, char *err, size_t errlen)
+{
+    int64_t counted[3], stored[3];
+    if (store_sqlite_summarized(q->db, jobs->wf_uuid, counted, stored, err, errlen) < 0)
+        return -1;
+    if (stored[0] + stored[1] + stored[2] == 0)
+        return 0;
+    for (int k = 0; k < 3; k++)
+        if (counted[k] != stored[k]) {
+            pano_debug("the summaries of %s count %lld %s event(s), the store holds %lld: not used",
+                       jobs->wf_uuid, (long long)counted[k],
+                       pano_summary_kind_name((pano_summary_kind)k), (long long)stored[k]);
+            return 0;
+        }
+    reading rd = {0};
+    size_t read = 0;
+    int rc = store_sqlite_summaries(q->db, jobs->wf_uuid, scope != RUNS_ALL,
+                                    scope == RUNS_OPEN_OR_FAILED, on_store_document, &rd, &read,
+                                    err, errlen);
+    pano_debug("%zu summary row(s) of %s read", read, jobs->wf_uuid);
+    if (rc == 0)
+        deliver(&rd, with_side, c);
+    reading_clear(&rd);
+    return rc < 0 ? -1 : scope == RUNS_ALL ? 1 : 2;
+}
+
 int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverage *events,
                         bool with_side, runs_scope scope, collect *c, char *err,
                         size_t errlen)
 {
+    if (q->db)
+        return runs_from_store(q, jobs, with_side, scope, c, err, errlen);
     /* pano-indexer writes a batch's summaries just after its events, so
      * the events may be searchable before them: summaries that count fewer
      * events than the store holds are refreshed before they are read.
@@ -600,15 +652,8 @@ int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverag
     pano_debug("%zu summary document(s) of %s read%s", read, jobs->wf_uuid,
                !known ? "" : scope == RUNS_OPEN ? ", of the jobs not ended" : ", of the jobs not ended or failed");
     bool covered = rc == 0 && (known || covers(&rd, events));
-    if (covered) {
-        store_sort(rd.monitor.runs, rd.monitor.n, sizeof *rd.monitor.runs, by_run_key);
-        store_sort(rd.inst.runs, rd.inst.n, sizeof *rd.inst.runs, by_instance_key);
-        move_runs(c, &rd.monitor);
-        move_runs(c, &rd.inst);
-        for (size_t i = 0; with_side && i < rd.nsides; i++)
-            runs_side(c, rd.sides[i].job, rd.sides[i].host, rd.sides[i].darshan,
-                      rd.sides[i].transfer);
-    }
+    if (covered)
+        deliver(&rd, with_side, c);
     reading_clear(&rd);
     return rc < 0 ? -1 : !covered ? 0 : known ? 2 : 1;
 }

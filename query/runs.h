@@ -68,7 +68,9 @@ typedef struct {
  * kind with events, a summary holds one as early as the earliest), 2 when
  * they do and only the runs of the jobs in scope were read; 0, with
  * c left empty, when they do not (a store written, or part of it, before
- * summaries existed); -1 with a message in err. */
+ * summaries existed); -1 with a message in err. On the embedded store, its
+ * own summaries, when they count exactly the workflow's events of each kind
+ * (events unused). */
 int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverage *events,
                         bool with_side, runs_scope scope, collect *c, char *err,
                         size_t errlen);

@@ -96,6 +96,13 @@ pano_json *store_summary_search(pano_query *q, const pano_jobs *jobs, pano_json 
 int store_summarized(pano_query *q, const pano_jobs *where, int64_t *out, char *err,
                      size_t errlen)
 {
+    if (q->db) { /* the embedded store keeps its own */
+        int64_t counted[3];
+        if (store_sqlite_summarized(q->db, where->wf_uuid, counted, NULL, err, errlen) < 0)
+            return -1;
+        *out = counted[0] + counted[1] + counted[2];
+        return 0;
+    }
     pano_json *body = pano_json_object();
     pano_json_set_int(body, "size", 0);
     pano_json *term = pano_json_set_object(pano_json_set_object(body, "query"), "term");

@@ -274,10 +274,12 @@ static int clauses(ctx *c, const pano_json *part, const char *join, bool negate,
     for (size_t i = 0; i < count; i++) {
         const pano_json *q = part->type == PANO_JSON_ARRAY ? pano_json_at(part, i) : part;
         pano_buf_append_str(out, (*n)++ ? join : "");
-        pano_buf_append_str(out, negate ? "NOT (" : "(");
+        /* a comparison with a field an event lacks is NULL: it does not
+         * match, so the negation does (NOT NULL would be NULL) */
+        pano_buf_append_str(out, negate ? "NOT coalesce((" : "(");
         if (where_of(c, q, out) < 0)
             return -1;
-        pano_buf_append_str(out, ")");
+        pano_buf_append_str(out, negate ? "), 0)" : ")");
     }
     return 0;
 }

@@ -34,6 +34,7 @@
 
 #include "json.h"
 #include "query.h"
+#include "summary.h"
 
 #include <sqlite3.h>
 #include <stdbool.h>
@@ -47,5 +48,27 @@ int store_sqlite_prepare(sqlite3 *db, char *err, size_t errlen);
  * not take body. NULL with a message in err. */
 pano_json *store_sqlite_search(sqlite3 *db, const char *const *streams, const pano_json *body,
                                char *err, size_t errlen);
+
+/* The store's own summaries (store_summaries.h), where the summaries
+ * Elasticsearch would be searched for (store_sqlite_summaries.c). */
+
+/* How many events the summaries of workflow wf count, per kind
+ * (pano_summary_kind: run, inst, side; a run's closing samples included),
+ * and, when events is not NULL, how many events of each kind the store
+ * holds (summary.h: kickstart.inv.*; stampede.job_inst.* and
+ * stampede.inv.end with a job_id and a job_inst_id; darshan.* and
+ * transfer.*), from the events' index. 0, or -1 with a message in err. */
+int store_sqlite_summarized(sqlite3 *db, const char *wf, int64_t counted[3], int64_t events[3],
+                            char *err, size_t errlen);
+
+/* Each summary document of workflow wf, by id, the rows of one id (a run
+ * written into two hosts' files) merged, to each(doc, user); *read counts
+ * the rows. When scoped, only the documents of the jobs in scope: of the
+ * DAG jobs with a document open (or failed, with_failed), every document;
+ * of the documents without a DAG job, those open (or failed). 0, or -1
+ * with a message in err. */
+int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_failed,
+                           void (*each)(const pano_run_summary *doc, void *user), void *user,
+                           size_t *read, char *err, size_t errlen);
 
 #endif

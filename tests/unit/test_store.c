@@ -3,6 +3,7 @@
  * host, read as one store; formats it must refuse. */
 #include "config.h"
 #include "json.h"
+#include "mem.h"
 #include "store.h"
 #include "testutil.h"
 
@@ -139,9 +140,20 @@ START_TEST(retention_refuses_and_purges)
     char err[256];
     ck_assert_int_eq(put(s, event("old", now - 400 * 86400.0), err, sizeof err), PANO_STORE_STORED);
     ck_assert_int_eq(put(s, event("new", now - 60), err, sizeof err), PANO_STORE_STORED);
+    for (int i = 0; i < 2; i++) { /* a job instance of each time, with its summary */
+        char inst[512];
+        snprintf(inst, sizeof inst,
+                 "{\"event\":\"stampede.job_inst.main.start\",\"ts\":%.3f,\"event_id\":\"i%d\","
+                 "\"wf_uuid\":\"" WF "\",\"job_id\":\"j\",\"job_inst_id\":%d}",
+                 i ? now - 60 : now - 400 * 86400.0, i, i);
+        ck_assert_int_eq(put(s, inst, err, sizeof err), PANO_STORE_STORED);
+    }
+    ck_assert_int_eq(ask("SELECT count(*) FROM summaries"), 2);
     pano_store_close(s);
     s = writer("node1", "30d");
-    ck_assert_int_eq(ask("SELECT count(*) FROM events"), 1);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE event_id IN ('i0', 'i1')"), 1);
+    ck_assert_int_eq(ask("SELECT json_extract(doc, '$.set.inst') FROM summaries"), 1);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE event NOT LIKE 'stampede.job_inst.%'"), 1);
     ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE event_id = 'new'"), 1);
     ck_assert_int_eq(put(s, event("old2", now - 400 * 86400.0), err, sizeof err),
                      PANO_STORE_REJECTED);
@@ -441,6 +453,135 @@ START_TEST(samples_without_delta_get_the_indexers_deltas)
 }
 END_TEST
 
+/* SELECT's one integer over one host's file. */
+static long long ask_file(const char *host, const char *sql)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s" PANO_STORE_SUFFIX, dir, host);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    long long v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+/* A job instance's event. */
+static char *inst_event(const char *name, double ts, const char *id, const char *extra)
+{
+    static char buf[512];
+    snprintf(buf, sizeof buf,
+             "{\"event\":\"stampede.job_inst.%s\",\"ts\":%.3f,\"event_id\":\"%s\",\"wf_uuid\":\"" WF
+             "\",\"job_id\":\"j1\",\"job_inst_id\":1%s}",
+             name, base + ts, id, extra);
+    return buf;
+}
+
+/* A run (start, samples without delta, its end twice, a sample after it),
+ * a job instance (with a copy of its end) and a transfer, into host's
+ * file, one event a transaction or all in one. */
+static void write_mixed(const char *host, bool batched)
+{
+    pano_store *s = writer(host, NULL);
+    char err[256];
+    const char *values = VALUES(1, 100, 5); /* as the deltas' test writes them */
+    const char *end = "\"exitcode\":0,\"signal\":0,\"duration\":3,\"final\":{}";
+    char transfer[512];
+    snprintf(transfer, sizeof transfer,
+             "{\"event\":\"transfer.end\",\"ts\":%.3f,\"event_id\":\"t1\",\"wf_uuid\":\"" WF
+             "\",\"dag_job_id\":\"j1\",\"hostname\":\"node-1\"}",
+             base + 104);
+    if (batched)
+        ck_assert_int_eq(pano_store_begin(s, err, sizeof err), 0);
+    /* (the makers' buffers are reused: each put at once) */
+    ck_assert_int_eq(put(s, run_event("start", "j1", 100, "s0", "\"argv\":[\"x\"]"), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, run_event("online", "j1", 101, "s1", values), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, run_event("online", "j1", 102, "s2", values), err, sizeof err),
+                     PANO_STORE_STORED);
+    for (int copy = 0; copy < 2; copy++) {
+        ck_assert_int_eq(put(s, run_event("end", "j1", 103, "e1", end), err, sizeof err),
+                         copy ? PANO_STORE_DUPLICATE : PANO_STORE_STORED);
+        ck_assert_int_eq(put(s, inst_event("main.end", 103, "i2", ",\"exitcode\":0"), err, sizeof err),
+                         copy ? PANO_STORE_DUPLICATE : PANO_STORE_STORED);
+    }
+    ck_assert_int_eq(put(s, run_event("online", "j1", 104, "s3", values), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, inst_event("main.start", 100, "i1", ""), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, transfer, err, sizeof err), PANO_STORE_STORED);
+    if (batched)
+        ck_assert_int_eq(pano_store_commit(s, err, sizeof err), 0);
+    pano_store_close(s);
+}
+
+START_TEST(summaries_count_exactly_the_events_written)
+{
+    base = (double)(time(NULL) / 1000 * 1000) - 10000;
+    write_mixed("one", false);
+    write_mixed("batch", true);
+    for (int i = 0; i < 2; i++) {
+        const char *host = i ? "batch" : "one";
+        /* the run: start, 3 samples, end (its copy not counted); its closing sample apart */
+        ck_assert_int_eq(ask_file(host, "SELECT n FROM summaries WHERE kind = 'run'"), 5);
+        ck_assert_int_eq(ask_file(host, "SELECT closing FROM summaries WHERE kind = 'run'"), 1);
+        ck_assert_int_eq(ask_file(host, "SELECT count(*) FROM events WHERE event LIKE 'kickstart.inv.%'"),
+                         6);
+        ck_assert_int_eq(ask_file(host, "SELECT json_extract(doc, '$.add.sn') FROM summaries"
+                                        " WHERE kind = 'run'"),
+                         3);
+        ck_assert_int_eq(ask_file(host, "SELECT open FROM summaries WHERE kind = 'run'"), 0);
+        ck_assert_int_eq(ask_file(host, "SELECT json_extract(doc, '$.max.end') FROM summaries"
+                                        " WHERE kind = 'run'"),
+                         1);
+        /* the instance (its end once) and the transfer */
+        ck_assert_int_eq(ask_file(host, "SELECT n FROM summaries WHERE kind = 'inst'"), 2);
+        ck_assert_int_eq(ask_file(host, "SELECT open FROM summaries WHERE kind = 'inst'"), 0);
+        ck_assert_int_eq(ask_file(host, "SELECT n FROM summaries WHERE kind = 'side'"), 1);
+        ck_assert_int_eq(ask_file(host, "SELECT count(*) FROM summaries WHERE wf_uuid = '" WF "'"), 3);
+    }
+    /* one transaction or ten: the same documents */
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM summaries a JOIN b.summaries b USING (id)"
+             " WHERE a.doc = b.doc AND a.n = b.n AND a.closing = b.closing");
+    char path[256];
+    snprintf(path, sizeof path, "%s/one" PANO_STORE_SUFFIX, dir);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    char attach[320];
+    snprintf(attach, sizeof attach, "ATTACH '%s/batch" PANO_STORE_SUFFIX "' AS b", dir);
+    ck_assert_int_eq(sqlite3_exec(db, attach, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+    ck_assert_int_eq(sqlite3_column_int(st, 0), 3);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    /* the readers' view holds both files' */
+    ck_assert_int_eq(ask("SELECT count(*) FROM summaries"), 6);
+
+    /* a file written before summaries (the table gone): those written from
+     * then on counted, so that they count fewer than its events */
+    snprintf(path, sizeof path, "%s/one" PANO_STORE_SUFFIX, dir);
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE summaries", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    pano_store *s = writer("one", NULL);
+    char err[256];
+    ck_assert_int_eq(put(s, run_event("online", "j1", 105, "s4", VALUES(2, 1, 6)), err, sizeof err),
+                     PANO_STORE_STORED);
+    pano_store_close(s);
+    ck_assert_int_eq(ask_file("one", "SELECT sum(n + closing) FROM summaries"), 1);
+    ck_assert_int_eq(ask_file("one", "SELECT count(*) FROM events WHERE event LIKE 'kickstart.inv.%'"),
+                     7);
+}
+END_TEST
+
 START_TEST(default_path)
 {
     pano_config *cfg = pano_config_new();
@@ -474,6 +615,7 @@ int main(void)
     tcase_add_test(tc, default_path);
     tcase_add_test(tc, fields_columns_equal_json_extract);
     tcase_add_test(tc, samples_without_delta_get_the_indexers_deltas);
+    tcase_add_test(tc, summaries_count_exactly_the_events_written);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }

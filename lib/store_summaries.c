@@ -1,0 +1,204 @@
+#include "store_summaries.h"
+
+#include "buf.h"
+#include "event.h"
+#include "mem.h"
+#include "summary.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The documents a transaction touched, by id (open addressing). */
+typedef struct {
+    pano_run_summary doc; /* doc.id[0] == '\0': a free slot */
+    int64_t closing;
+} slot;
+
+struct store_summaries {
+    sqlite3 *db;
+    sqlite3_stmt *read, *write;
+    slot *slots;
+    size_t n, cap; /* cap: a power of two */
+};
+
+static int sql_fail(sqlite3 *db, const char *what, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s: %s", what, sqlite3_errmsg(db));
+    return -1;
+}
+
+store_summaries *store_summaries_new(sqlite3 *db, char *err, size_t errlen)
+{
+    store_summaries *ss = pano_calloc(1, sizeof *ss);
+    ss->db = db;
+    if (sqlite3_prepare_v2(db, "SELECT doc, closing FROM summaries WHERE id = ?1", -1, &ss->read, NULL) !=
+            SQLITE_OK ||
+        sqlite3_prepare_v2(db,
+                           "INSERT OR REPLACE INTO summaries (" STORE_SUMMARIES_COLUMNS
+                           ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                           -1, &ss->write, NULL) != SQLITE_OK) {
+        sql_fail(db, "preparing the summaries' statements", err, errlen);
+        store_summaries_free(ss);
+        return NULL;
+    }
+    return ss;
+}
+
+/* The slot of id: its document, or the free slot where it goes. */
+static slot *find(store_summaries *ss, const char *id)
+{
+    size_t mask = ss->cap - 1;
+    for (size_t i = pano_hash_str(id) & mask;; i = (i + 1) & mask)
+        if (!ss->slots[i].doc.id[0] || strcmp(ss->slots[i].doc.id, id) == 0)
+            return &ss->slots[i];
+}
+
+static void grow(store_summaries *ss)
+{
+    slot *old = ss->slots;
+    size_t old_cap = ss->cap;
+    ss->cap = old_cap ? old_cap * 2 : 256;
+    ss->slots = pano_calloc(ss->cap, sizeof *ss->slots);
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i].doc.id[0])
+            *find(ss, old[i].doc.id) = old[i];
+    free(old);
+}
+
+/* Read document id from the file into sl (left empty when there is none). */
+static int read_doc(store_summaries *ss, const char *id, slot *sl, char *err, size_t errlen)
+{
+    pano_run_summary *doc = &sl->doc;
+    pano_summary_init(doc);
+    sl->closing = 0;
+    sqlite3_bind_text(ss->read, 1, id, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(ss->read), out = 0;
+    if (rc == SQLITE_ROW) {
+        char why[128];
+        pano_json *j = pano_json_parse((const char *)sqlite3_column_text(ss->read, 0),
+                                       (size_t)sqlite3_column_bytes(ss->read, 0),
+                                       PANO_JSON_DEFAULT_DEPTH, why, sizeof why);
+        if (!j || !pano_summary_read(j, doc)) {
+            snprintf(err, errlen, "summary %s is damaged: %s", id, j ? "not a summary" : why);
+            out = -1;
+        }
+        sl->closing = sqlite3_column_int64(ss->read, 1);
+        pano_json_free(j);
+    } else if (rc != SQLITE_DONE)
+        out = sql_fail(ss->db, "reading a summary", err, errlen);
+    sqlite3_reset(ss->read);
+    sqlite3_clear_bindings(ss->read);
+    return out;
+}
+
+int store_summaries_add(store_summaries *ss, const pano_json *doc, const pano_place *place,
+                        int64_t rowid, char *err, size_t errlen)
+{
+    const char *sample = pano_json_get_str(doc, "sample");
+    bool closing = sample && strcmp(sample, "closing") == 0;
+    char arrival[24];
+    snprintf(arrival, sizeof arrival, "%020lld", (long long)rowid);
+    pano_run_summary part;
+    if (!pano_summary_of_event(doc, place->wf_uuid, place->ts, arrival, &part))
+        return 0;
+    if (2 * (ss->n + 1) > ss->cap)
+        grow(ss);
+    slot *sl = find(ss, part.id);
+    if (!sl->doc.id[0]) {
+        if (read_doc(ss, part.id, sl, err, errlen) < 0) {
+            pano_summary_clear(&sl->doc);
+            pano_summary_clear(&part);
+            return -1;
+        }
+        ss->n++;
+    }
+    if (closing) { /* the doc knows nothing of it, so that it reads as pano-indexer's */
+        if (!sl->doc.id[0]) { /* its key alone */
+            pano_run_summary *d = &sl->doc;
+            d->kind = part.kind;
+            memcpy(d->id, part.id, sizeof d->id);
+            memcpy(d->wf, part.wf, sizeof d->wf);
+            d->v[PANO_SF_PID] = part.v[PANO_SF_PID];
+            for (int t = PANO_ST_JOB; t <= PANO_ST_HOST; t++)
+                d->t[t] = part.t[t] ? pano_strdup(part.t[t]) : NULL;
+        }
+        sl->closing++;
+    } else
+        pano_summary_merge(&sl->doc, &part, true);
+    if (sl->doc.stream < 0) /* not in a document read back */
+        sl->doc.stream = part.stream;
+    pano_summary_clear(&part);
+    return 0;
+}
+
+static void bind_number(sqlite3_stmt *st, int i, double v)
+{
+    if (isnan(v))
+        sqlite3_bind_null(st, i);
+    else
+        sqlite3_bind_double(st, i, v);
+}
+
+static int write_doc(store_summaries *ss, const slot *sl, pano_buf *json, char *err,
+                     size_t errlen)
+{
+    const pano_run_summary *d = &sl->doc;
+    json->len = 0;
+    pano_summary_write(d, json);
+    sqlite3_stmt *st = ss->write;
+    const char *job = d->t[PANO_ST_JOB];
+    double last = isnan(d->v[PANO_SF_LAST]) ? d->v[PANO_SF_T0] : d->v[PANO_SF_LAST];
+    sqlite3_bind_text(st, 1, d->id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, d->wf, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, pano_summary_kind_name(d->kind), -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, d->stream >= 0 ? pano_streams[d->stream] : "", -1, SQLITE_STATIC);
+    if (job)
+        sqlite3_bind_text(st, 5, job, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 6, pano_summary_open(d));
+    sqlite3_bind_int(st, 7, pano_summary_failed(d));
+    bind_number(st, 8, d->v[PANO_SF_T0]);
+    bind_number(st, 9, last);
+    sqlite3_bind_int64(st, 10, (int64_t)(isnan(d->v[PANO_SF_N]) ? 0 : d->v[PANO_SF_N]));
+    sqlite3_bind_int64(st, 11, sl->closing);
+    sqlite3_bind_text(st, 12, json->data, (int)json->len, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : sql_fail(ss->db, "writing a summary", err, errlen);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc;
+}
+
+int store_summaries_flush(store_summaries *ss, char *err, size_t errlen)
+{
+    pano_buf json = {0};
+    int rc = 0;
+    for (size_t i = 0; i < ss->cap && rc == 0; i++)
+        if (ss->slots[i].doc.id[0])
+            rc = write_doc(ss, &ss->slots[i], &json, err, errlen);
+    pano_buf_free(&json);
+    store_summaries_discard(ss);
+    return rc;
+}
+
+void store_summaries_discard(store_summaries *ss)
+{
+    for (size_t i = 0; i < ss->cap; i++)
+        if (ss->slots[i].doc.id[0]) {
+            pano_summary_clear(&ss->slots[i].doc);
+            ss->slots[i].doc.id[0] = '\0';
+        }
+    ss->n = 0;
+}
+
+void store_summaries_free(store_summaries *ss)
+{
+    if (!ss)
+        return;
+    store_summaries_discard(ss);
+    free(ss->slots);
+    sqlite3_finalize(ss->read);
+    sqlite3_finalize(ss->write);
+    free(ss);
+}
