@@ -30,6 +30,14 @@
 #               process's stat and io at the same interval, what any monitor
 #               that reads /proc pays here (bare_run the same as run_pct)
 #   vs_bare     cpu_pct / bare_pct
+# and for tree64 (whose 64 processes make the per-process reads count):
+#   pss_pct     cpu_pct of the monitor with pano.monitor.pss=true (each
+#               process's smaps_rollup read in every sample), pss_vs_bare
+#               it over bare_pct
+#   ctxt_pct    cpu_pct of the bare sampler reading each process's status
+#               file too (PROC_SAMPLER_STATUS=1: what counting context
+#               switches costs any sampler), ctxt_vs_bare it over bare_pct;
+#               pano-monitor always reads them, so its cpu_pct includes them
 # and, for 64 processes, the task length from which the whole run is within
 # the target (cpu_pct + once_ms / task length), and, once, the fixed cost of
 # a monitored run (a task that exits at once).
@@ -37,9 +45,11 @@
 # BENCH_AMQP_URL=amqp://USER:PASS@HOST:PORT/VHOST/EXCHANGE, where EXCHANGE is
 # the bench's own: it is declared with a queue to read the events back, and
 # both are deleted at the end (e.g. .../%2F/pano-bench).
-# Ends with one line (tree64; wall_ratio: the worst case):
+# Ends with two lines (tree64; wall_ratio: the worst case):
 #   RESULT monitor cpu_pct_1s=… cpu_pct_100ms=… wall_ratio=… run_pct_1s=… run_pct_100ms=…
 #          bare_pct_1s=… bare_pct_100ms=… vs_bare_1s=… vs_bare_100ms=…
+#   RESULT monitor-extras pss_pct_1s=… pss_pct_100ms=… pss_vs_bare_1s=… pss_vs_bare_100ms=…
+#          ctxt_vs_bare_1s=… ctxt_vs_bare_100ms=…
 # Environment: WORK (default 10), REPS (default 5), WARMUP (default 2).
 set -euo pipefail
 
@@ -116,52 +126,62 @@ timed() {
 
 # monitored INTERVAL ARGS...: runs the task under the monitor; appends its
 # wall time, steady CPU %, whole-run CPU ms and samples to $TMP/mon.*
+# ($TMP/$MON_AS.*, with MON_SET: a --set for the monitor)
 monitored() {
-    local interval=$1
+    local interval=$1 as=${MON_AS:-mon}
     shift
     rm -f "$TMP/events"
-    timed "$TMP/mon.wall" "$MONITOR" -i "$interval" -o "$TMP/events" -- "$WORKLOAD" "$@"
+    timed "$TMP/$as.wall" "$MONITOR" -i "$interval" ${MON_SET:+--set "$MON_SET"} -o "$TMP/events" \
+        -- "$WORKLOAD" "$@"
     collect_events
     jq -c "$JQ_CPU_MS"' select(.sample == "periodic") | {elapsed, cpu_ms: cpu_ms}' "$TMP/events" |
-        steady_pct >>"$TMP/mon.pct"
-    monitor_cpu_ms "$TMP/events" >>"$TMP/mon.cpu"
-    jq -r 'select(.event == "kickstart.inv.end") | .samples' "$TMP/events" >>"$TMP/mon.samples"
+        steady_pct >>"$TMP/$as.pct"
+    monitor_cpu_ms "$TMP/events" >>"$TMP/$as.cpu"
+    jq -r 'select(.event == "kickstart.inv.end") | .samples' "$TMP/events" >>"$TMP/$as.samples"
 }
 
 # bare INTERVAL ARGS...: the same under the baseline sampler, to $TMP/bare.*
+# ($TMP/$BARE_AS.*, with BARE_ENV: an environment setting for it)
 bare() {
-    local interval=$1
+    local interval=$1 as=${BARE_AS:-bare}
     shift
-    timed "$TMP/bare.wall" "$SAMPLER" "$interval" "$TMP/bare" "$WORKLOAD" "$@"
+    timed "$TMP/$as.wall" env ${BARE_ENV:-} "$SAMPLER" "$interval" "$TMP/bare" "$WORKLOAD" "$@"
     # its periodic samples: every line but the first (start) and the last
     # two (the sample at exit and the end line)
-    head -n -2 "$TMP/bare" | tail -n +2 | steady_pct >>"$TMP/bare.pct"
-    sed -n 's/^end .*cpu_ms=//p' "$TMP/bare" >>"$TMP/bare.cpu"
+    head -n -2 "$TMP/bare" | tail -n +2 | steady_pct >>"$TMP/$as.pct"
+    sed -n 's/^end .*cpu_ms=//p' "$TMP/bare" >>"$TMP/$as.cpu"
 }
 
 # run_case WORKLOAD INTERVAL: prints "cpu_pct run_pct wall_ratio noise
-#   samples plain_s monitored_s bare_pct bare_run_pct"
+#   samples plain_s monitored_s bare_pct bare_run_pct pss_pct ctxt_pct"
+#   (the last two "-" but for tree64)
 run_case() {
     local w=$1 interval=$2 i
     local -a args
     read -r -a args <<<"$(task_args "$w")"
-    rm -f "$TMP"/plain.wall "$TMP"/{mon,bare}.*
+    rm -f "$TMP"/plain.wall "$TMP"/{mon,bare,pss,ctxt}.*
     for ((i = 0; i < REPS; i++)); do
         timed "$TMP/plain.wall" "$WORKLOAD" "${args[@]}"
         monitored "$interval" "${args[@]}"
         bare "$interval" "${args[@]}"
+        if [[ $w == tree64 ]]; then
+            MON_AS=pss MON_SET=pano.monitor.pss=true monitored "$interval" "${args[@]}"
+            BARE_AS=ctxt BARE_ENV=PROC_SAMPLER_STATUS=1 bare "$interval" "${args[@]}"
+        fi
     done
     local plain mon bare_wall
     plain=$(median <"$TMP/plain.wall")
     mon=$(median <"$TMP/mon.wall")
     bare_wall=$(median <"$TMP/bare.wall")
-    printf '%s %s %s %s %s %s %s %s %s\n' "$(median <"$TMP/mon.pct")" \
+    printf '%s %s %s %s %s %s %s %s %s %s %s\n' "$(median <"$TMP/mon.pct")" \
         "$(calc "$(median <"$TMP/mon.cpu") / 10 / $mon")" \
         "$(paste "$TMP/plain.wall" "$TMP/mon.wall" | awk '{ print $2 / $1 }' | median)" \
         "$(sort -g "$TMP/plain.wall" | sed -n '1p;$p' | paste -s -d' ' |
             awk -v m="$plain" '{ print ($2 - $1) / m * 100 }')" \
         "$(median <"$TMP/mon.samples")" "$plain" "$mon" "$(median <"$TMP/bare.pct")" \
-        "$(calc "$(median <"$TMP/bare.cpu") / 10 / $bare_wall")"
+        "$(calc "$(median <"$TMP/bare.cpu") / 10 / $bare_wall")" \
+        "$([[ -s $TMP/pss.pct ]] && median <"$TMP/pss.pct" || echo -)" \
+        "$([[ -s $TMP/ctxt.pct ]] && median <"$TMP/ctxt.pct" || echo -)"
 }
 
 # collect_events: the events of the monitor that just ran, in $TMP/events
@@ -198,11 +218,13 @@ printf "fixed cost of a monitored run: %.2f ms of monitor CPU\n" "$FIXED_MS" >&2
 printf '%-8s %8s %8s %8s %10s %6s %8s %8s %11s %9s %8s %8s %8s %8s\n' workload interval \
     cpu_pct run_pct wall_ratio noise samples plain_s monitored_s ms/sample once_ms bare_pct \
     bare_run vs_bare >&2
-declare -A PCT RUN RATIO ONCE BARE
+declare -A PCT RUN RATIO ONCE BARE PSS CTXT
 for interval in 1 0.1; do
     for w in single tree64; do
-        read -r pct run ratio noise samples plain mon bare_pct bare_run \
+        read -r pct run ratio noise samples plain mon bare_pct bare_run pss_pct ctxt_pct \
             < <(run_case "$w" "$interval")
+        PSS[$w,$interval]=$pss_pct
+        CTXT[$w,$interval]=$ctxt_pct
         PCT[$w,$interval]=$pct
         RUN[$w,$interval]=$run
         RATIO[$w,$interval]=$ratio
@@ -214,6 +236,10 @@ for interval in 1 0.1; do
             "$bare_run" >&2
         printf ' %8.2f\n' "$(calc "$pct / $bare_pct")" >&2
     done
+    printf 'tree64 at %s s: with pano.monitor.pss=true %.4f %% (%.2fx bare);' "$interval" \
+        "${PSS[tree64,$interval]}" "$(calc "${PSS[tree64,$interval]} / ${BARE[tree64,$interval]}")" >&2
+    printf ' the bare sampler reading status too %.4f %% (%.2fx bare)\n' "${CTXT[tree64,$interval]}" \
+        "$(calc "${CTXT[tree64,$interval]} / ${BARE[tree64,$interval]}")" >&2
 done
 # The monitor's CPU over a task of T seconds is about cpu_pct plus what the
 # run pays once over T: from which task length the whole run is within target.
@@ -234,3 +260,8 @@ printf ' run_pct_1s=%.4f run_pct_100ms=%.4f' "${RUN[tree64,1]}" "${RUN[tree64,0.
 printf ' bare_pct_1s=%.4f bare_pct_100ms=%.4f vs_bare_1s=%.2f vs_bare_100ms=%.2f\n' \
     "${BARE[tree64,1]}" "${BARE[tree64,0.1]}" "$(calc "${PCT[tree64,1]} / ${BARE[tree64,1]}")" \
     "$(calc "${PCT[tree64,0.1]} / ${BARE[tree64,0.1]}")"
+printf 'RESULT monitor-extras pss_pct_1s=%.4f pss_pct_100ms=%.4f pss_vs_bare_1s=%.2f pss_vs_bare_100ms=%.2f' \
+    "${PSS[tree64,1]}" "${PSS[tree64,0.1]}" "$(calc "${PSS[tree64,1]} / ${BARE[tree64,1]}")" \
+    "$(calc "${PSS[tree64,0.1]} / ${BARE[tree64,0.1]}")"
+printf ' ctxt_vs_bare_1s=%.2f ctxt_vs_bare_100ms=%.2f\n' \
+    "$(calc "${CTXT[tree64,1]} / ${BARE[tree64,1]}")" "$(calc "${CTXT[tree64,0.1]} / ${BARE[tree64,0.1]}")"

@@ -14,6 +14,10 @@
  * publisher thread, no relay of the task's output, no spool, no threads'
  * own children, no processes that leave the tree. Ends OUTFILE with
  * "end samples=N cpu_ms=X". Exits with the command's status.
+ *
+ * With PROC_SAMPLER_STATUS=1 it also reads every process's status file
+ * (its context switches, as pano-monitor reads them for a process of one
+ * thread): what counting them costs any such sampler.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +41,7 @@ extern char **environ;
 
 typedef struct {
     pid_t pid;
-    int stat_fd, io_fd, children_fd;
+    int stat_fd, io_fd, children_fd, status_fd;
     unsigned seen;
 } proc;
 
@@ -46,6 +50,7 @@ static size_t nprocs;
 static unsigned round_no;
 static char buf[8192];
 static double started; /* CLOCK_MONOTONIC, s */
+static bool with_status; /* PROC_SAMPLER_STATUS=1 */
 
 static void die(const char *what)
 {
@@ -100,7 +105,7 @@ static proc *lookup(pid_t pid)
     if (nprocs == MAX_PROCS)
         return NULL;
     proc *p = &procs[nprocs++];
-    *p = (proc){.pid = pid, .stat_fd = -1, .io_fd = -1, .children_fd = -1};
+    *p = (proc){.pid = pid, .stat_fd = -1, .io_fd = -1, .children_fd = -1, .status_fd = -1};
     return p;
 }
 
@@ -113,8 +118,8 @@ static void forget_unseen(void)
             procs[kept++] = *p;
             continue;
         }
-        int fds[] = {p->stat_fd, p->io_fd, p->children_fd};
-        for (size_t k = 0; k < 3; k++)
+        int fds[] = {p->stat_fd, p->io_fd, p->children_fd, p->status_fd};
+        for (size_t k = 0; k < 4; k++)
             if (fds[k] >= 0)
                 close(fds[k]);
     }
@@ -143,7 +148,7 @@ static void sample(pid_t root, FILE *out)
 {
     static pid_t queue[MAX_PROCS];
     size_t head = 0, n = 0;
-    unsigned long long ticks = 0, rchar = 0, wchar = 0;
+    unsigned long long ticks = 0, rchar = 0, wchar = 0, switches = 0;
     round_no++;
     queue[n++] = root;
     while (head < n) {
@@ -159,6 +164,10 @@ static void sample(pid_t root, FILE *out)
                 wchar += w;
             }
         }
+        const char *line;
+        if (with_status && slurp(&p->status_fd, p->pid, "status") >= 0 &&
+            (line = strstr(buf, "\nvoluntary_ctxt_switches:")))
+            switches += strtoull(line + 25, NULL, 10);
         if (slurp(&p->children_fd, p->pid, "children") < 0)
             continue;
         for (char *s = buf, *end; n < MAX_PROCS; s = end) {
@@ -171,8 +180,9 @@ static void sample(pid_t root, FILE *out)
     forget_unseen();
     fprintf(out,
             "{\"seq\":%u,\"procs\":%zu,\"cpu_ticks\":%llu,\"rchar\":%llu,\"wchar\":%llu,"
-            "\"elapsed\":%.6f,\"cpu_ms\":%.3f}\n",
-            round_no, nprocs, ticks, rchar, wchar, mono_seconds() - started, self_cpu_ms());
+            "\"vol_ctxt\":%llu,\"elapsed\":%.6f,\"cpu_ms\":%.3f}\n",
+            round_no, nprocs, ticks, rchar, wchar, switches, mono_seconds() - started,
+            self_cpu_ms());
     if (fflush(out) != 0)
         die("write");
 }
@@ -183,6 +193,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: proc_sampler INTERVAL OUTFILE COMMAND [ARGS...]\n");
         return 2;
     }
+    const char *want_status = getenv("PROC_SAMPLER_STATUS");
+    with_status = want_status && strcmp(want_status, "1") == 0;
     double interval = atof(argv[1]);
     if (interval < 0.01) {
         fprintf(stderr, "proc_sampler: bad interval %s\n", argv[1]);

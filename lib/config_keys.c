@@ -290,6 +290,9 @@ const pano_config_key pano_config_keys[] = {
     {"pano.monitor.metrics_socket", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
      "pano-monitor: open a datagram socket for the task's own metrics (DogStatsD lines, "
      "from any language), its path in the task's PANO_METRICS_SOCKET."},
+    {"pano.monitor.pss", PANO_CFG_BOOL, "false", NOLIMIT, false, {0}, {0},
+     "pano-monitor: read the tree's proportional and unique set sizes (pss, uss) in every "
+     "sample; otherwise in one of every 10, for the end event's peaks only."},
     {"pano.monitor.payload_max", PANO_CFG_SIZE, "4M", 1024, 1e9, false, {0}, {0},
      "pano-monitor: largest MONITORING_PAYLOAD block; larger ones become "
      "kickstart.payload.error events."},

@@ -85,6 +85,14 @@ static void usage(FILE *out)
 
 /* ---- the monitor -------------------------------------------------------- */
 
+/* Without pano.monitor.pss, pss and uss are read in one sample of this
+ * many (for the end event's peaks): a walk of every page table costs. */
+#define PSS_EVERY 10
+/* Context switches are read at most this often (s): a status file per
+ * thread costs twice a stat file, which 64 busy processes at 1 s made
+ * half the monitor's CPU. */
+#define CTXT_PERIOD 2.5
+
 typedef struct {
     pano_config *cfg;
     pano_source *source;
@@ -98,6 +106,7 @@ typedef struct {
     double interval;
     int level;
     bool on_change;
+    bool pss;          /* pss and uss in every sample */
     double threshold;
     double linger;
     double start_mono;
@@ -232,6 +241,7 @@ static void sample(monitor *m, const char *kind, pano_tree_totals *out)
         .elapsed = now - m->start_mono,
         .interval = m->interval,
         .kind = kind,
+        .pss = m->pss,
         .monitor_pid = getpid(),
         .self = monitor_cpu(),
     };
@@ -379,6 +389,7 @@ static void configure(monitor *m, int argc, char **argv)
     m->on_change = pano_config_bool(cfg, "pano.monitor.on_change");
     m->threshold = pano_config_double(cfg, "pano.monitor.on_change_threshold");
     m->linger = pano_config_double(cfg, "pano.monitor.linger");
+    m->pss = pano_config_bool(cfg, "pano.monitor.pss");
     /* Panorama's KICKSTART_MON_URL=file:///path: JSON lines to that file. */
     const char *url = pano_config_str(cfg, "pano.amqp.url");
     if (url && strncmp(url, "file://", 7) == 0) {
@@ -420,6 +431,8 @@ static int start(monitor *m, payload_ctx pctx[2])
         ncaps = pano_task_setup_capture(caps, &merged);
 
     m->tree = pano_proctree_new(getpid());
+    pano_proctree_set_pss(m->tree, m->pss ? 1 : PSS_EVERY);
+    pano_proctree_set_ctxt(m->tree, (unsigned)ceil(CTXT_PERIOD / m->interval));
     open_metrics_socket(m);
     m->start_mono = pano_monotonic();
     m->task = pano_task_start(m->argv, &m->original, caps, ncaps, merged, &m->exec_errno);

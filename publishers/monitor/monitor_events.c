@@ -38,8 +38,10 @@ static void put_monitor_cpu(pano_json *ev, const pano_monitor_cpu *self)
     pano_json_set_double(ev, "monitor_stime", self->stime, 6);
 }
 
-/* The fields of a sample, in Panorama's order and units. */
-static void put_totals(pano_json *o, const pano_tree_totals *t)
+/* The fields of a sample, in Panorama's order and units, then the
+ * context switches; with pss, the proportional and unique set sizes when
+ * read, and their peaks when any was. */
+static void put_totals(pano_json *o, const pano_tree_totals *t, bool pss)
 {
     pano_json_set_double(o, "utime", t->utime, 3);
     pano_json_set_double(o, "stime", t->stime, 3);
@@ -56,6 +58,16 @@ static void put_totals(pano_json *o, const pano_tree_totals *t)
     pano_json_set_int(o, "syscw", (int64_t)t->syscw);
     pano_json_set_int(o, "vm_peak", (int64_t)t->vm_peak);
     pano_json_set_int(o, "rss_peak", (int64_t)t->rss_peak);
+    pano_json_set_int(o, "vol_ctxt", (int64_t)t->vol_ctxt);
+    pano_json_set_int(o, "inv_ctxt", (int64_t)t->inv_ctxt);
+    if (pss && t->has_pss) {
+        pano_json_set_int(o, "pss", (int64_t)t->pss);
+        pano_json_set_int(o, "uss", (int64_t)t->uss);
+    }
+    if (pss && (t->pss_peak || t->uss_peak)) {
+        pano_json_set_int(o, "pss_peak", (int64_t)t->pss_peak);
+        pano_json_set_int(o, "uss_peak", (int64_t)t->uss_peak);
+    }
 }
 
 /* The values a sample is compared on (--on-change) and carries the change
@@ -109,7 +121,7 @@ void pano_monitor_sample_fields(pano_json *ev, const pano_monitor_sample *s)
     pano_json_set_int(ev, "pid", s->pid);
     if (s->exe[0])
         pano_json_set_str(ev, "exe", s->exe);
-    put_totals(ev, &s->totals);
+    put_totals(ev, &s->totals, s->pss);
     put_delta(ev, &s->totals, &s->sent);
     if (s->cpu_util >= 0)
         pano_json_set_double(ev, "cpu_util", s->cpu_util, 4);
@@ -144,7 +156,9 @@ void pano_monitor_end_fields(pano_json *ev, const pano_monitor_end *e)
     if (e->duration > 0)
         pano_json_set_double(ev, "avg_cpu", (e->utime + e->stime) / e->duration, 4);
     pano_json_set_int(ev, "maxrss", e->maxrss);
-    put_totals(pano_json_set_object(ev, "final"), &e->final);
+    pano_tree_totals final = e->final;
+    final.has_pss = false; /* what was left at the end is nothing: its peaks */
+    put_totals(pano_json_set_object(ev, "final"), &final, true);
     pano_json_set_int(ev, "samples", (int64_t)e->samples);
     put_monitor_cpu(ev, &e->self);
     pano_json_set_int(ev, "payload_events", (int64_t)e->payload_events);

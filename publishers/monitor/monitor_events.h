@@ -52,6 +52,7 @@ typedef struct {
     double elapsed;           /* s since the task started */
     double interval;          /* s */
     const char *kind;         /* "start", "periodic" or "end" */
+    bool pss;                 /* with pss and uss (pano.monitor.pss) */
     int64_t monitor_pid;
     pano_monitor_cpu self;
 } pano_monitor_sample;
@@ -63,7 +64,7 @@ typedef struct {
     double duration;          /* s, start of the task to its exit */
     double utime, stime;      /* s, getrusage(RUSAGE_CHILDREN) */
     int64_t maxrss;           /* kB, getrusage(RUSAGE_CHILDREN) */
-    pano_tree_totals final;   /* the end sample's totals */
+    pano_tree_totals final;   /* the end sample's totals (its peaks of pss and uss) */
     uint64_t samples;         /* samples sent */
     pano_monitor_cpu self;
     uint64_t payload_events, payload_errors;

@@ -23,11 +23,15 @@
 
 typedef struct {
     pid_t pid;
-    int stat_fd, io_fd, children_fd;
+    int stat_fd, io_fd, children_fd, status_fd;
     unsigned seen;        /* sample number it was last found in the tree */
     pano_proc_stat stat;  /* last reading */
     pano_proc_io io;
     bool has_io;
+    uint64_t vcsw, ivcsw; /* its threads' context switches, last reading */
+    uint64_t gone_vcsw, gone_ivcsw; /* its descendants' that are gone */
+    uint64_t pss, uss;    /* kB, when read this sample */
+    bool has_pss;
 } proc;
 
 struct pano_proctree {
@@ -48,6 +52,10 @@ struct pano_proctree {
     pid_t zombie_pid;
     bool zombie_ok;
     uint64_t gone_iowait_ticks; /* last readings of processes gone */
+    uint64_t gone_vcsw, gone_ivcsw; /* of processes gone whose parent is not known */
+    uint64_t reaped_vcsw, reaped_ivcsw; /* wait4's, of the children of root */
+    unsigned pss_every, ctxt_every, samples;
+    bool pss_now, ctxt_now; /* read them in the sample under way */
     pano_tree_totals last;      /* what was reported, to keep totals monotonic */
     int root_children_fd;
     /* Skipping the children files (see pano_proctree_sample): the last pid
@@ -187,6 +195,40 @@ bool pano_proc_io_parse(const char *buf, size_t len, pano_proc_io *out)
     return found > 0;
 }
 
+/* The number after `key` (a line's start, "Pss:") in buf, in *v. */
+static bool line_number(const char *buf, size_t len, const char *key, uint64_t *v)
+{
+    size_t klen = strlen(key);
+    const char *stop = buf + len;
+    for (const char *p = buf; p && p + klen < stop; p = memchr(p, '\n', (size_t)(stop - p))) {
+        if (*p == '\n')
+            p++;
+        if ((size_t)(stop - p) > klen && memcmp(p, key, klen) == 0) {
+            p += klen;
+            while (p < stop && (*p == ' ' || *p == '\t'))
+                p++;
+            return parse_decimal(p, stop, v) != NULL;
+        }
+    }
+    return false;
+}
+
+bool pano_proc_ctxt_parse(const char *buf, size_t len, uint64_t *vol, uint64_t *inv)
+{
+    return line_number(buf, len, "voluntary_ctxt_switches:", vol) &&
+           line_number(buf, len, "nonvoluntary_ctxt_switches:", inv);
+}
+
+bool pano_proc_pss_parse(const char *buf, size_t len, uint64_t *pss, uint64_t *uss)
+{
+    uint64_t clean, dirty;
+    if (!line_number(buf, len, "Pss:", pss) || !line_number(buf, len, "Private_Clean:", &clean) ||
+        !line_number(buf, len, "Private_Dirty:", &dirty))
+        return false;
+    *uss = clean + dirty;
+    return true;
+}
+
 /* ---- reading /proc ---------------------------------------------------------- */
 
 /* Read /proc/<pid>/<what>, or /proc/<pid>/task/<tid>/<what> when tid > 0,
@@ -303,7 +345,7 @@ static proc *add(pano_proctree *t, pid_t pid)
     proc *p = &t->procs[t->count++];
     memset(p, 0, sizeof *p);
     p->pid = pid;
-    p->stat_fd = p->io_fd = p->children_fd = -1;
+    p->stat_fd = p->io_fd = p->children_fd = p->status_fd = -1;
     if (2 * t->count + 2 > t->index_cap)
         rebuild_index(t);
     else {
@@ -315,13 +357,25 @@ static proc *add(pano_proctree *t, pid_t pid)
     return p;
 }
 
-/* Forget a process that is gone; keep what only we remember (iowait). */
-static void retire(pano_proctree *t, proc *p)
+/* Forget a process that is gone; keep what only we remember: its iowait,
+ * and, unless the monitor reaped it (wait4 counted them), its context
+ * switches and those of its descendants gone before it, with its parent
+ * (which reaped it: the kernel adds them to the parent's children's
+ * counts, which /proc does not show). */
+static void retire(pano_proctree *t, proc *p, bool reaped)
 {
     t->gone_iowait_ticks += p->stat.blkio_ticks;
+    if (!reaped) {
+        proc *parent = p->stat.ppid > 0 ? find(t, p->stat.ppid) : NULL;
+        uint64_t *vol = parent ? &parent->gone_vcsw : &t->gone_vcsw;
+        uint64_t *inv = parent ? &parent->gone_ivcsw : &t->gone_ivcsw;
+        *vol += p->vcsw + p->gone_vcsw;
+        *inv += p->ivcsw + p->gone_ivcsw;
+    }
     close_fd(t, &p->stat_fd);
     close_fd(t, &p->io_fd);
     close_fd(t, &p->children_fd);
+    close_fd(t, &p->status_fd);
     p->pid = 0; /* removed by compact() */
 }
 
@@ -346,6 +400,7 @@ pano_proctree *pano_proctree_new(pid_t root)
     t->root_children_fd = -1;
     t->last_pid_fd = -1;
     t->walk_last_pid = -1;
+    t->ctxt_every = 1;
     t->ticks = sysconf(_SC_CLK_TCK);
     if (t->ticks <= 0)
         t->ticks = 100;
@@ -367,6 +422,7 @@ void pano_proctree_free(pano_proctree *t)
         close_fd(t, &t->procs[i].stat_fd);
         close_fd(t, &t->procs[i].io_fd);
         close_fd(t, &t->procs[i].children_fd);
+        close_fd(t, &t->procs[i].status_fd);
     }
     close_fd(t, &t->root_children_fd);
     if (t->last_pid_fd >= 0)
@@ -379,6 +435,10 @@ void pano_proctree_free(pano_proctree *t)
 }
 
 uint64_t pano_proctree_stable_walks(const pano_proctree *t) { return t->stable_walks; }
+
+void pano_proctree_set_pss(pano_proctree *t, unsigned every) { t->pss_every = every; }
+
+void pano_proctree_set_ctxt(pano_proctree *t, unsigned every) { t->ctxt_every = every ? every : 1; }
 
 void pano_proctree_ignore(pano_proctree *t, pid_t pid) { t->ignored = pid; }
 
@@ -466,6 +526,39 @@ static proc_link *scan_links(pano_proctree *t, size_t *count)
     return links;
 }
 
+/* The context switches of p's threads: its own status file (kept open)
+ * when it has one thread, else each thread's. Left as last read when they
+ * cannot be read. */
+static void read_ctxt(pano_proctree *t, proc *p)
+{
+    uint64_t vol = 0, inv = 0, v, i;
+    if (p->stat.num_threads <= 1) {
+        ssize_t len = read_proc(t, &p->status_fd, p->pid, "status", 0);
+        if (len < 0 || !pano_proc_ctxt_parse(t->buf, (size_t)len, &vol, &inv))
+            return;
+    } else {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/task", (int)p->pid);
+        DIR *d = opendir(path);
+        if (!d)
+            return;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            long tid = strtol(de->d_name, NULL, 10);
+            if (tid <= 0)
+                continue;
+            ssize_t len = read_proc_once(t, p->pid, "status", (pid_t)tid);
+            if (len >= 0 && pano_proc_ctxt_parse(t->buf, (size_t)len, &v, &i)) {
+                vol += v;
+                inv += i;
+            }
+        }
+        closedir(d);
+    }
+    p->vcsw = vol;
+    p->ivcsw = inv;
+}
+
 /* Read one process of the tree. False when it is gone. */
 static bool read_process(pano_proctree *t, proc *p)
 {
@@ -479,6 +572,14 @@ static bool read_process(pano_proctree *t, proc *p)
     len = read_proc(t, &p->io_fd, p->pid, "io", 0);
     if (len >= 0)
         p->has_io = pano_proc_io_parse(t->buf, (size_t)len, &p->io);
+    /* a zombie's threads are gone: its last reading stays */
+    if (st.state != 'Z' && (t->ctxt_now || !p->seen))
+        read_ctxt(t, p);
+    p->has_pss = false;
+    if (t->pss_now && st.state != 'Z') {
+        len = read_proc_once(t, p->pid, "smaps_rollup", 0);
+        p->has_pss = len >= 0 && pano_proc_pss_parse(t->buf, (size_t)len, &p->pss, &p->uss);
+    }
     return true;
 }
 
@@ -512,7 +613,7 @@ static long last_pid(pano_proctree *t)
 }
 
 typedef struct {
-    uint64_t cpu_u, cpu_s, vm, rss, procs, threads;
+    uint64_t cpu_u, cpu_s, vm, rss, procs, threads, vcsw, ivcsw, pss, uss;
     pano_proc_io io;
 } walk_sums;
 
@@ -527,6 +628,12 @@ static void count(pano_proctree *t, const proc *p, walk_sums *w)
         w->rss += (uint64_t)(st->rss > 0 ? st->rss : 0) * (uint64_t)t->page_kb;
         w->procs++;
         w->threads += (uint64_t)(st->num_threads > 0 ? st->num_threads : 0);
+    }
+    w->vcsw += p->vcsw + p->gone_vcsw;
+    w->ivcsw += p->ivcsw + p->gone_ivcsw;
+    if (p->has_pss) {
+        w->pss += p->pss;
+        w->uss += p->uss;
     }
     if (p->has_io) {
         w->io.rchar += p->io.rchar;
@@ -570,7 +677,7 @@ static int full_walk(pano_proctree *t, walk_sums *w)
         if (!read_process(t, p)) {
             t->clean = false;
             if (p->seen) { /* an old entry: that process is gone, try afresh */
-                retire(t, p);
+                retire(t, p, false);
                 compact(t);
                 p = add(t, pid);
                 if (!read_process(t, p)) {
@@ -693,6 +800,9 @@ int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
     if (!quiet)
         quiet = no_new_member(t, pid_now);
     t->walk_last_pid = pid_now;
+    t->pss_now = t->pss_every > 0 && t->samples % t->pss_every == 0;
+    t->ctxt_now = t->samples % t->ctxt_every == 0;
+    t->samples++;
     walk_sums w;
     memset(&w, 0, sizeof w);
     t->round++;
@@ -708,12 +818,14 @@ int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
 
     uint64_t blkio = 0;
     bool removed = false;
-    for (size_t i = 0; i < t->count; i++) {
+    /* last first: a child (found after its parent) hands its context
+     * switches to its parent before the parent, if gone too, is retired */
+    for (size_t i = t->count; i-- > 0;) {
         proc *p = &t->procs[i];
         if (p->seen == t->round)
             blkio += p->stat.blkio_ticks;
         else if (p->seen) {
-            retire(t, p);
+            retire(t, p, false);
             removed = true;
         }
     }
@@ -735,6 +847,17 @@ int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
     out->syscw = w.io.syscw + t->reaped_io.syscw;
     out->bread = w.io.read_bytes + t->reaped_io.read_bytes;
     out->bwrite = w.io.write_bytes + t->reaped_io.write_bytes;
+    /* the live processes' (with what their descendants gone left them),
+     * those gone with no known parent, and wait4's */
+    out->vol_ctxt = w.vcsw + t->gone_vcsw + t->reaped_vcsw;
+    out->inv_ctxt = w.ivcsw + t->gone_ivcsw + t->reaped_ivcsw;
+    out->has_pss = t->pss_now;
+    out->pss = t->pss_now ? w.pss : 0;
+    out->uss = t->pss_now ? w.uss : 0;
+    KEEP_MAX(vol_ctxt);
+    KEEP_MAX(inv_ctxt);
+    out->pss_peak = out->pss > t->last.pss_peak ? out->pss : t->last.pss_peak;
+    out->uss_peak = out->uss > t->last.uss_peak ? out->uss : t->last.uss_peak;
     KEEP_MAX(utime);
     KEEP_MAX(stime);
     KEEP_MAX(iowait);
@@ -774,6 +897,8 @@ void pano_proctree_reaped(pano_proctree *t, pid_t pid, const struct rusage *ru)
 {
     t->reaped_utime += (double)ru->ru_utime.tv_sec + (double)ru->ru_utime.tv_usec / 1e6;
     t->reaped_stime += (double)ru->ru_stime.tv_sec + (double)ru->ru_stime.tv_usec / 1e6;
+    t->reaped_vcsw += (uint64_t)(ru->ru_nvcsw > 0 ? ru->ru_nvcsw : 0);
+    t->reaped_ivcsw += (uint64_t)(ru->ru_nivcsw > 0 ? ru->ru_nivcsw : 0);
     proc *p = find(t, pid);
     const pano_proc_io *io = NULL;
     if (t->zombie_ok && t->zombie_pid == pid)
@@ -791,7 +916,7 @@ void pano_proctree_reaped(pano_proctree *t, pid_t pid, const struct rusage *ru)
     t->zombie_ok = false;
     t->settled = false; /* its children moved to the monitor */
     if (p) {
-        retire(t, p);
+        retire(t, p, true);
         compact(t);
     }
 }

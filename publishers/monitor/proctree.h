@@ -16,14 +16,30 @@
  *     back when the monitor reaps it (wait4 rusage for CPU time, and its
  *     /proc/PID/io read while it is a zombie);
  *   - iowait (delay accounting, not inherited by parents) is summed over
- *     every process ever seen, with the last reading of those gone.
+ *     every process ever seen, with the last reading of those gone;
+ *   - context switches (vol_ctxt, inv_ctxt) as the kernel counts them per
+ *     thread (/proc/PID/task/TID/status, read when a process is first seen
+ *     and then in the samples pano_proctree_set_ctxt asks for): a live
+ *     process contributes its threads' counts as last read; one gone
+ *     (reaped by a process of the tree) its last reading, kept by its
+ *     parent; a child of the monitor what wait4 hands
+ *     back (its threads' and its reaped descendants', which replaces their
+ *     readings). Switches made after a process's last reading (between the
+ *     last sample and its exit) and by threads that exited before a sample
+ *     read them are counted only when the monitor reaps the process whose
+ *     they were or whose descendants they were.
  * Processes are read parents first, so a child reaped while a sample is
  * being taken can only be missed for that sample, never counted twice; the
  * cumulative totals reported never decrease. When no pid was allocated
  * since the last walk (a quiet node), the tree cannot have grown and the
  * children files are not read.
  *
- * vm, rss, procs and threads describe the live processes at sampling time.
+ * vm, rss, procs and threads describe the live processes at sampling time;
+ * pss and uss too (/proc/PID/smaps_rollup: the proportional set size, a
+ * shared page counted as a share of it in each process mapping it, and the
+ * unique set size, pages no other process maps), read only in the samples
+ * pano_proctree_set_pss asks for, as they cost a walk of each process's
+ * page tables.
  */
 #ifndef PANO_PROCTREE_H
 #define PANO_PROCTREE_H
@@ -42,6 +58,10 @@ typedef struct {
     uint64_t bread, bwrite;      /* bytes, cumulative (storage layer) */
     uint64_t rchar, wchar;       /* bytes, cumulative (every read/write call) */
     uint64_t syscr, syscw;       /* count, cumulative */
+    uint64_t vol_ctxt, inv_ctxt; /* context switches, cumulative */
+    bool has_pss;                /* pss and uss were read in this sample */
+    uint64_t pss, uss;           /* kB, live processes now (when has_pss) */
+    uint64_t pss_peak, uss_peak; /* kB, largest read so far (0: none read) */
 } pano_tree_totals;
 
 /* One /proc/PID/stat line. Times in clock ticks, vsize in bytes, rss in
@@ -68,12 +88,25 @@ typedef struct {
 bool pano_proc_stat_parse(const char *buf, size_t len, pano_proc_stat *out);
 /* Parse /proc/PID/io (missing lines stay 0). */
 bool pano_proc_io_parse(const char *buf, size_t len, pano_proc_io *out);
+/* The context switches of /proc/PID/status (false when its lines are
+ * missing). */
+bool pano_proc_ctxt_parse(const char *buf, size_t len, uint64_t *vol, uint64_t *inv);
+/* Pss and the unique set size (Private_Clean + Private_Dirty), in kB, of
+ * /proc/PID/smaps_rollup (false when its lines are missing). */
+bool pano_proc_pss_parse(const char *buf, size_t len, uint64_t *pss, uint64_t *uss);
 
 typedef struct pano_proctree pano_proctree;
 
 /* Track the descendants of root (the monitor itself: getpid()). */
 pano_proctree *pano_proctree_new(pid_t root);
 void pano_proctree_free(pano_proctree *t);
+
+/* Read pss and uss in every sample (every = 1), in one of every `every`
+ * samples (the first included), or never (0, the default). */
+void pano_proctree_set_pss(pano_proctree *t, unsigned every);
+/* Read the context switches of the known processes in one of every `every`
+ * samples (the first included; default 1, every sample). */
+void pano_proctree_set_ctxt(pano_proctree *t, unsigned every);
 
 /* Take a sample. Returns 0, or -1 when /proc cannot be read at all. */
 int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out);

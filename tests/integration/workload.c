@@ -25,9 +25,16 @@
  *   work N SECONDS          N processes burning SECONDS/N of CPU time each, at
  *                           once (benchmark: fixed work, so wall time shows
  *                           what monitoring takes away)
+ *   switch N THREADS HOLD   THREADS threads each sleeping 1 ms N times (a
+ *                           voluntary context switch each), then all kept
+ *                           alive HOLD seconds; reports the process's own
+ *                           voluntary switches (getrusage) before they end
+ *   touch MB HOLD COPIES    write MB MiB of private memory, fork COPIES-1
+ *                           copies sharing it, and hold HOLD seconds
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,6 +215,69 @@ static int wait_signal(double seconds)
     return s > 0 ? 100 + s : 99;
 }
 
+/* switch: a thread's sleeps, then the barrier where all wait. */
+static int switches;
+static pthread_barrier_t switched;
+
+static void *sleeper(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < switches; i++) {
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    pthread_barrier_wait(&switched);
+    return NULL;
+}
+
+static int switch_threads(int n, int threads, double hold)
+{
+    switches = n;
+    pthread_t t[64];
+    if (threads < 1 || threads > 64 || pthread_barrier_init(&switched, NULL, (unsigned)threads + 1))
+        return 2;
+    for (int i = 0; i < threads; i++)
+        if (pthread_create(&t[i], NULL, sleeper, NULL) != 0)
+            return 2;
+    /* every thread done sleeping, none ended: they hold at the barrier */
+    struct timespec ms = {0, 1000000};
+    while (1) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        if (ru.ru_nvcsw >= (long)n * threads)
+            break;
+        nanosleep(&ms, NULL);
+    }
+    usleep((useconds_t)(hold * 1e6));
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("{\"report\":\"switch\",\"vol_ctxt\":%ld}\n", ru.ru_nvcsw);
+    fflush(stdout);
+    pthread_barrier_wait(&switched);
+    for (int i = 0; i < threads; i++)
+        pthread_join(t[i], NULL);
+    return 0;
+}
+
+static int touch(long mb, double hold, int copies)
+{
+    size_t size = (size_t)mb << 20;
+    char *p = malloc(size);
+    if (!p)
+        return 2;
+    memset(p, 1, size);
+    for (int i = 1; i < copies; i++)
+        if (fork() == 0) {
+            usleep((useconds_t)(hold * 1e6));
+            _exit(p[size - 1] == 1 ? 0 : 1);
+        }
+    usleep((useconds_t)(hold * 1e6));
+    while (wait(NULL) > 0)
+        ;
+    free(p);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -273,6 +343,10 @@ int main(int argc, char **argv)
             ;
         return 0;
     }
+    if (strcmp(mode, "switch") == 0 && argc == 5)
+        return switch_threads(atoi(argv[2]), atoi(argv[3]), atof(argv[4]));
+    if (strcmp(mode, "touch") == 0 && argc == 5)
+        return touch(atol(argv[2]), atof(argv[3]), atoi(argv[4]));
     fprintf(stderr, "pano-workload: bad arguments\n");
     return 2;
 }

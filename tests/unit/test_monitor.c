@@ -115,6 +115,28 @@ START_TEST(io_parse)
 }
 END_TEST
 
+START_TEST(ctxt_and_pss_parse)
+{
+    /* the end of a status file, as Linux 6.1 writes it */
+    const char status[] = "Name:\tbash\nThreads:\t1\nMems_allowed_list:\t0\n"
+                          "voluntary_ctxt_switches:\t150\nnonvoluntary_ctxt_switches:\t7\n";
+    uint64_t vol = 0, inv = 0;
+    ck_assert(pano_proc_ctxt_parse(status, strlen(status), &vol, &inv));
+    ck_assert_uint_eq(vol, 150); /* not the "nonvoluntary" line's tail */
+    ck_assert_uint_eq(inv, 7);
+    ck_assert(!pano_proc_ctxt_parse("Name:\tx\nvoluntary_ctxt_switches:\t3\n", 35, &vol, &inv));
+    const char rollup[] = "55d0c3a4e000-7ffd8 ---p 00000000 00:00 0    [rollup]\n"
+                          "Rss:                1024 kB\nPss:                 612 kB\n"
+                          "Pss_Anon:            100 kB\nShared_Clean:        800 kB\n"
+                          "Private_Clean:        24 kB\nPrivate_Dirty:       200 kB\n";
+    uint64_t pss = 0, uss = 0;
+    ck_assert(pano_proc_pss_parse(rollup, strlen(rollup), &pss, &uss));
+    ck_assert_uint_eq(pss, 612); /* not Pss_Anon */
+    ck_assert_uint_eq(uss, 224);
+    ck_assert(!pano_proc_pss_parse("Rss: 4 kB\nPss: 4 kB\n", 20, &pss, &uss));
+}
+END_TEST
+
 /* ---- the process tree ----------------------------------------------------- */
 
 START_TEST(tree_counts_children_and_the_reaped)
@@ -588,6 +610,7 @@ int main(void)
     tcase_add_test(tc, stat_rejects_garbage);
     tcase_add_test(tc, stat_of_a_live_process_named_oddly);
     tcase_add_test(tc, io_parse);
+    tcase_add_test(tc, ctxt_and_pss_parse);
     tcase_add_test(tc, tree_counts_children_and_the_reaped);
     tcase_add_test(tc, tree_changes_are_seen_after_stable_samples);
     tcase_add_test(tc, forks_outside_the_tree_do_not_unsettle_it);

@@ -59,6 +59,8 @@ static const pano_tree_totals totals = {
     .utime = 1.5, .stime = 0.25, .iowait = 0.0125, .vm = 10240, .rss = 2048,
     .vm_peak = 12000, .rss_peak = 3000, .procs = 3, .threads = 5, .bread = 4096,
     .bwrite = 8192, .rchar = 100000, .wchar = 200000, .syscr = 50, .syscw = 60,
+    .vol_ctxt = 70, .inv_ctxt = 9, .has_pss = true, .pss = 1500, .uss = 900, .pss_peak = 1600,
+    .uss_peak = 950,
 };
 
 START_TEST(start_fields)
@@ -99,7 +101,7 @@ START_TEST(sample_fields)
         .sent = {.utime = 1.0004, .stime = 0.2496, .vm = 10300, .rss = 1000, .procs = 1,
                  .threads = 1, .bwrite = 4096, .rchar = 50000, .syscr = 10, .syscw = 20},
         .cpu_util = 0.87654, .elapsed = 12.3456789, .interval = 2, .kind = "periodic",
-        .monitor_pid = 4241, .self = {.known = true, .utime = 0.0123456, .stime = 0.5},
+        .pss = true, .monitor_pid = 4241, .self = {.known = true, .utime = 0.0123456, .stime = 0.5},
     };
     pano_json *ev = pano_json_object();
     pano_monitor_sample_fields(ev, &s);
@@ -108,6 +110,8 @@ START_TEST(sample_fields)
                     "\"vm\":10240,\"rss\":2048,\"procs\":3,\"threads\":5,"
                     "\"bread\":4096,\"bwrite\":8192,\"rchar\":100000,\"wchar\":200000,"
                     "\"syscr\":50,\"syscw\":60,\"vm_peak\":12000,\"rss_peak\":3000,"
+                    "\"vol_ctxt\":70,\"inv_ctxt\":9,\"pss\":1500,\"uss\":900,"
+                    "\"pss_peak\":1600,\"uss_peak\":950,"
                     "\"delta\":{\"utime\":0.500,\"stime\":0.000,\"iowait\":0.013,"
                     "\"vm\":-60,\"rss\":1048,\"procs\":2,\"threads\":4,\"bread\":4096,"
                     "\"bwrite\":4096,\"rchar\":50000,\"wchar\":200000,\"syscr\":40,"
@@ -118,7 +122,8 @@ START_TEST(sample_fields)
     assert_schema_fields(PANO_MONITOR_SAMPLE_EVENT, ev);
     pano_json_free(ev);
 
-    /* The first sample: no cpu_util, delta from zero; no exe, no own CPU time. */
+    /* The first sample: no cpu_util, delta from zero; no exe, no own CPU time;
+     * pss not asked for: none of its fields. */
     s = (pano_monitor_sample){.pid = 1, .exe = "", .totals = totals, .cpu_util = -1,
                               .elapsed = 0, .interval = 1, .kind = "start", .monitor_pid = 2};
     ev = pano_json_object();
@@ -128,6 +133,7 @@ START_TEST(sample_fields)
                     "\"vm\":10240,\"rss\":2048,\"procs\":3,\"threads\":5,"
                     "\"bread\":4096,\"bwrite\":8192,\"rchar\":100000,\"wchar\":200000,"
                     "\"syscr\":50,\"syscw\":60,\"vm_peak\":12000,\"rss_peak\":3000,"
+                    "\"vol_ctxt\":70,\"inv_ctxt\":9,"
                     "\"delta\":{\"utime\":1.500,\"stime\":0.250,\"iowait\":0.013,"
                     "\"vm\":10240,\"rss\":2048,\"procs\":3,\"threads\":5,\"bread\":4096,"
                     "\"bwrite\":8192,\"rchar\":100000,\"wchar\":200000,\"syscr\":50,"
@@ -155,7 +161,8 @@ START_TEST(end_fields)
                     "\"final\":{\"utime\":1.500,\"stime\":0.250,\"iowait\":0.013,"
                     "\"vm\":10240,\"rss\":2048,\"procs\":3,\"threads\":5,"
                     "\"bread\":4096,\"bwrite\":8192,\"rchar\":100000,\"wchar\":200000,"
-                    "\"syscr\":50,\"syscw\":60,\"vm_peak\":12000,\"rss_peak\":3000},"
+                    "\"syscr\":50,\"syscw\":60,\"vm_peak\":12000,\"rss_peak\":3000,"
+                    "\"vol_ctxt\":70,\"inv_ctxt\":9,\"pss_peak\":1600,\"uss_peak\":950},"
                     "\"samples\":3,\"monitor_utime\":0.010000,\"monitor_stime\":0.020000,"
                     "\"payload_events\":2,\"payload_errors\":1}");
     assert_schema_fields(PANO_MONITOR_END_EVENT, ev);
@@ -173,7 +180,8 @@ START_TEST(end_fields)
                     "\"final\":{\"utime\":1.500,\"stime\":0.250,\"iowait\":0.013,"
                     "\"vm\":10240,\"rss\":2048,\"procs\":3,\"threads\":5,"
                     "\"bread\":4096,\"bwrite\":8192,\"rchar\":100000,\"wchar\":200000,"
-                    "\"syscr\":50,\"syscw\":60,\"vm_peak\":12000,\"rss_peak\":3000},"
+                    "\"syscr\":50,\"syscw\":60,\"vm_peak\":12000,\"rss_peak\":3000,"
+                    "\"vol_ctxt\":70,\"inv_ctxt\":9,\"pss_peak\":1600,\"uss_peak\":950},"
                     "\"samples\":0,\"payload_events\":0,\"payload_errors\":0,"
                     "\"error\":\"lost track of the task\"}");
     assert_schema_fields(PANO_MONITOR_END_EVENT, ev);
