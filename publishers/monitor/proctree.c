@@ -466,30 +466,46 @@ static void push_list(pano_proctree *t, size_t *n)
     }
 }
 
+/* each(t, pid, tid, user) for every thread of pid (/proc/PID/task), the
+ * main one included. False when the list cannot be read (pid is gone). */
+static bool each_thread(pano_proctree *t, pid_t pid,
+                        void (*each)(pano_proctree *t, pid_t pid, pid_t tid, void *user),
+                        void *user)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return false;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        long tid = strtol(de->d_name, NULL, 10);
+        if (tid > 0)
+            each(t, pid, (pid_t)tid, user);
+    }
+    closedir(d);
+    return true;
+}
+
+/* A thread's children, but the main thread's (read by push_children). */
+static void push_thread_children(pano_proctree *t, pid_t pid, pid_t tid, void *n)
+{
+    if (tid == pid)
+        return;
+    if (read_proc_once(t, pid, "children", tid) >= 0)
+        push_list(t, n);
+    else
+        t->clean = false; /* the thread is gone: its children moved */
+}
+
 /* Children of every thread of pid (threads other than the main one can
  * fork too). The main thread's file is kept open when known. */
 static void push_children(pano_proctree *t, size_t *n, pid_t pid, int *main_fd, int64_t threads)
 {
     if (read_proc(t, main_fd, pid, "children", pid) >= 0)
         push_list(t, n);
-    if (threads <= 1)
-        return;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        long tid = strtol(de->d_name, NULL, 10);
-        if (tid <= 0 || tid == pid)
-            continue;
-        if (read_proc_once(t, pid, "children", (pid_t)tid) >= 0)
-            push_list(t, n);
-        else
-            t->clean = false; /* the thread is gone: its children moved */
-    }
-    closedir(d);
+    if (threads > 1)
+        each_thread(t, pid, push_thread_children, n);
 }
 
 /* Without children files: every process's parent from /proc/PID/stat. The
@@ -526,37 +542,31 @@ static proc_link *scan_links(pano_proctree *t, size_t *count)
     return links;
 }
 
+/* A thread's context switches, added to sums[0] and sums[1]. */
+static void add_thread_ctxt(pano_proctree *t, pid_t pid, pid_t tid, void *sums)
+{
+    uint64_t *s = sums, vol, inv;
+    ssize_t len = read_proc_once(t, pid, "status", tid);
+    if (len >= 0 && pano_proc_ctxt_parse(t->buf, (size_t)len, &vol, &inv)) {
+        s[0] += vol;
+        s[1] += inv;
+    }
+}
+
 /* The context switches of p's threads: its own status file (kept open)
  * when it has one thread, else each thread's. Left as last read when they
  * cannot be read. */
 static void read_ctxt(pano_proctree *t, proc *p)
 {
-    uint64_t vol = 0, inv = 0, v, i;
+    uint64_t sums[2] = {0, 0};
     if (p->stat.num_threads <= 1) {
         ssize_t len = read_proc(t, &p->status_fd, p->pid, "status", 0);
-        if (len < 0 || !pano_proc_ctxt_parse(t->buf, (size_t)len, &vol, &inv))
+        if (len < 0 || !pano_proc_ctxt_parse(t->buf, (size_t)len, &sums[0], &sums[1]))
             return;
-    } else {
-        char path[64];
-        snprintf(path, sizeof path, "/proc/%d/task", (int)p->pid);
-        DIR *d = opendir(path);
-        if (!d)
-            return;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            long tid = strtol(de->d_name, NULL, 10);
-            if (tid <= 0)
-                continue;
-            ssize_t len = read_proc_once(t, p->pid, "status", (pid_t)tid);
-            if (len >= 0 && pano_proc_ctxt_parse(t->buf, (size_t)len, &v, &i)) {
-                vol += v;
-                inv += i;
-            }
-        }
-        closedir(d);
-    }
-    p->vcsw = vol;
-    p->ivcsw = inv;
+    } else if (!each_thread(t, p->pid, add_thread_ctxt, sums))
+        return;
+    p->vcsw = sums[0];
+    p->ivcsw = sums[1];
 }
 
 /* Read one process of the tree. False when it is gone. */

@@ -66,13 +66,9 @@ static char *event(const char *id, double ts)
     return buf;
 }
 
-/* SELECT's one integer over the store's files read as one. */
-static long long ask(const char *sql)
+/* SELECT's one integer on db, which it closes. */
+static long long one_integer(sqlite3 *db, const char *sql)
 {
-    const char *paths[] = {dir};
-    char err[512];
-    sqlite3 *db = pano_store_open_reader(paths, 1, err, sizeof err);
-    ck_assert_msg(db != NULL, "%s", err);
     sqlite3_stmt *st;
     ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
     ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
@@ -80,6 +76,16 @@ static long long ask(const char *sql)
     sqlite3_finalize(st);
     sqlite3_close(db);
     return v;
+}
+
+/* SELECT's one integer over the store's files read as one. */
+static long long ask(const char *sql)
+{
+    const char *paths[] = {dir};
+    char err[512];
+    sqlite3 *db = pano_store_open_reader(paths, 1, err, sizeof err);
+    ck_assert_msg(db != NULL, "%s", err);
+    return one_integer(db, sql);
 }
 
 START_TEST(stored_once_by_event_id)
@@ -460,13 +466,7 @@ static long long ask_file(const char *host, const char *sql)
     snprintf(path, sizeof path, "%s/%s" PANO_STORE_SUFFIX, dir, host);
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
-    sqlite3_stmt *st;
-    ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK, "%s", sqlite3_errmsg(db));
-    ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-    long long v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
-    sqlite3_close(db);
-    return v;
+    return one_integer(db, sql);
 }
 
 /* A job instance's event. */
