@@ -614,10 +614,12 @@ static int runs_from_store(pano_query *q, const pano_jobs *jobs, bool with_side,
                                     scope == RUNS_OPEN_OR_FAILED, on_store_document, &rd, &read,
                                     err, errlen);
     pano_debug("%zu summary row(s) of %s read", read, jobs->wf_uuid);
+    if (rc == 1)
+        pano_warn("%s: its events are read instead", err);
     if (rc == 0)
         deliver(&rd, with_side, c);
     reading_clear(&rd);
-    return rc < 0 ? -1 : scope == RUNS_ALL ? 1 : 2;
+    return rc < 0 ? -1 : rc == 1 ? 0 : scope == RUNS_ALL ? 1 : 2;
 }
 
 int runs_from_summaries(pano_query *q, const pano_jobs *jobs, const runs_coverage *events,

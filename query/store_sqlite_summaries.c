@@ -64,7 +64,7 @@ int store_sqlite_summarized(sqlite3 *db, const char *wf, int64_t counted[3], int
 /* The documents in scope: ?2 scoped, ?3 with the failed. */
 #define IN_SCOPE "(open OR (?3 AND failed))"
 static const char select_sql[] =
-    "SELECT doc FROM summaries WHERE wf_uuid = ?1 AND (NOT ?2"
+    "SELECT doc, id FROM summaries WHERE wf_uuid = ?1 AND (NOT ?2"
     " OR id IN (SELECT id FROM summaries WHERE wf_uuid = ?1 AND " IN_SCOPE ")"
     " OR job IN (SELECT job FROM summaries WHERE wf_uuid = ?1 AND job IS NOT NULL AND " IN_SCOPE "))"
     " ORDER BY id";
@@ -93,8 +93,9 @@ int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_f
         bool ok = j && pano_summary_read(j, &cur);
         pano_json_free(j);
         if (!ok) {
-            snprintf(err, errlen, "the embedded store holds a damaged summary of %s", wf);
-            out = -1;
+            snprintf(err, errlen, "summary %.40s of %s is damaged (not a summary's JSON)",
+                     (const char *)sqlite3_column_text(st, 1), wf);
+            out = 1;
             break;
         }
         if (holding && strcmp(held.id, cur.id) == 0) {

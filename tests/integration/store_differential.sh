@@ -243,4 +243,20 @@ done
 ((old_differ == 0)) || fail "$old_differ of $old_n answers differ between the store's summaries and its events"
 log "$old_n answers the same from the store's summaries and, without them, from its events"
 
+# a damaged summary: said so, and the events read instead, with the same answer
+BAD=$TEST_DIR/damaged-store
+mkdir "$BAD"
+for f in "$STORE"/*.pano.sqlite; do
+    sqlite3 "$f" ".backup '$BAD/$(basename "$f")'" || fail "copying $f"
+    sqlite3 "$BAD/$(basename "$f")" "UPDATE summaries SET doc = '{\"set\":' WHERE wf_uuid = '$PEG'" ||
+        fail "damaging the summaries of the copy"
+done
+"$QUERY" --store "$STORE" status "$PEG" --json >"$TEST_DIR/es-damaged.raw" 2>>"$TEST_DIR/query.log" &&
+    "$QUERY" --store "$BAD" status "$PEG" --json >"$TEST_DIR/sqlite-damaged.raw" 2>"$TEST_DIR/damaged.log" ||
+    fail "status from a store with a damaged summary: $(tail -3 "$TEST_DIR/damaged.log")"
+grep -q "is damaged (not a summary's JSON): its events are read instead" "$TEST_DIR/damaged.log" ||
+    fail "a damaged summary was not reported: $(cat "$TEST_DIR/damaged.log")"
+why=$(same_answers "$TEST_DIR" damaged) || fail "status with a damaged summary differs: $why"
+log "a damaged summary: $(grep -o 'summary .* read instead' "$TEST_DIR/damaged.log" | head -1); the same status"
+
 stop_all
