@@ -172,8 +172,9 @@ const pano_config_key pano_config_keys[] = {
     /* ---- pano-indexer ---- */
     /* ---- pano-query and pano-explorer ---- */
     {"pano.query.summaries", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
-     "Read a workflow's runs from the indexer's summaries when they cover it (false: always "
-     "reduce its events, as for a store written before summaries existed)."},
+     "Read a workflow's runs from their summaries (pano-indexer's, or the embedded store's own) "
+     "when they cover it (false: always reduce its events, as for a store written before "
+     "summaries existed)."},
     {"pano.query.ingest_delay", PANO_CFG_DOUBLE, "5", 0, 3600, false, {0}, {0},
      "Seconds an event may take from its publisher to being searchable (bridge, Kafka, "
      "indexer, refresh): a run without an end is lost when its latest stored sample is older "
