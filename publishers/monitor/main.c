@@ -107,6 +107,7 @@ typedef struct {
     int level;
     bool on_change;
     bool pss;          /* pss and uss in every sample */
+    double net_period; /* s between two readings of the network bytes */
     double threshold;
     double linger;
     double start_mono;
@@ -390,6 +391,7 @@ static void configure(monitor *m, int argc, char **argv)
     m->threshold = pano_config_double(cfg, "pano.monitor.on_change_threshold");
     m->linger = pano_config_double(cfg, "pano.monitor.linger");
     m->pss = pano_config_bool(cfg, "pano.monitor.pss");
+    m->net_period = pano_config_double(cfg, "pano.monitor.net_period");
     /* Panorama's KICKSTART_MON_URL=file:///path: JSON lines to that file. */
     const char *url = pano_config_str(cfg, "pano.amqp.url");
     if (url && strncmp(url, "file://", 7) == 0) {
@@ -433,6 +435,7 @@ static int start(monitor *m, payload_ctx pctx[2])
     m->tree = pano_proctree_new(getpid());
     pano_proctree_set_pss(m->tree, m->pss ? 1 : PSS_EVERY);
     pano_proctree_set_ctxt(m->tree, (unsigned)ceil(CTXT_PERIOD / m->interval));
+    pano_proctree_set_net(m->tree, (unsigned)ceil(m->net_period / m->interval));
     open_metrics_socket(m);
     m->start_mono = pano_monotonic();
     m->task = pano_task_start(m->argv, &m->original, caps, ncaps, merged, &m->exec_errno);
@@ -570,6 +573,7 @@ static int finish(monitor *m)
     if (m->metrics)
         pano_metrics_socket_read(m->metrics); /* what is still queued */
     pano_tree_totals final;
+    pano_proctree_full_next(m->tree);
     sample(m, "end", &final);
     pano_debug("%llu samples taken, %llu of them without reading the children files",
                (unsigned long long)m->samples_taken,

@@ -60,6 +60,10 @@ static void put_totals(pano_json *o, const pano_tree_totals *t, bool pss)
     pano_json_set_int(o, "rss_peak", (int64_t)t->rss_peak);
     pano_json_set_int(o, "vol_ctxt", (int64_t)t->vol_ctxt);
     pano_json_set_int(o, "inv_ctxt", (int64_t)t->inv_ctxt);
+    pano_json_set_int(o, "bsend", (int64_t)t->bsend);
+    pano_json_set_int(o, "brecv", (int64_t)t->brecv);
+    if (t->net_method)
+        pano_json_set_str(o, "net_method", t->net_method);
     if (pss && t->has_pss) {
         pano_json_set_int(o, "pss", (int64_t)t->pss);
         pano_json_set_int(o, "uss", (int64_t)t->uss);

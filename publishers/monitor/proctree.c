@@ -1,5 +1,7 @@
 #include "proctree.h"
 
+#include "netbytes.h"
+
 #include "log.h"
 #include "mem.h"
 
@@ -32,6 +34,7 @@ typedef struct {
     uint64_t gone_vcsw, gone_ivcsw; /* its descendants' that are gone */
     uint64_t pss, uss;    /* kB, when read this sample */
     bool has_pss;
+    uint64_t netns;       /* its network namespace (pano_netns_of) */
 } proc;
 
 struct pano_proctree {
@@ -54,8 +57,9 @@ struct pano_proctree {
     uint64_t gone_iowait_ticks; /* last readings of processes gone */
     uint64_t gone_vcsw, gone_ivcsw; /* of processes gone whose parent is not known */
     uint64_t reaped_vcsw, reaped_ivcsw; /* wait4's, of the children of root */
-    unsigned pss_every, ctxt_every, samples;
-    bool pss_now, ctxt_now; /* read them in the sample under way */
+    unsigned pss_every, ctxt_every, net_every, samples;
+    bool pss_now, ctxt_now, net_now; /* read them in the sample under way */
+    bool full_next; /* read everything in the next sample */
     pano_tree_totals last;      /* what was reported, to keep totals monotonic */
     int root_children_fd;
     /* Skipping the children files (see pano_proctree_sample): the last pid
@@ -73,6 +77,9 @@ struct pano_proctree {
     size_t npending;
     uint64_t stable_walks;
     pid_t ignored;
+    pano_netbytes *net;
+    pid_t *live; /* the live processes of the sample under way */
+    uint64_t *live_netns; /* and their network namespaces */
     pid_t *queue;
     size_t queue_cap;
     char *buf;
@@ -401,6 +408,7 @@ pano_proctree *pano_proctree_new(pid_t root)
     t->last_pid_fd = -1;
     t->walk_last_pid = -1;
     t->ctxt_every = 1;
+    t->net_every = 1;
     t->ticks = sysconf(_SC_CLK_TCK);
     if (t->ticks <= 0)
         t->ticks = 100;
@@ -411,6 +419,7 @@ pano_proctree *pano_proctree_new(pid_t root)
     t->children_files = access(path, R_OK) == 0;
     if (!t->children_files)
         pano_info("%s is missing (kernel without CONFIG_PROC_CHILDREN): scanning /proc", path);
+    t->net = pano_netbytes_new();
     return t;
 }
 
@@ -427,8 +436,11 @@ void pano_proctree_free(pano_proctree *t)
     close_fd(t, &t->root_children_fd);
     if (t->last_pid_fd >= 0)
         close(t->last_pid_fd);
+    pano_netbytes_free(t->net);
     free(t->procs);
     free(t->index);
+    free(t->live);
+    free(t->live_netns);
     free(t->queue);
     free(t->buf);
     free(t);
@@ -439,6 +451,10 @@ uint64_t pano_proctree_stable_walks(const pano_proctree *t) { return t->stable_w
 void pano_proctree_set_pss(pano_proctree *t, unsigned every) { t->pss_every = every; }
 
 void pano_proctree_set_ctxt(pano_proctree *t, unsigned every) { t->ctxt_every = every ? every : 1; }
+
+void pano_proctree_set_net(pano_proctree *t, unsigned every) { t->net_every = every ? every : 1; }
+
+void pano_proctree_full_next(pano_proctree *t) { t->full_next = true; }
 
 void pano_proctree_ignore(pano_proctree *t, pid_t pid) { t->ignored = pid; }
 
@@ -578,6 +594,11 @@ static bool read_process(pano_proctree *t, proc *p)
         return false;
     if (p->seen && st.starttime != p->stat.starttime)
         return false; /* the pid was reused */
+    /* a process enters a network namespace of its own before it runs the
+     * program meant to live there (unshare -n, containers): its namespace
+     * is looked at when it is first seen and when its name changes */
+    if (st.state != 'Z' && (!p->seen || strcmp(st.comm, p->stat.comm) != 0))
+        p->netns = pano_netns_of(p->pid);
     p->stat = st;
     len = read_proc(t, &p->io_fd, p->pid, "io", 0);
     if (len >= 0)
@@ -811,7 +832,9 @@ int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
         quiet = no_new_member(t, pid_now);
     t->walk_last_pid = pid_now;
     t->pss_now = t->pss_every > 0 && t->samples % t->pss_every == 0;
-    t->ctxt_now = t->samples % t->ctxt_every == 0;
+    t->ctxt_now = t->full_next || t->samples % t->ctxt_every == 0;
+    t->net_now = t->full_next || t->samples % t->net_every == 0;
+    t->full_next = false;
     t->samples++;
     walk_sums w;
     memset(&w, 0, sizeof w);
@@ -828,13 +851,21 @@ int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
 
     uint64_t blkio = 0;
     bool removed = false;
+    size_t nlive = 0;
+    t->live = pano_realloc(t->live, (t->count ? t->count : 1) * sizeof *t->live);
+    t->live_netns =
+        pano_realloc(t->live_netns, (t->count ? t->count : 1) * sizeof *t->live_netns);
     /* last first: a child (found after its parent) hands its context
      * switches to its parent before the parent, if gone too, is retired */
     for (size_t i = t->count; i-- > 0;) {
         proc *p = &t->procs[i];
-        if (p->seen == t->round)
+        if (p->seen == t->round) {
             blkio += p->stat.blkio_ticks;
-        else if (p->seen) {
+            if (p->stat.state != 'Z') {
+                t->live[nlive] = p->pid;
+                t->live_netns[nlive++] = p->netns;
+            }
+        } else if (p->seen) {
             retire(t, p, false);
             removed = true;
         }
@@ -864,6 +895,14 @@ int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
     out->has_pss = t->pss_now;
     out->pss = t->pss_now ? w.pss : 0;
     out->uss = t->pss_now ? w.uss : 0;
+    if (t->net_now)
+        out->net_method = pano_net_method_name(pano_netbytes_sample(
+            t->net, t->live, t->live_netns, nlive, &out->bsend, &out->brecv));
+    else {
+        out->bsend = t->last.bsend;
+        out->brecv = t->last.brecv;
+        out->net_method = t->last.net_method;
+    }
     KEEP_MAX(vol_ctxt);
     KEEP_MAX(inv_ctxt);
     out->pss_peak = out->pss > t->last.pss_peak ? out->pss : t->last.pss_peak;

@@ -34,6 +34,12 @@
  * since the last walk (a quiet node), the tree cannot have grown and the
  * children files are not read.
  *
+ * bsend and brecv are the live processes' network bytes, with those of
+ * their sockets and namespaces gone, as netbytes.h counts them, read in
+ * the samples pano_proctree_set_net asks for. A process's network
+ * namespace is looked at when it is first seen and when its name changes
+ * (it ran another program).
+ *
  * vm, rss, procs and threads describe the live processes at sampling time;
  * pss and uss too (/proc/PID/smaps_rollup: the proportional set size, a
  * shared page counted as a share of it in each process mapping it, and the
@@ -62,6 +68,8 @@ typedef struct {
     bool has_pss;                /* pss and uss were read in this sample */
     uint64_t pss, uss;           /* kB, live processes now (when has_pss) */
     uint64_t pss_peak, uss_peak; /* kB, largest read so far (0: none read) */
+    uint64_t bsend, brecv;       /* network bytes, cumulative (netbytes.h) */
+    const char *net_method;      /* how they were counted (netbytes.h) */
 } pano_tree_totals;
 
 /* One /proc/PID/stat line. Times in clock ticks, vsize in bytes, rss in
@@ -107,6 +115,14 @@ void pano_proctree_set_pss(pano_proctree *t, unsigned every);
 /* Read the context switches of the known processes in one of every `every`
  * samples (the first included; default 1, every sample). */
 void pano_proctree_set_ctxt(pano_proctree *t, unsigned every);
+
+/* Read the network bytes in one of every `every` samples (the first
+ * included; default 1, every sample); the samples between carry the last
+ * figures. */
+void pano_proctree_set_net(pano_proctree *t, unsigned every);
+/* Read everything in the next sample, whatever the periods above (the
+ * last sample of a task). */
+void pano_proctree_full_next(pano_proctree *t);
 
 /* Take a sample. Returns 0, or -1 when /proc cannot be read at all. */
 int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out);

@@ -31,16 +31,35 @@
  *                           voluntary switches (getrusage) before they end
  *   touch MB HOLD COPIES    write MB MiB of private memory, fork COPIES-1
  *                           copies sharing it, and hold HOLD seconds
+ *   tcp FAMILY BYTES HOLD   over loopback TCP (FAMILY 4 or 6), a client sends
+ *                           BYTES to the server it connected to, which
+ *                           answers BYTES/2; both held open HOLD seconds,
+ *                           closed, then HOLD seconds more; reports the
+ *                           payload bytes sent and received, both ends
+ *   tcp-exec FAMILY BYTES HOLD
+ *                           the same connection; a child execs `tcp-write`
+ *                           with the client socket, the parent closes its
+ *                           own copy and reads BYTES from the server end
+ *   tcp-write FD BYTES HOLD write BYTES to the inherited FD, hold HOLD seconds
+ *   lo-up                   bring the loopback interface up (in a network
+ *                           namespace of its own: unshare -rn)
  */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -278,6 +297,152 @@ static int touch(long mb, double hold, int copies)
     return 0;
 }
 
+/* A TCP connection over loopback: the client's and the server's ends. */
+static int tcp_pair(int family, int *client, int *server)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    socklen_t len;
+    if (family == 6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+        a->sin6_family = AF_INET6;
+        a->sin6_addr = in6addr_loopback;
+        len = sizeof *a;
+    } else {
+        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+        a->sin_family = AF_INET;
+        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        len = sizeof *a;
+    }
+    int l = socket(ss.ss_family, SOCK_STREAM, 0);
+    if (l < 0 || bind(l, (struct sockaddr *)&ss, len) < 0 || listen(l, 1) < 0 ||
+        getsockname(l, (struct sockaddr *)&ss, &len) < 0) {
+        perror("listen");
+        return -1;
+    }
+    *client = socket(ss.ss_family, SOCK_STREAM, 0);
+    if (*client < 0 || connect(*client, (struct sockaddr *)&ss, len) < 0 ||
+        (*server = accept(l, NULL, NULL)) < 0) {
+        perror("connect");
+        return -1;
+    }
+    close(l);
+    return 0;
+}
+
+/* Send n bytes on `from` while reading them on `to`. */
+static int xfer(int from, int to, long long n)
+{
+    static char buf[65536];
+    long long sent = 0, got = 0;
+    while (sent < n || got < n) {
+        bool moved = false;
+        if (sent < n) {
+            size_t chunk = n - sent > (long long)sizeof buf ? sizeof buf : (size_t)(n - sent);
+            ssize_t w = send(from, buf, chunk, MSG_DONTWAIT);
+            if (w > 0) {
+                sent += w;
+                moved = true;
+            } else if (w < 0 && errno != EAGAIN && errno != EINTR)
+                return -1;
+        }
+        if (got < n) {
+            ssize_t r = recv(to, buf, sizeof buf, MSG_DONTWAIT);
+            if (r > 0) {
+                got += r;
+                moved = true;
+            } else if (r == 0 || (errno != EAGAIN && errno != EINTR))
+                return -1;
+        }
+        if (!moved) {
+            struct pollfd p[2] = {{from, sent < n ? POLLOUT : 0, 0}, {to, POLLIN, 0}};
+            poll(p, 2, 1000);
+        }
+    }
+    return 0;
+}
+
+static void hold_for(double seconds) { usleep((useconds_t)(seconds * 1e6)); }
+
+static int tcp(int family, long long bytes, double hold)
+{
+    int c, s;
+    if (tcp_pair(family, &c, &s) < 0 || xfer(c, s, bytes) < 0 || xfer(s, c, bytes / 2) < 0)
+        return 1;
+    hold_for(hold);
+    close(c);
+    close(s);
+    hold_for(hold);
+    printf("{\"report\":\"tcp\",\"sent\":%lld,\"received\":%lld}\n", bytes + bytes / 2,
+           bytes + bytes / 2);
+    return 0;
+}
+
+static int tcp_exec(int family, long long bytes, const char *hold)
+{
+    int c, s;
+    if (tcp_pair(family, &c, &s) < 0)
+        return 1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        char fd[16], n[24];
+        snprintf(fd, sizeof fd, "%d", c);
+        snprintf(n, sizeof n, "%lld", bytes);
+        close(s);
+        execl("/proc/self/exe", "pano-workload", "tcp-write", fd, n, hold, (char *)NULL);
+        _exit(127);
+    }
+    close(c);
+    static char buf[65536];
+    long long got = 0;
+    while (got < bytes) {
+        ssize_t r = read(s, buf, sizeof buf);
+        if (r <= 0)
+            return 1;
+        got += r;
+    }
+    int status;
+    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return 1;
+    close(s);
+    hold_for(atof(hold));
+    printf("{\"report\":\"tcp-exec\",\"sent\":%lld,\"received\":%lld}\n", bytes, got);
+    return 0;
+}
+
+static int tcp_write(int fd, long long bytes, double hold)
+{
+    static char buf[65536];
+    memset(buf, 'x', sizeof buf);
+    while (bytes > 0) {
+        size_t chunk = bytes > (long long)sizeof buf ? sizeof buf : (size_t)bytes;
+        if (write_all(fd, buf, chunk) < 0)
+            return 1;
+        bytes -= (long long)chunk;
+    }
+    hold_for(hold);
+    return 0;
+}
+
+static int lo_up(void)
+{
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
+        perror("lo");
+        return 1;
+    }
+    ifr.ifr_flags |= IFF_UP;
+    if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0) {
+        perror("lo up");
+        return 1;
+    }
+    close(fd);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -347,6 +512,14 @@ int main(int argc, char **argv)
         return switch_threads(atoi(argv[2]), atoi(argv[3]), atof(argv[4]));
     if (strcmp(mode, "touch") == 0 && argc == 5)
         return touch(atol(argv[2]), atof(argv[3]), atoi(argv[4]));
+    if (strcmp(mode, "tcp") == 0 && argc == 5)
+        return tcp(atoi(argv[2]), atoll(argv[3]), atof(argv[4]));
+    if (strcmp(mode, "tcp-exec") == 0 && argc == 5)
+        return tcp_exec(atoi(argv[2]), atoll(argv[3]), argv[4]);
+    if (strcmp(mode, "tcp-write") == 0 && argc == 5)
+        return tcp_write(atoi(argv[2]), atoll(argv[3]), atof(argv[4]));
+    if (strcmp(mode, "lo-up") == 0)
+        return lo_up();
     fprintf(stderr, "pano-workload: bad arguments\n");
     return 2;
 }

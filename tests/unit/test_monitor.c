@@ -1,16 +1,20 @@
 /* pano-monitor's parts: /proc parsing, the process tree, payload capture,
  * custom metrics and the monitor's configuration keys. */
 #include "metric.h"
+#include "netbytes.h"
 #include "payload.h"
 #include "proctree.h"
 #include "testutil.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -134,6 +138,118 @@ START_TEST(ctxt_and_pss_parse)
     ck_assert_uint_eq(pss, 612); /* not Pss_Anon */
     ck_assert_uint_eq(uss, 224);
     ck_assert(!pano_proc_pss_parse("Rss: 4 kB\nPss: 4 kB\n", 20, &pss, &uss));
+}
+END_TEST
+
+START_TEST(net_dev_parse)
+{
+    const char dev[] =
+        "Inter-|   Receive                                                |  Transmit\n"
+        " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets "
+        "errs drop fifo colls carrier compressed\n"
+        "    lo:    1000      10    0    0    0     0          0         0     1000      10    "
+        "0    0    0     0       0          0\n"
+        "  eth0: 123456789 100 0 0 0 0 0 0 987654321 200 0 0 0 0 0 0\n";
+    uint64_t rx = 0, tx = 0;
+    ck_assert(pano_net_dev_parse(dev, strlen(dev), &rx, &tx));
+    ck_assert_uint_eq(rx, 1000 + 123456789ULL);
+    ck_assert_uint_eq(tx, 1000 + 987654321ULL);
+    ck_assert(!pano_net_dev_parse(dev, 160, &rx, &tx)); /* the headers alone */
+    ck_assert_str_eq(pano_net_method_name(0), "none");
+    ck_assert_str_eq(pano_net_method_name(PANO_NET_SOCK_DIAG | PANO_NET_NETNS), "sock_diag+netns");
+}
+END_TEST
+
+/* A TCP connection over IPv4 loopback: the client's end and the server's. */
+static void tcp_pair(int *client, int *server)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(l, 0);
+    ck_assert_int_eq(bind(l, (struct sockaddr *)&a, len), 0);
+    ck_assert_int_eq(listen(l, 1), 0);
+    ck_assert_int_eq(getsockname(l, (struct sockaddr *)&a, &len), 0);
+    *client = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_eq(connect(*client, (struct sockaddr *)&a, len), 0);
+    *server = accept(l, NULL, NULL);
+    ck_assert_int_ge(*server, 0);
+    close(l);
+}
+
+static void send_bytes(int from, int to, size_t n)
+{
+    char buf[4096];
+    memset(buf, 'x', sizeof buf);
+    ck_assert_uint_le(n, sizeof buf);
+    ck_assert_int_eq(write(from, buf, n), (ssize_t)n);
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(to, buf, sizeof buf);
+        ck_assert_int_gt(r, 0);
+        got += (size_t)r;
+    }
+}
+
+/* Sample until `sent` reaches at least `least` (a peer's delayed ACK takes
+ * up to 200 ms), for a second at most. */
+static void sample_until(pano_netbytes *n, const pid_t *self, const uint64_t *ns,
+                         uint64_t least, uint64_t *sent, uint64_t *received)
+{
+    for (int i = 0; i < 100; i++) {
+        pano_netbytes_sample(n, self, ns, 1, sent, received);
+        if (*sent >= least)
+            return;
+        usleep(10000);
+    }
+}
+
+START_TEST(net_bytes_of_our_own_sockets)
+{
+    /* this process stands for the tree: its sockets are the task's */
+    pano_netbytes *n = pano_netbytes_new();
+    pid_t self = getpid();
+    uint64_t own_ns = pano_netns_of(self);
+    ck_assert_uint_ne(own_ns, 0);
+    uint64_t sent, received, was_sent, was_received;
+    unsigned m = pano_netbytes_sample(n, &self, &own_ns, 1, &was_sent, &was_received);
+    ck_assert_str_eq(pano_net_method_name(m), "sock_diag");
+    int c, s;
+    tcp_pair(&c, &s);
+    send_bytes(c, s, 3000);
+    send_bytes(s, c, 1000);
+    sample_until(n, &self, &own_ns, was_sent + 4000, &sent, &received);
+    /* both ends are ours: 4,000 each way, the SYNs counting a byte or two */
+    ck_assert_uint_ge(sent - was_sent, 4000);
+    ck_assert_uint_le(sent - was_sent, 4002);
+    ck_assert_uint_eq(received - was_received, 4000);
+    /* a second descriptor of the same socket counts it once */
+    int twin = dup(c);
+    send_bytes(twin, s, 500);
+    sample_until(n, &self, &own_ns, was_sent + 4500, &sent, &received);
+    ck_assert_uint_ge(sent - was_sent, 4500);
+    ck_assert_uint_le(sent - was_sent, 4502);
+    ck_assert_uint_eq(received - was_received, 4500);
+    /* closed: the figures stay (the FINs may add a byte each) */
+    close(twin);
+    close(c);
+    close(s);
+    sample_until(n, &self, &own_ns, was_sent + 4502, &sent, &received);
+    ck_assert_uint_ge(sent - was_sent, 4500);
+    ck_assert_uint_le(sent - was_sent, 4504);
+    ck_assert_uint_ge(received - was_received, 4500);
+    ck_assert_uint_le(received - was_received, 4502);
+    was_sent = sent;
+    was_received = received;
+    /* sockets of processes outside the tree are not counted */
+    tcp_pair(&c, &s);
+    send_bytes(c, s, 2000);
+    pano_netbytes_sample(n, NULL, NULL, 0, &sent, &received);
+    ck_assert_uint_eq(sent, was_sent);
+    ck_assert_uint_eq(received, was_received);
+    close(c);
+    close(s);
+    pano_netbytes_free(n);
 }
 END_TEST
 
@@ -611,6 +727,8 @@ int main(void)
     tcase_add_test(tc, stat_of_a_live_process_named_oddly);
     tcase_add_test(tc, io_parse);
     tcase_add_test(tc, ctxt_and_pss_parse);
+    tcase_add_test(tc, net_dev_parse);
+    tcase_add_test(tc, net_bytes_of_our_own_sockets);
     tcase_add_test(tc, tree_counts_children_and_the_reaped);
     tcase_add_test(tc, tree_changes_are_seen_after_stable_samples);
     tcase_add_test(tc, forks_outside_the_tree_do_not_unsettle_it);

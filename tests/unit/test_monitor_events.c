@@ -60,7 +60,7 @@ static const pano_tree_totals totals = {
     .vm_peak = 12000, .rss_peak = 3000, .procs = 3, .threads = 5, .bread = 4096,
     .bwrite = 8192, .rchar = 100000, .wchar = 200000, .syscr = 50, .syscw = 60,
     .vol_ctxt = 70, .inv_ctxt = 9, .has_pss = true, .pss = 1500, .uss = 900, .pss_peak = 1600,
-    .uss_peak = 950,
+    .uss_peak = 950, .bsend = 123456, .brecv = 654321, .net_method = "sock_diag",
 };
 
 START_TEST(start_fields)
@@ -110,7 +110,8 @@ START_TEST(sample_fields)
                     "\"vm\":10240,\"rss\":2048,\"procs\":3,\"threads\":5,"
                     "\"bread\":4096,\"bwrite\":8192,\"rchar\":100000,\"wchar\":200000,"
                     "\"syscr\":50,\"syscw\":60,\"vm_peak\":12000,\"rss_peak\":3000,"
-                    "\"vol_ctxt\":70,\"inv_ctxt\":9,\"pss\":1500,\"uss\":900,"
+                    "\"vol_ctxt\":70,\"inv_ctxt\":9,\"bsend\":123456,\"brecv\":654321,"
+                    "\"net_method\":\"sock_diag\",\"pss\":1500,\"uss\":900,"
                     "\"pss_peak\":1600,\"uss_peak\":950,"
                     "\"delta\":{\"utime\":0.500,\"stime\":0.000,\"iowait\":0.013,"
                     "\"vm\":-60,\"rss\":1048,\"procs\":2,\"threads\":4,\"bread\":4096,"
@@ -133,7 +134,8 @@ START_TEST(sample_fields)
                     "\"vm\":10240,\"rss\":2048,\"procs\":3,\"threads\":5,"
                     "\"bread\":4096,\"bwrite\":8192,\"rchar\":100000,\"wchar\":200000,"
                     "\"syscr\":50,\"syscw\":60,\"vm_peak\":12000,\"rss_peak\":3000,"
-                    "\"vol_ctxt\":70,\"inv_ctxt\":9,"
+                    "\"vol_ctxt\":70,\"inv_ctxt\":9,\"bsend\":123456,\"brecv\":654321,"
+                    "\"net_method\":\"sock_diag\","
                     "\"delta\":{\"utime\":1.500,\"stime\":0.250,\"iowait\":0.013,"
                     "\"vm\":10240,\"rss\":2048,\"procs\":3,\"threads\":5,\"bread\":4096,"
                     "\"bwrite\":8192,\"rchar\":100000,\"wchar\":200000,\"syscr\":50,"
@@ -162,7 +164,8 @@ START_TEST(end_fields)
                     "\"vm\":10240,\"rss\":2048,\"procs\":3,\"threads\":5,"
                     "\"bread\":4096,\"bwrite\":8192,\"rchar\":100000,\"wchar\":200000,"
                     "\"syscr\":50,\"syscw\":60,\"vm_peak\":12000,\"rss_peak\":3000,"
-                    "\"vol_ctxt\":70,\"inv_ctxt\":9,\"pss_peak\":1600,\"uss_peak\":950},"
+                    "\"vol_ctxt\":70,\"inv_ctxt\":9,\"bsend\":123456,\"brecv\":654321,"
+                    "\"net_method\":\"sock_diag\",\"pss_peak\":1600,\"uss_peak\":950},"
                     "\"samples\":3,\"monitor_utime\":0.010000,\"monitor_stime\":0.020000,"
                     "\"payload_events\":2,\"payload_errors\":1}");
     assert_schema_fields(PANO_MONITOR_END_EVENT, ev);
@@ -181,7 +184,8 @@ START_TEST(end_fields)
                     "\"vm\":10240,\"rss\":2048,\"procs\":3,\"threads\":5,"
                     "\"bread\":4096,\"bwrite\":8192,\"rchar\":100000,\"wchar\":200000,"
                     "\"syscr\":50,\"syscw\":60,\"vm_peak\":12000,\"rss_peak\":3000,"
-                    "\"vol_ctxt\":70,\"inv_ctxt\":9,\"pss_peak\":1600,\"uss_peak\":950},"
+                    "\"vol_ctxt\":70,\"inv_ctxt\":9,\"bsend\":123456,\"brecv\":654321,"
+                    "\"net_method\":\"sock_diag\",\"pss_peak\":1600,\"uss_peak\":950},"
                     "\"samples\":0,\"payload_events\":0,\"payload_errors\":0,"
                     "\"error\":\"lost track of the task\"}");
     assert_schema_fields(PANO_MONITOR_END_EVENT, ev);
