@@ -294,6 +294,9 @@ const pano_config_key pano_config_keys[] = {
     {"pano.monitor.pss", PANO_CFG_BOOL, "false", NOLIMIT, false, {0}, {0},
      "pano-monitor: read the tree's proportional and unique set sizes (pss, uss) in every "
      "sample; otherwise in one of every 10, for the end event's peaks only."},
+    {"pano.monitor.gpu", PANO_CFG_BOOL, "true", NOLIMIT, false, {0}, {0},
+     "pano-monitor: read the GPU use of the task's processes through NVIDIA's NVML "
+     "(libnvidia-ml.so.1, loaded when present; nothing happens without it)."},
     {"pano.monitor.net_period", PANO_CFG_DOUBLE, "5", 0, 3600, false, {0}, {0},
      "pano-monitor: seconds between two readings of the tree's network bytes (bsend, "
      "brecv), at most; the samples between carry the last figures (0: every sample). A "

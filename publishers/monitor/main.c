@@ -108,6 +108,11 @@ typedef struct {
     bool on_change;
     bool pss;          /* pss and uss in every sample */
     double net_period; /* s between two readings of the network bytes */
+    pano_gpu *gpu;     /* NULL: no GPU figures */
+    /* the devices the task used (by NVML index) and their peaks */
+    bool gpu_used[PANO_GPU_MAX_DEVICES];
+    pano_gpu_device gpu_max[PANO_GPU_MAX_DEVICES];
+    pano_monitor_gpu gpu_peak;
     double threshold;
     double linger;
     double start_mono;
@@ -203,6 +208,45 @@ static pano_monitor_cpu monitor_cpu(void)
         .known = true, .utime = tv_seconds(self.ru_utime), .stime = tv_seconds(self.ru_stime)};
 }
 
+/* Read the devices the task's processes use into devs (*n of them), keep
+ * their peaks, and return the task's figures. */
+static pano_monitor_gpu read_gpus(monitor *m, pano_gpu_device *devs, size_t *n)
+{
+    pano_monitor_gpu now = {.known = m->gpu != NULL, .util = -1};
+    *n = 0;
+    if (!m->gpu)
+        return now;
+    const pid_t *live;
+    size_t nlive = pano_proctree_live(m->tree, &live);
+    *n = pano_gpu_sample(m->gpu, live, nlive, devs);
+    for (size_t i = 0; i < *n; i++) {
+        const pano_gpu_device *d = &devs[i];
+        now.memory += d->task_memory;
+        if (d->task_sm >= 0)
+            now.util = (now.util < 0 ? 0 : now.util) + d->task_sm;
+        pano_gpu_device *max = &m->gpu_max[d->id];
+        if (!m->gpu_used[d->id]) {
+            *max = *d;
+            m->gpu_used[d->id] = true;
+            continue;
+        }
+#define RAISE(field)                                                                           \
+    if (d->field > max->field)                                                                 \
+    max->field = d->field
+        RAISE(mem_usage);
+        RAISE(gpu_utilization);
+        RAISE(power_usage);
+        RAISE(task_memory);
+        RAISE(task_sm);
+#undef RAISE
+    }
+    if (now.memory > m->gpu_peak.memory)
+        m->gpu_peak.memory = now.memory;
+    if (now.util > m->gpu_peak.util)
+        m->gpu_peak.util = now.util;
+    return now;
+}
+
 /* Take a sample; send it unless --on-change finds nothing new. kind is
  * "start", "periodic" or "end". Returns the totals in *out. */
 static void sample(monitor *m, const char *kind, pano_tree_totals *out)
@@ -216,6 +260,9 @@ static void sample(monitor *m, const char *kind, pano_tree_totals *out)
             t = m->prev;
     }
     m->samples_taken++;
+    pano_gpu_device devs[PANO_GPU_MAX_DEVICES];
+    size_t ndevs;
+    pano_monitor_gpu gpu = read_gpus(m, devs, &ndevs);
     double cpu_util = -1;
     if (m->have_prev && now - m->prev_mono > 1e-3)
         cpu_util = ((t.utime + t.stime) - (m->prev.utime + m->prev.stime)) / (now - m->prev_mono);
@@ -243,12 +290,18 @@ static void sample(monitor *m, const char *kind, pano_tree_totals *out)
         .interval = m->interval,
         .kind = kind,
         .pss = m->pss,
+        .gpu = gpu,
         .monitor_pid = getpid(),
         .self = monitor_cpu(),
     };
     pano_json *ev = pano_event_new(m->source, PANO_MONITOR_SAMPLE_EVENT);
     pano_monitor_sample_fields(ev, &f);
     emit(m, ev);
+    for (size_t i = 0; i < ndevs; i++) {
+        ev = pano_event_new(m->source, PANO_MONITOR_GPU_EVENT);
+        pano_monitor_gpu_fields(ev, &devs[i], pano_gpu_driver(m->gpu));
+        emit(m, ev);
+    }
     m->sent = t;
     m->have_sent = true;
     m->samples_sent++;
@@ -273,6 +326,7 @@ static void emit_end(monitor *m, double duration, const pano_tree_totals *final,
         .maxrss = ru.ru_maxrss, /* kB */
         .final = *final,
         .samples = m->samples_sent,
+        .gpu = m->gpu_peak,
         .self = monitor_cpu(),
         .payload_events = m->payload_events,
         .payload_errors = m->payload_errors,
@@ -285,6 +339,16 @@ static void emit_end(monitor *m, double duration, const pano_tree_totals *final,
         f.metrics_above_level = n->above_level;
         f.metrics_bad_lines = n->bad_lines;
         f.metrics_refused = n->refused;
+    }
+    pano_gpu_device used[PANO_GPU_MAX_DEVICES];
+    size_t nused = 0;
+    for (size_t i = 0; i < PANO_GPU_MAX_DEVICES; i++)
+        if (m->gpu_used[i])
+            used[nused++] = m->gpu_max[i];
+    if (nused && m->level >= 1) {
+        pano_json *max = pano_event_new(m->source, PANO_MONITOR_GPU_MAX_EVENT);
+        pano_monitor_gpu_max_fields(max, used, nused);
+        emit(m, max);
     }
     pano_json *ev = pano_event_new(m->source, PANO_MONITOR_END_EVENT);
     pano_monitor_end_fields(ev, &f);
@@ -392,6 +456,9 @@ static void configure(monitor *m, int argc, char **argv)
     m->linger = pano_config_double(cfg, "pano.monitor.linger");
     m->pss = pano_config_bool(cfg, "pano.monitor.pss");
     m->net_period = pano_config_double(cfg, "pano.monitor.net_period");
+    if (pano_config_bool(cfg, "pano.monitor.gpu"))
+        m->gpu = pano_gpu_open(NULL);
+    m->gpu_peak = (pano_monitor_gpu){.known = m->gpu != NULL, .util = -1};
     /* Panorama's KICKSTART_MON_URL=file:///path: JSON lines to that file. */
     const char *url = pano_config_str(cfg, "pano.amqp.url");
     if (url && strncmp(url, "file://", 7) == 0) {
@@ -597,6 +664,7 @@ static void stop(monitor *m)
     for (size_t i = 0; i < m->nrelays; i++)
         pano_payload_scanner_free(m->relays[i].scanner);
     pano_proctree_free(m->tree);
+    pano_gpu_close(m->gpu);
     pano_metrics_socket_close(m->metrics);
     close(m->sigfd);
     close(m->timerfd);

@@ -132,6 +132,11 @@ void pano_monitor_sample_fields(pano_json *ev, const pano_monitor_sample *s)
     pano_json_set_double(ev, "elapsed", s->elapsed, 6);
     pano_json_set_double(ev, "interval", s->interval, 3);
     pano_json_set_str(ev, "sample", s->kind);
+    if (s->gpu.known) {
+        pano_json_set_int(ev, "gpu_mem", (int64_t)s->gpu.memory);
+        if (s->gpu.util >= 0)
+            pano_json_set_int(ev, "gpu_util", s->gpu.util);
+    }
     pano_json_set_int(ev, "monitor_pid", s->monitor_pid);
     put_monitor_cpu(ev, &s->self);
 }
@@ -164,6 +169,11 @@ void pano_monitor_end_fields(pano_json *ev, const pano_monitor_end *e)
     final.has_pss = false; /* what was left at the end is nothing: its peaks */
     put_totals(pano_json_set_object(ev, "final"), &final, true);
     pano_json_set_int(ev, "samples", (int64_t)e->samples);
+    if (e->gpu.known) {
+        pano_json_set_int(ev, "gpu_mem_peak", (int64_t)e->gpu.memory);
+        if (e->gpu.util >= 0)
+            pano_json_set_int(ev, "gpu_util_peak", e->gpu.util);
+    }
     put_monitor_cpu(ev, &e->self);
     pano_json_set_int(ev, "payload_events", (int64_t)e->payload_events);
     pano_json_set_int(ev, "payload_errors", (int64_t)e->payload_errors);
@@ -176,4 +186,67 @@ void pano_monitor_end_fields(pano_json *ev, const pano_monitor_end *e)
     }
     if (e->error)
         pano_json_set_str(ev, "error", e->error);
+}
+
+/* A device's identity, in pegasus-kickstart's names. */
+static void put_device(pano_json *o, const pano_gpu_device *d)
+{
+    pano_json_set_int(o, "id", d->id);
+    if (d->name[0])
+        pano_json_set_str(o, "name", d->name);
+    if (d->uuid[0])
+        pano_json_set_str(o, "uuid", d->uuid);
+}
+
+void pano_monitor_gpu_fields(pano_json *ev, const pano_gpu_device *d, const char *driver)
+{
+    put_device(ev, d);
+    if (driver && driver[0])
+        pano_json_set_str(ev, "nvidia_driver_version", driver);
+    pano_json_set_int(ev, "total_memory", (int64_t)d->total_memory);
+    pano_json_set_int(ev, "mem_usage", (int64_t)d->mem_usage);
+    if (d->gpu_utilization >= 0) {
+        pano_json_set_int(ev, "gpu_utilization", d->gpu_utilization);
+        pano_json_set_int(ev, "mem_utilization", d->mem_utilization);
+    }
+    if (d->power_usage >= 0)
+        pano_json_set_int(ev, "power_usage", d->power_usage);
+    pano_json *procs = pano_json_set_array(ev, "compute_procs");
+    pano_json *samples = pano_json_set_array(ev, "proc_samples");
+    for (size_t i = 0; i < d->nprocs; i++) {
+        const pano_gpu_proc *p = &d->procs[i];
+        pano_json *o = pano_json_object();
+        pano_json_set_int(o, "pid", p->pid);
+        pano_json_set_int(o, "mem_usage", (int64_t)p->memory);
+        pano_json_append(procs, o);
+        if (p->sm < 0)
+            continue;
+        o = pano_json_object();
+        pano_json_set_int(o, "pid", p->pid);
+        pano_json_set_int(o, "sm_util", p->sm);
+        pano_json_set_int(o, "mem_util", p->mem);
+        pano_json_append(samples, o);
+    }
+    pano_json_set_int(ev, "task_mem_usage", (int64_t)d->task_memory);
+    if (d->task_sm >= 0)
+        pano_json_set_int(ev, "task_sm_utilization", d->task_sm);
+}
+
+void pano_monitor_gpu_max_fields(pano_json *ev, const pano_gpu_device *max, size_t n)
+{
+    pano_json *devices = pano_json_set_array(ev, "devices");
+    for (size_t i = 0; i < n; i++) {
+        const pano_gpu_device *d = &max[i];
+        pano_json *o = pano_json_object();
+        put_device(o, d);
+        pano_json_set_int(o, "max_mem_usage", (int64_t)d->mem_usage);
+        if (d->gpu_utilization >= 0)
+            pano_json_set_int(o, "max_gpu_utilization", d->gpu_utilization);
+        if (d->power_usage >= 0)
+            pano_json_set_int(o, "max_power_usage", d->power_usage);
+        pano_json_set_int(o, "max_task_mem_usage", (int64_t)d->task_memory);
+        if (d->task_sm >= 0)
+            pano_json_set_int(o, "max_task_sm_utilization", d->task_sm);
+        pano_json_append(devices, o);
+    }
 }

@@ -13,6 +13,7 @@
 #ifndef PANO_MONITOR_EVENTS_H
 #define PANO_MONITOR_EVENTS_H
 
+#include "gpu.h"
 #include "json.h"
 #include "proctree.h"
 
@@ -22,6 +23,10 @@
 #define PANO_MONITOR_START_EVENT "kickstart.inv.start"
 #define PANO_MONITOR_SAMPLE_EVENT "kickstart.inv.online"
 #define PANO_MONITOR_END_EVENT "kickstart.inv.end"
+/* pegasus-kickstart's NVML events: a device the task uses, per sample, and
+ * the largest figures of each such device, at the end */
+#define PANO_MONITOR_GPU_EVENT "kickstart.inv.gpu.stats"
+#define PANO_MONITOR_GPU_MAX_EVENT "kickstart.inv.gpu.stats.max"
 
 /* pano-monitor's own CPU time so far (getrusage(RUSAGE_SELF)): the cost of
  * monitoring, in every sample and in the end event. */
@@ -29,6 +34,13 @@ typedef struct {
     bool known; /* false: not measured, the fields are left out */
     double utime, stime;
 } pano_monitor_cpu;
+
+/* The task's GPU figures (gpu.h), summed over the devices it uses. */
+typedef struct {
+    bool known;      /* NVML was loaded and sees a device: else left out */
+    uint64_t memory; /* bytes now; in the end event, the largest */
+    int util;        /* % of SM, now; in the end event, the largest; < 0: unknown */
+} pano_monitor_gpu;
 
 typedef struct {
     char *const *argv;   /* the task's command line, NULL-terminated */
@@ -53,6 +65,7 @@ typedef struct {
     double interval;          /* s */
     const char *kind;         /* "start", "periodic" or "end" */
     bool pss;                 /* with pss and uss (pano.monitor.pss) */
+    pano_monitor_gpu gpu;
     int64_t monitor_pid;
     pano_monitor_cpu self;
 } pano_monitor_sample;
@@ -66,6 +79,7 @@ typedef struct {
     int64_t maxrss;           /* kB, getrusage(RUSAGE_CHILDREN) */
     pano_tree_totals final;   /* the end sample's totals (its peaks of pss and uss) */
     uint64_t samples;         /* samples sent */
+    pano_monitor_gpu gpu;     /* the peaks */
     pano_monitor_cpu self;
     uint64_t payload_events, payload_errors;
     /* the metrics socket's (metrics_socket.h), when it was open */
@@ -77,6 +91,11 @@ typedef struct {
 void pano_monitor_start_fields(pano_json *ev, const pano_monitor_start *s);
 void pano_monitor_sample_fields(pano_json *ev, const pano_monitor_sample *s);
 void pano_monitor_end_fields(pano_json *ev, const pano_monitor_end *e);
+/* A device the task uses, as a sample read it (driver: NVML's version). */
+void pano_monitor_gpu_fields(pano_json *ev, const pano_gpu_device *d, const char *driver);
+/* The largest figures of the devices the task used: in each of max[], the
+ * memory, utilizations, power and the task's figures hold their peaks. */
+void pano_monitor_gpu_max_fields(pano_json *ev, const pano_gpu_device *max, size_t n);
 
 /* Did any value of a sample's delta move by more than threshold (a
  * fraction of the value sent; any move from 0) since the sample sent? */

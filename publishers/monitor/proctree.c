@@ -80,6 +80,7 @@ struct pano_proctree {
     pano_netbytes *net;
     pid_t *live; /* the live processes of the sample under way */
     uint64_t *live_netns; /* and their network namespaces */
+    size_t nlive;
     pid_t *queue;
     size_t queue_cap;
     char *buf;
@@ -455,6 +456,12 @@ void pano_proctree_set_ctxt(pano_proctree *t, unsigned every) { t->ctxt_every = 
 void pano_proctree_set_net(pano_proctree *t, unsigned every) { t->net_every = every ? every : 1; }
 
 void pano_proctree_full_next(pano_proctree *t) { t->full_next = true; }
+
+size_t pano_proctree_live(const pano_proctree *t, const pid_t **pids)
+{
+    *pids = t->live;
+    return t->nlive;
+}
 
 void pano_proctree_ignore(pano_proctree *t, pid_t pid) { t->ignored = pid; }
 
@@ -895,6 +902,7 @@ int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out)
     out->has_pss = t->pss_now;
     out->pss = t->pss_now ? w.pss : 0;
     out->uss = t->pss_now ? w.uss : 0;
+    t->nlive = nlive;
     if (t->net_now)
         out->net_method = pano_net_method_name(pano_netbytes_sample(
             t->net, t->live, t->live_netns, nlive, &out->bsend, &out->brecv));

@@ -127,6 +127,9 @@ void pano_proctree_full_next(pano_proctree *t);
 /* Take a sample. Returns 0, or -1 when /proc cannot be read at all. */
 int pano_proctree_sample(pano_proctree *t, pano_tree_totals *out);
 
+/* The live processes of the last sample (*pids, valid until the next). */
+size_t pano_proctree_live(const pano_proctree *t, const pid_t **pids);
+
 /* A child of root has exited and is about to be reaped: read its final
  * counters while it is a zombie (waitid(..., WNOWAIT) found it). */
 void pano_proctree_zombie(pano_proctree *t, pid_t pid);

@@ -61,12 +61,13 @@ jq -e '.services["pano-explorer"].environment.PANO_EXPLORER_PASSWORD_FILE != nul
 
 # The Dockerfile installs the Debian packages of every library the build asks
 # for (meson's dependency() and find_library(); Check only for the tests,
-# which the image does not build), and those of every library a program loads.
+# which the image does not build; threads and dl are meson's own, in libc),
+# and those of every library a program loads.
 stage() { sed -n "/^FROM .* AS $1\$/,/^FROM /p" Dockerfile; }
 build_stage=$(stage build) runtime_stage=$(stage runtime)
 package_of() { dpkg -S "$1" 2>/dev/null | head -n1 | cut -d: -f1; }
 while read -r kind name; do
-    [[ $name == check || $name == threads ]] && continue
+    [[ $name == check || $name == threads || $name == dl ]] && continue
     if [[ $kind == dependency ]]; then
         pkg=$(package_of "$(pkg-config --variable=pcfiledir "$name")/$name.pc")
     else

@@ -193,6 +193,80 @@ START_TEST(end_fields)
 }
 END_TEST
 
+static pano_json *sample_object(const pano_monitor_sample *s)
+{
+    pano_json *ev = pano_json_object();
+    pano_monitor_sample_fields(ev, s);
+    return ev;
+}
+
+START_TEST(gpu_fields)
+{
+    /* a sample and the end with GPU figures */
+    pano_monitor_sample s = {.pid = 1, .exe = "", .totals = totals, .cpu_util = -1,
+                             .interval = 1, .kind = "periodic", .monitor_pid = 2,
+                             .gpu = {.known = true, .memory = 3221225472, .util = 75}};
+    pano_json *ev = sample_object(&s);
+    int64_t v = 0;
+    ck_assert(pano_json_get_int(ev, "gpu_mem", &v) && v == 3221225472);
+    ck_assert(pano_json_get_int(ev, "gpu_util", &v) && v == 75);
+    assert_schema_fields(PANO_MONITOR_SAMPLE_EVENT, ev);
+    pano_json_free(ev);
+    s.gpu.util = -1; /* no utilization given: left out */
+    ev = sample_object(&s);
+    ck_assert(pano_json_get(ev, "gpu_util") == NULL);
+    pano_json_free(ev);
+    pano_monitor_end e = {.pid = 3, .exe = "", .final = totals,
+                          .gpu = {.known = true, .memory = 4294967296, .util = 90}};
+    ev = pano_json_object();
+    pano_monitor_end_fields(ev, &e);
+    ck_assert(pano_json_get_int(ev, "gpu_mem_peak", &v) && v == 4294967296);
+    ck_assert(pano_json_get_int(ev, "gpu_util_peak", &v) && v == 90);
+    assert_schema_fields(PANO_MONITOR_END_EVENT, ev);
+    pano_json_free(ev);
+
+    /* a device: pegasus-kickstart's names; a process without a utilization
+     * sample is in compute_procs only */
+    pano_gpu_device d = {
+        .id = 1, .name = "NVIDIA A100", .uuid = "GPU-42", .total_memory = 40, .mem_usage = 30,
+        .gpu_utilization = 85, .mem_utilization = 40, .power_usage = 250000, .task_memory = 20,
+        .task_sm = 60, .nprocs = 2,
+        .procs = {{.pid = 100, .memory = 12, .sm = 60, .mem = 10}, {.pid = 101, .memory = 8, .sm = -1}},
+    };
+    ev = pano_json_object();
+    pano_monitor_gpu_fields(ev, &d, "550.54.15");
+    assert_json(ev, "{\"id\":1,\"name\":\"NVIDIA A100\",\"uuid\":\"GPU-42\","
+                    "\"nvidia_driver_version\":\"550.54.15\",\"total_memory\":40,"
+                    "\"mem_usage\":30,\"gpu_utilization\":85,\"mem_utilization\":40,"
+                    "\"power_usage\":250000,"
+                    "\"compute_procs\":[{\"pid\":100,\"mem_usage\":12},{\"pid\":101,\"mem_usage\":8}],"
+                    "\"proc_samples\":[{\"pid\":100,\"sm_util\":60,\"mem_util\":10}],"
+                    "\"task_mem_usage\":20,\"task_sm_utilization\":60}");
+    assert_schema_fields(PANO_MONITOR_GPU_EVENT, ev);
+    pano_json_free(ev);
+    /* unknown figures are left out */
+    d.gpu_utilization = -1;
+    d.power_usage = -1;
+    d.task_sm = -1;
+    d.name[0] = d.uuid[0] = '\0';
+    ev = pano_json_object();
+    pano_monitor_gpu_max_fields(ev, &d, 1);
+    assert_json(ev, "{\"devices\":[{\"id\":1,\"max_mem_usage\":30,\"max_task_mem_usage\":20}]}");
+    assert_schema_fields(PANO_MONITOR_GPU_MAX_EVENT, ev);
+    pano_json_free(ev);
+
+    /* NSpid: the pids of a process, outermost first */
+    const char status[] = "Name:\tbash\nTgid:\t4242\nNSpid:\t4242\t17\t1\nNSpgid:\t4242\n";
+    pid_t pids[4];
+    size_t n;
+    ck_assert(pano_proc_nspid_parse(status, strlen(status), pids, 4, &n));
+    ck_assert_uint_eq(n, 3);
+    ck_assert_int_eq(pids[0], 4242);
+    ck_assert_int_eq(pids[2], 1);
+    ck_assert(!pano_proc_nspid_parse("Name:\tx\nPid:\t5\n", 16, pids, 4, &n));
+}
+END_TEST
+
 START_TEST(on_change_threshold)
 {
     pano_tree_totals sent = totals, now = totals;
@@ -223,6 +297,7 @@ int main(void)
     tcase_add_test(tc, start_fields);
     tcase_add_test(tc, sample_fields);
     tcase_add_test(tc, end_fields);
+    tcase_add_test(tc, gpu_fields);
     tcase_add_test(tc, on_change_threshold);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
