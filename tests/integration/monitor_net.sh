@@ -16,8 +16,9 @@
 #     then closed before the task ends: the end keeps their figures;
 #   - a socket inherited across fork and exec, held by the child alone;
 #   - a connection opened and closed between two samples: not counted;
+#   - UDP in the monitor's namespace: not counted;
 #   - a task in a network namespace of its own (unshare -rn), when this
-#     kernel lets users create one.
+#     kernel lets users create one: TCP, and UDP too.
 source "$(dirname "$0")/lib.sh"
 MONITOR=$PANO_BUILD/publishers/monitor/pano-monitor
 W=$PANO_BUILD/tests/integration/pano-workload
@@ -73,6 +74,11 @@ run brief -i 5 -- bash -c "sleep 0.5; '$W' tcp 4 $B 0 >/dev/null; sleep 0.5"
 [[ $(final brief bsend) == 0 && $(final brief brecv) == 0 ]] ||
     fail "brief: a connection no sample saw counts $(final brief bsend) / $(final brief brecv)"
 
+# ---- UDP in the monitor's namespace: no byte counts to read
+run udp -i 0.5 --set pano.monitor.net_period=1 -- "$W" udp "$B" 1.5
+[[ $(final udp bsend) == 0 && $(final udp brecv) == 0 && $(final udp net_method) == sock_diag ]] ||
+    fail "udp: $(final udp bsend) / $(final udp brecv) bytes by $(final udp net_method), not 0 by sock_diag"
+
 # ---- a network namespace of its own: its interfaces' counters
 if unshare -rn true 2>/dev/null; then
     run netns -i 0.5 --set pano.monitor.net_period=1 -- unshare -rn bash -c "'$W' lo-up && '$W' tcp 4 $B 3"
@@ -81,6 +87,11 @@ if unshare -rn true 2>/dev/null; then
     [[ $(final netns bsend) == $(final netns brecv) ]] ||
         fail "netns: loopback sent $(final netns bsend) and received $(final netns brecv)"
     [[ $(final netns net_method) == *netns* ]] || fail "netns: net_method is $(final netns net_method)"
+    # UDP too: 1,000 datagrams of 1,000 bytes, each with 28 bytes of headers
+    run netns_udp -i 0.5 --set pano.monitor.net_period=1 -- unshare -rn bash -c "'$W' lo-up && '$W' udp $B 1.5"
+    within netns_udp bsend "$B" $((B + B / 20))
+    [[ $(final netns_udp bsend) == $(final netns_udp brecv) ]] ||
+        fail "netns_udp: loopback sent $(final netns_udp bsend) and received $(final netns_udp brecv)"
     netns="netns $(final netns bsend)"
 else
     netns="netns skipped (this kernel does not let users create network namespaces)"

@@ -41,6 +41,8 @@
  *                           with the client socket, the parent closes its
  *                           own copy and reads BYTES from the server end
  *   tcp-write FD BYTES HOLD write BYTES to the inherited FD, hold HOLD seconds
+ *   udp BYTES HOLD          send BYTES in datagrams of 1,000 over IPv4
+ *                           loopback and receive them, then hold HOLD seconds
  *   lo-up                   bring the loopback interface up (in a network
  *                           namespace of its own: unshare -rn)
  */
@@ -424,6 +426,31 @@ static int tcp_write(int fd, long long bytes, double hold)
     return 0;
 }
 
+static int udp(long long bytes, double hold)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int rx = socket(AF_INET, SOCK_DGRAM, 0), tx = socket(AF_INET, SOCK_DGRAM, 0);
+    if (rx < 0 || tx < 0 || bind(rx, (struct sockaddr *)&a, len) < 0 ||
+        getsockname(rx, (struct sockaddr *)&a, &len) < 0) {
+        perror("udp");
+        return 1;
+    }
+    static char buf[1000];
+    long long got = 0;
+    for (long long sent = 0; sent < bytes; sent += (long long)sizeof buf) {
+        if (sendto(tx, buf, sizeof buf, 0, (struct sockaddr *)&a, len) != (ssize_t)sizeof buf ||
+            recv(rx, buf, sizeof buf, 0) != (ssize_t)sizeof buf) {
+            perror("udp");
+            return 1;
+        }
+        got += (long long)sizeof buf;
+    }
+    hold_for(hold);
+    printf("{\"report\":\"udp\",\"sent\":%lld,\"received\":%lld}\n", got, got);
+    return 0;
+}
+
 static int lo_up(void)
 {
     struct ifreq ifr;
@@ -518,6 +545,8 @@ int main(int argc, char **argv)
         return tcp_exec(atoi(argv[2]), atoll(argv[3]), argv[4]);
     if (strcmp(mode, "tcp-write") == 0 && argc == 5)
         return tcp_write(atoi(argv[2]), atoll(argv[3]), atof(argv[4]));
+    if (strcmp(mode, "udp") == 0 && argc == 4)
+        return udp(atoll(argv[2]), atof(argv[3]));
     if (strcmp(mode, "lo-up") == 0)
         return lo_up();
     fprintf(stderr, "pano-workload: bad arguments\n");
