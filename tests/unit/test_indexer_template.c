@@ -240,6 +240,8 @@ START_TEST(embedded_schemas_build)
     ck_assert_msg(pano_templates_build(pano_builtin_schemas, &opt, &t, &nt, &warnings, err,
                                        sizeof err) == 0,
                   "%s", err);
+    /* the project's own schemas agree on every field's type */
+    ck_assert_msg(!warnings || !warnings[0], "the schemas clash: %s", warnings);
     free(warnings);
     bool found = false, alert = false, part_alone = false, stampede = false;
     for (size_t i = 0; i < nt; i++) {
