@@ -15,35 +15,26 @@
 #   - without pano.monitor.pss, no sample carries pss and the end event
 #     still has the peaks.
 source "$(dirname "$0")/lib.sh"
-MONITOR=$PANO_BUILD/publishers/monitor/pano-monitor
+source "$(dirname "$0")/monitor_lib.sh"
 W=$PANO_BUILD/tests/integration/pano-workload
-export PANO_AMQP_URL= PANO_STORE= PEGASUS_WF_UUID=$(cat /proc/sys/kernel/random/uuid)
 
-run() { # NAME MONITOR-ARGS... -- TASK...
-    local name=$1
-    shift
-    PANO_OUTPUT=$TEST_DIR/$name.jsonl "$MONITOR" "$@" >"$TEST_DIR/$name.out" 2>"$TEST_DIR/$name.log" ||
-        fail "$name: pano-monitor exited $?: $(tail -3 "$TEST_DIR/$name.log")"
-}
-samples() { jq -s -c "[.[] | select(.event == \"kickstart.inv.online\") | $2]" "$TEST_DIR/$1.jsonl"; }
-final() { jq -r "select(.event == \"kickstart.inv.end\") | .final.$2" "$TEST_DIR/$1.jsonl"; }
 check() { # NAME JQ-ON-THE-SAMPLES' VALUES WHAT
-    jq -e "$2" <<<"$(samples "$1" "$3")" >/dev/null || fail "$1: $4: $(samples "$1" "$3")"
+    jq -e "$2" <<<"$(file_samples "$1" "$3")" >/dev/null || fail "$1: $4: $(file_samples "$1" "$3")"
 }
 
 # ---- threads
-run threads -i 0.5 -- "$W" switch 300 4 3
+run_to_file threads -i 0.5 -- "$W" switch 300 4 3
 own=$(jq -r .vol_ctxt "$TEST_DIR/threads.out")
 ((own >= 1200)) || fail "the workload counts $own voluntary switches of its own, not 1200 or more"
 check threads ". == sort" .vol_ctxt "vol_ctxt decreases"
 check threads "[.[] | select(.[0] >= $own - 10 and .[1] == 5)] | length >= 1" "[.vol_ctxt, .threads]" \
     "no sample of the 5 live threads counts the process's $own switches"
-end=$(final threads vol_ctxt)
+end=$(file_final threads vol_ctxt)
 ((end >= own && end < own + 100)) || fail "threads: the end counts $end, the process $own"
 check threads "all(.[]; . >= 0) and .[-1] > 0" .inv_ctxt "inv_ctxt"
 
 # ---- a process gone, then another: the first's switches stay
-run gone -i 0.5 -- bash -c "'$W' switch 500 1 3 >'$TEST_DIR/first.out'; '$W' switch 200 1 3; sleep 0.3"
+run_to_file gone -i 0.5 -- bash -c "'$W' switch 500 1 3 >'$TEST_DIR/first.out'; '$W' switch 200 1 3; sleep 0.3"
 first=$(jq -r .vol_ctxt "$TEST_DIR/first.out")
 second=$(jq -r .vol_ctxt "$TEST_DIR/gone.out")
 check gone ". == sort" .vol_ctxt "vol_ctxt decreases"
@@ -51,21 +42,21 @@ check gone "[.[:-1][] | select(. >= $((first + second - 20)))] | length >= 1" .v
     "no sample counts both workloads ($first + $second), the first gone while the second ran"
 
 # ---- memory shared by a fork
-run shared -i 0.1 --set pano.monitor.pss=true -- "$W" touch 64 1 2
+run_to_file shared -i 0.1 --set pano.monitor.pss=true -- "$W" touch 64 1 2
 check shared "[.[] | select(.[3] == 2)] | length >= 3 and all(.[]; .[1] >= 64 * 1024 and .[1] <= .[0] / 2 + 4096
               and .[0] >= 128 * 1024 and .[2] < 1024)" "[.rss, .pss, .uss, .procs]" \
     "two processes sharing 64 MiB: rss twice, pss once, uss none"
-pss_peak=$(final shared pss_peak)
-rss_peak=$(final shared rss_peak)
+pss_peak=$(file_final shared pss_peak)
+rss_peak=$(file_final shared rss_peak)
 ((pss_peak >= 64 * 1024 && pss_peak <= rss_peak / 2 + 4096)) ||
     fail "shared: the end's pss_peak is $pss_peak kB, its rss_peak $rss_peak kB"
-run private -i 0.1 --set pano.monitor.pss=true -- "$W" touch 64 0.8 1
+run_to_file private -i 0.1 --set pano.monitor.pss=true -- "$W" touch 64 0.8 1
 check private "[.[] | select(.[0] >= 64 * 1024 and .[1] >= 64 * 1024 and .[1] <= .[0])] | length >= 3" \
     "[.pss, .uss]" "one process's 64 MiB: pss and uss both"
 
 # ---- not asked: no sample carries pss; the end has the peaks of one sample in 10
-run unasked -i 0.1 -- "$W" touch 64 1.5 1
+run_to_file unasked -i 0.1 -- "$W" touch 64 1.5 1
 check unasked "all(.[]; . == null)" ".pss // .uss // .pss_peak" "pss in samples not asked for"
-uss_peak=$(final unasked uss_peak)
+uss_peak=$(file_final unasked uss_peak)
 ((uss_peak >= 64 * 1024)) || fail "unasked: the end's uss_peak is $uss_peak kB"
 log "threads: $own switches, the monitor $end; gone: $first + $second; pss $pss_peak kB of 2 x 64 MiB shared"

@@ -17,22 +17,14 @@
 #     driver gives as its namespace sees it: matched through NSpid.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/monitor_lib.sh"
-MONITOR=$PANO_BUILD/publishers/monitor/pano-monitor
 W=$PANO_BUILD/tests/integration/pano-workload
 STUB_DIR=$PANO_BUILD/tests/integration
 [[ -f $STUB_DIR/libnvidia-ml.so.1 ]] || fail "the stub NVML library was not built"
-export PANO_AMQP_URL= PANO_STORE= PEGASUS_WF_UUID=$(cat /proc/sys/kernel/random/uuid)
 GiB=1073741824
 
-run() { # NAME MONITOR-ARGS... -- TASK...
-    local name=$1
-    shift
-    PANO_OUTPUT=$TEST_DIR/$name.jsonl "$MONITOR" --log-level debug "$@" >"$TEST_DIR/$name.out" \
-        2>"$TEST_DIR/$name.log" || fail "$name: pano-monitor exited $?: $(tail -3 "$TEST_DIR/$name.log")"
-}
-events() { jq -s -c "[.[] | select(.event == \"$2\") | $3]" "$TEST_DIR/$1.jsonl"; }
+run() { run_to_file "$1" --log-level debug "${@:2}"; }
 expect() { # NAME EVENT JQ-ON-THEM WHAT
-    jq -e "$3" <<<"$(events "$1" "$2" .)" >/dev/null || fail "$1: $4: $(events "$1" "$2" .)"
+    jq -e "$3" <<<"$(file_events "$1" "$2" .)" >/dev/null || fail "$1: $4: $(file_events "$1" "$2" .)"
 }
 no_gpu() { # NAME: no GPU field or event
     expect "$1" kickstart.inv.online 'length >= 2 and all(.[]; .gpu_mem == null and .gpu_util == null)' \

@@ -1,8 +1,9 @@
 # Helpers for pano-monitor's integration tests. Source it after lib.sh.
 #
-# The monitor's tests need only RabbitMQ: each binds a queue of its own
-# ($TEST_ID.events, removed by lib.sh's cleanup) to its own exchange and
-# reads the events back from it, exactly as the broker received them.
+# Most of the monitor's tests need only RabbitMQ: each binds a queue of its
+# own ($TEST_ID.events, removed by lib.sh's cleanup) to its own exchange and
+# reads the events back from it, exactly as the broker received them. Those
+# that need no service write the events into files (run_to_file, below).
 
 MONITOR="$PANO_BUILD/publishers/monitor/pano-monitor"
 EMIT="$PANO_BUILD/publishers/emit/pano-emit"
@@ -141,3 +142,21 @@ no_sanitizer_reports() {
         fail "sanitizer report in the logs above"
     fi
 }
+
+# The tests that need no service write the events into files of their own:
+# run_to_file NAME MONITOR-ARGS... -- TASK... runs pano-monitor with its
+# events in $TEST_DIR/NAME.jsonl, the task's output in NAME.out and the
+# monitor's log in NAME.log, and fails if the monitor exits non-zero.
+run_to_file() {
+    local name=$1
+    shift
+    PANO_AMQP_URL= PANO_STORE= PANO_OUTPUT=$TEST_DIR/$name.jsonl "$MONITOR" "$@" \
+        >"$TEST_DIR/$name.out" 2>"$TEST_DIR/$name.log" ||
+        fail "$name: pano-monitor exited $?: $(tail -3 "$TEST_DIR/$name.log")"
+}
+# file_events NAME EVENT JQ: EVENT's events of NAME.jsonl, each through JQ,
+# as one JSON array; file_samples NAME JQ the same of its samples;
+# file_final NAME FIELD: FIELD of its end event's final totals.
+file_events() { jq -s -c "[.[] | select(.event == \"$2\") | $3]" "$TEST_DIR/$1.jsonl"; }
+file_samples() { file_events "$1" kickstart.inv.online "$2"; }
+file_final() { jq -r "select(.event == \"kickstart.inv.end\") | .final.$2" "$TEST_DIR/$1.jsonl"; }
