@@ -145,7 +145,7 @@ pano_gpu *pano_gpu_open(const char *library)
     g->get_process_utilization =
         (nvml_return(*)(nvml_device, nvml_process_sample *, unsigned *, unsigned long long))symbol(
             lib, "nvmlDeviceGetProcessUtilization");
-    pano_info("GPU: %u device(s), driver %s", g->count, g->driver[0] ? g->driver : "unknown");
+    pano_debug("GPU: %u device(s), driver %s", g->count, g->driver[0] ? g->driver : "unknown");
     return g;
 }
 
