@@ -79,7 +79,7 @@ static int by_cookie(const void *a, const void *b)
 static tcp_sock *find_sock(tcp_sock *v, size_t n, uint64_t cookie)
 {
     tcp_sock key = {.cookie = cookie};
-    return bsearch(&key, v, n, sizeof *v, by_cookie);
+    return n ? bsearch(&key, v, n, sizeof *v, by_cookie) : NULL;
 }
 
 static int by_u64(const void *a, const void *b)
@@ -340,7 +340,8 @@ static uint64_t *socket_inodes(const pid_t *pids, size_t npids, size_t *count)
         }
         closedir(d);
     }
-    qsort(v, nv, sizeof *v, by_u64);
+    if (nv)
+        qsort(v, nv, sizeof *v, by_u64);
     *count = nv;
     return v;
 }
@@ -349,7 +350,8 @@ static uint64_t *socket_inodes(const pid_t *pids, size_t npids, size_t *count)
  * closed with their last figures. */
 static void settle_dump(pano_netbytes *n)
 {
-    qsort(n->next, n->nnext, sizeof *n->next, by_cookie);
+    if (n->nnext)
+        qsort(n->next, n->nnext, sizeof *n->next, by_cookie);
     n->ngone = 0;
     for (size_t i = 0; i < n->nsocks; i++) {
         const tcp_sock *s = &n->socks[i];
@@ -401,8 +403,9 @@ static bool tcp_bytes(pano_netbytes *n, const pid_t *pids, size_t npids, uint64_
             tcp_sock *s = &n->next[i];
             if (s->owner == TREE || !s->inode)
                 continue;
-            s->owner = bsearch(&s->inode, inodes, ninodes, sizeof *inodes, by_u64) ? TREE
-                                                                                    : FOREIGN;
+            s->owner = ninodes && bsearch(&s->inode, inodes, ninodes, sizeof *inodes, by_u64)
+                           ? TREE
+                           : FOREIGN;
         }
         free(inodes);
     }
