@@ -116,6 +116,22 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
+/* Write exactly n bytes to fd. */
+static int write_n(int fd, long long n)
+{
+    char buf[65536];
+    memset(buf, 'x', sizeof buf);
+    while (n > 0) {
+        size_t chunk = n > (long long)sizeof buf ? sizeof buf : (size_t)n;
+        if (write_all(fd, buf, chunk) < 0) {
+            perror("write");
+            return -1;
+        }
+        n -= (long long)chunk;
+    }
+    return 0;
+}
+
 static int write_bytes(const char *path, long long n)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -123,19 +139,9 @@ static int write_bytes(const char *path, long long n)
         perror(path);
         return 1;
     }
-    char buf[65536];
-    memset(buf, 'x', sizeof buf);
-    long long left = n;
-    while (left > 0) {
-        size_t chunk = left > (long long)sizeof buf ? sizeof buf : (size_t)left;
-        if (write_all(fd, buf, chunk) < 0) {
-            perror("write");
-            return 1;
-        }
-        left -= (long long)chunk;
-    }
+    int rc = write_n(fd, n) < 0 ? 1 : 0;
     close(fd);
-    return 0;
+    return rc;
 }
 
 static int tree(int n, double seconds)
@@ -414,14 +420,8 @@ static int tcp_exec(int family, long long bytes, const char *hold)
 
 static int tcp_write(int fd, long long bytes, double hold)
 {
-    static char buf[65536];
-    memset(buf, 'x', sizeof buf);
-    while (bytes > 0) {
-        size_t chunk = bytes > (long long)sizeof buf ? sizeof buf : (size_t)bytes;
-        if (write_all(fd, buf, chunk) < 0)
-            return 1;
-        bytes -= (long long)chunk;
-    }
+    if (write_n(fd, bytes) < 0)
+        return 1;
     hold_for(hold);
     return 0;
 }
