@@ -2,6 +2,7 @@
 
 #include "log.h"
 #include "mem.h"
+#include "proctree.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -163,35 +164,6 @@ void pano_gpu_close(pano_gpu *g)
 const char *pano_gpu_driver(const pano_gpu *g) { return g->driver; }
 
 unsigned pano_gpu_count(const pano_gpu *g) { return g->count; }
-
-bool pano_proc_nspid_parse(const char *buf, size_t len, pid_t *pids, size_t max, size_t *n)
-{
-    *n = 0;
-    const char *p = buf, *stop = buf + len;
-    while (p < stop) {
-        const char *eol = memchr(p, '\n', (size_t)(stop - p));
-        if (!eol)
-            eol = stop;
-        if ((size_t)(eol - p) > 6 && memcmp(p, "NSpid:", 6) == 0) {
-            const char *q = p + 6;
-            while (q < eol && *n < max) {
-                while (q < eol && (*q == ' ' || *q == '\t'))
-                    q++;
-                if (q == eol)
-                    break;
-                char *end;
-                long v = strtol(q, &end, 10);
-                if (end == q || v <= 0)
-                    return false;
-                pids[(*n)++] = (pid_t)v;
-                q = end;
-            }
-            return *n > 0;
-        }
-        p = eol + 1;
-    }
-    return false;
-}
 
 static int by_pid(const void *a, const void *b)
 {

@@ -66,8 +66,4 @@ unsigned pano_gpu_count(const pano_gpu *g);
 size_t pano_gpu_sample(pano_gpu *g, const pid_t *pids, size_t npids,
                        pano_gpu_device out[PANO_GPU_MAX_DEVICES]);
 
-/* The pids of /proc/PID/status's NSpid line, outermost first (false when
- * there is none). */
-bool pano_proc_nspid_parse(const char *buf, size_t len, pid_t *pids, size_t max, size_t *n);
-
 #endif

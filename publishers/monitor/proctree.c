@@ -203,8 +203,9 @@ bool pano_proc_io_parse(const char *buf, size_t len, pano_proc_io *out)
     return found > 0;
 }
 
-/* The number after `key` (a line's start, "Pss:") in buf, in *v. */
-static bool line_number(const char *buf, size_t len, const char *key, uint64_t *v)
+/* What follows `key` (a line's start, "Pss:") and its blanks in buf, up to
+ * the line's end (*eol), or NULL when no line starts with it. */
+static const char *line_value(const char *buf, size_t len, const char *key, const char **eol)
 {
     size_t klen = strlen(key);
     const char *stop = buf + len;
@@ -215,16 +216,41 @@ static bool line_number(const char *buf, size_t len, const char *key, uint64_t *
             p += klen;
             while (p < stop && (*p == ' ' || *p == '\t'))
                 p++;
-            return parse_decimal(p, stop, v) != NULL;
+            *eol = memchr(p, '\n', (size_t)(stop - p));
+            if (!*eol)
+                *eol = stop;
+            return p;
         }
     }
-    return false;
+    return NULL;
+}
+
+/* The number after `key` in buf, in *v. */
+static bool line_number(const char *buf, size_t len, const char *key, uint64_t *v)
+{
+    const char *eol, *p = line_value(buf, len, key, &eol);
+    return p && parse_decimal(p, eol, v) != NULL;
 }
 
 bool pano_proc_ctxt_parse(const char *buf, size_t len, uint64_t *vol, uint64_t *inv)
 {
     return line_number(buf, len, "voluntary_ctxt_switches:", vol) &&
            line_number(buf, len, "nonvoluntary_ctxt_switches:", inv);
+}
+
+bool pano_proc_nspid_parse(const char *buf, size_t len, pid_t *pids, size_t max, size_t *n)
+{
+    *n = 0;
+    const char *eol, *p = line_value(buf, len, "NSpid:", &eol);
+    while (p && p < eol && *n < max) {
+        uint64_t v;
+        if (!(p = parse_decimal(p, eol, &v)) || v == 0 || v > INT32_MAX)
+            return false;
+        pids[(*n)++] = (pid_t)v;
+        while (p < eol && (*p == ' ' || *p == '\t'))
+            p++;
+    }
+    return *n > 0;
 }
 
 bool pano_proc_pss_parse(const char *buf, size_t len, uint64_t *pss, uint64_t *uss)

@@ -102,6 +102,9 @@ bool pano_proc_ctxt_parse(const char *buf, size_t len, uint64_t *vol, uint64_t *
 /* Pss and the unique set size (Private_Clean + Private_Dirty), in kB, of
  * /proc/PID/smaps_rollup (false when its lines are missing). */
 bool pano_proc_pss_parse(const char *buf, size_t len, uint64_t *pss, uint64_t *uss);
+/* The pids of /proc/PID/status's NSpid line, outermost first, at most max
+ * (false when there is none). */
+bool pano_proc_nspid_parse(const char *buf, size_t len, pid_t *pids, size_t max, size_t *n);
 
 typedef struct pano_proctree pano_proctree;
 
