@@ -44,7 +44,10 @@ typedef struct {
 
 typedef struct {
     nvml_device handle;
+    char name[96], uuid[96];      /* read once */
     unsigned long long last_seen; /* newest utilization sample read */
+    bool used;                    /* a process of the task was seen on it */
+    pano_gpu_device peak;         /* its largest figures, when used */
 } device;
 
 /* One process of the tree and its pids in the PID namespaces below the
@@ -58,8 +61,6 @@ typedef struct {
 struct pano_gpu {
     void *lib;
     nvml_return (*shutdown)(void);
-    nvml_return (*get_name)(nvml_device, char *, unsigned);
-    nvml_return (*get_uuid)(nvml_device, char *, unsigned);
     nvml_return (*get_memory)(nvml_device, nvml_memory *);
     nvml_return (*get_utilization)(nvml_device, nvml_utilization *);
     nvml_return (*get_power)(nvml_device, unsigned *);
@@ -72,6 +73,7 @@ struct pano_gpu {
     device devices[PANO_GPU_MAX_DEVICES];
     ns_pids *ns; /* by pid */
     size_t nns;
+    pano_gpu_task peak;
 };
 
 static void *symbol(void *lib, const char *name)
@@ -118,16 +120,28 @@ pano_gpu *pano_gpu_open(const char *library)
         pano_warn("GPU: %u devices; the first %d are read", g->count, PANO_GPU_MAX_DEVICES);
         g->count = PANO_GPU_MAX_DEVICES;
     }
-    for (unsigned i = 0; i < g->count; i++)
-        if (handle(i, &g->devices[i].handle) != NVML_SUCCESS)
-            g->devices[i].handle = NULL;
+    g->peak.util = -1;
     nvml_return (*driver)(char *, unsigned) =
         (nvml_return(*)(char *, unsigned))symbol(lib, "nvmlSystemGetDriverVersion");
     if (!driver || driver(g->driver, sizeof g->driver) != NVML_SUCCESS)
         g->driver[0] = '\0';
     g->driver[sizeof g->driver - 1] = '\0';
-    g->get_name = (nvml_return(*)(nvml_device, char *, unsigned))symbol(lib, "nvmlDeviceGetName");
-    g->get_uuid = (nvml_return(*)(nvml_device, char *, unsigned))symbol(lib, "nvmlDeviceGetUUID");
+    nvml_return (*get_name)(nvml_device, char *, unsigned) =
+        (nvml_return(*)(nvml_device, char *, unsigned))symbol(lib, "nvmlDeviceGetName");
+    nvml_return (*get_uuid)(nvml_device, char *, unsigned) =
+        (nvml_return(*)(nvml_device, char *, unsigned))symbol(lib, "nvmlDeviceGetUUID");
+    for (unsigned i = 0; i < g->count; i++) {
+        device *d = &g->devices[i];
+        if (handle(i, &d->handle) != NVML_SUCCESS) {
+            d->handle = NULL;
+            continue;
+        }
+        if (!get_name || get_name(d->handle, d->name, sizeof d->name) != NVML_SUCCESS)
+            d->name[0] = '\0';
+        if (!get_uuid || get_uuid(d->handle, d->uuid, sizeof d->uuid) != NVML_SUCCESS)
+            d->uuid[0] = '\0';
+        d->name[sizeof d->name - 1] = d->uuid[sizeof d->uuid - 1] = '\0';
+    }
     g->get_memory = (nvml_return(*)(nvml_device, nvml_memory *))symbol(lib, "nvmlDeviceGetMemoryInfo");
     g->get_utilization = (nvml_return(*)(nvml_device, nvml_utilization *))symbol(
         lib, "nvmlDeviceGetUtilizationRates");
@@ -296,10 +310,31 @@ static void read_utilization(pano_gpu *g, device *dev, pano_gpu_device *d, const
     free(s);
 }
 
+/* Raise a device's peaks to what a sample read. */
+static void raise_peaks(device *dev, const pano_gpu_device *d)
+{
+    pano_gpu_device *max = &dev->peak;
+    if (!dev->used) {
+        *max = *d;
+        dev->used = true;
+        return;
+    }
+#define RAISE(field)                                                                           \
+    if (d->field > max->field)                                                                 \
+    max->field = d->field
+    RAISE(mem_usage);
+    RAISE(gpu_utilization);
+    RAISE(power_usage);
+    RAISE(task_memory);
+    RAISE(task_sm);
+#undef RAISE
+}
+
 size_t pano_gpu_sample(pano_gpu *g, const pid_t *pids, size_t npids,
-                       pano_gpu_device out[PANO_GPU_MAX_DEVICES])
+                       pano_gpu_device out[PANO_GPU_MAX_DEVICES], pano_gpu_task *task)
 {
     size_t used = 0;
+    *task = (pano_gpu_task){.util = -1};
     bool ns_read = false;
     for (unsigned i = 0; i < g->count; i++) {
         device *dev = &g->devices[i];
@@ -318,11 +353,8 @@ size_t pano_gpu_sample(pano_gpu *g, const pid_t *pids, size_t npids,
             if (d->procs[k].sm >= 0)
                 d->task_sm = (d->task_sm < 0 ? 0 : d->task_sm) + d->procs[k].sm;
         }
-        if (!g->get_name || g->get_name(dev->handle, d->name, sizeof d->name) != NVML_SUCCESS)
-            d->name[0] = '\0';
-        if (!g->get_uuid || g->get_uuid(dev->handle, d->uuid, sizeof d->uuid) != NVML_SUCCESS)
-            d->uuid[0] = '\0';
-        d->name[sizeof d->name - 1] = d->uuid[sizeof d->uuid - 1] = '\0';
+        memcpy(d->name, dev->name, sizeof d->name);
+        memcpy(d->uuid, dev->uuid, sizeof d->uuid);
         nvml_memory m;
         if (g->get_memory && g->get_memory(dev->handle, &m) == NVML_SUCCESS) {
             d->total_memory = m.total;
@@ -338,7 +370,26 @@ size_t pano_gpu_sample(pano_gpu *g, const pid_t *pids, size_t npids,
         d->power_usage = -1;
         if (g->get_power && g->get_power(dev->handle, &mw) == NVML_SUCCESS)
             d->power_usage = mw;
+        raise_peaks(dev, d);
+        task->memory += d->task_memory;
+        if (d->task_sm >= 0)
+            task->util = (task->util < 0 ? 0 : task->util) + d->task_sm;
         used++;
     }
+    if (task->memory > g->peak.memory)
+        g->peak.memory = task->memory;
+    if (task->util > g->peak.util)
+        g->peak.util = task->util;
     return used;
+}
+
+size_t pano_gpu_peaks(const pano_gpu *g, pano_gpu_device out[PANO_GPU_MAX_DEVICES],
+                      pano_gpu_task *task)
+{
+    size_t n = 0;
+    for (unsigned i = 0; i < g->count; i++)
+        if (g->devices[i].used)
+            out[n++] = g->devices[i].peak;
+    *task = g->peak;
+    return n;
 }

@@ -49,6 +49,12 @@ typedef struct {
     pano_gpu_proc procs[PANO_GPU_MAX_PROCS];
 } pano_gpu_device;
 
+/* The task's figures, summed over the devices it uses. */
+typedef struct {
+    uint64_t memory; /* bytes */
+    int util;        /* % of SM, -1 when the driver gave none */
+} pano_gpu_task;
+
 typedef struct pano_gpu pano_gpu;
 
 /* Load `library` (NULL: libnvidia-ml.so.1) and initialise it. NULL, with
@@ -62,8 +68,15 @@ const char *pano_gpu_driver(const pano_gpu *g);
 unsigned pano_gpu_count(const pano_gpu *g);
 
 /* Read every device; write those where one of these live processes (the
- * task's tree) runs to out, and return how many. */
+ * task's tree) runs to out, and the task's figures to *task; return how
+ * many devices. */
 size_t pano_gpu_sample(pano_gpu *g, const pid_t *pids, size_t npids,
-                       pano_gpu_device out[PANO_GPU_MAX_DEVICES]);
+                       pano_gpu_device out[PANO_GPU_MAX_DEVICES], pano_gpu_task *task);
+
+/* The largest figures the samples read: of each device the task used (in
+ * out, each field holding its largest value; returns how many), and of the
+ * task (*task). */
+size_t pano_gpu_peaks(const pano_gpu *g, pano_gpu_device out[PANO_GPU_MAX_DEVICES],
+                      pano_gpu_task *task);
 
 #endif

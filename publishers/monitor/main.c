@@ -109,10 +109,6 @@ typedef struct {
     bool pss;          /* pss and uss in every sample */
     double net_period; /* s between two readings of the network bytes */
     pano_gpu *gpu;     /* NULL: no GPU figures */
-    /* the devices the task used (by NVML index) and their peaks */
-    bool gpu_used[PANO_GPU_MAX_DEVICES];
-    pano_gpu_device gpu_max[PANO_GPU_MAX_DEVICES];
-    pano_monitor_gpu gpu_peak;
     double threshold;
     double linger;
     double start_mono;
@@ -208,43 +204,18 @@ static pano_monitor_cpu monitor_cpu(void)
         .known = true, .utime = tv_seconds(self.ru_utime), .stime = tv_seconds(self.ru_stime)};
 }
 
-/* Read the devices the task's processes use into devs (*n of them), keep
- * their peaks, and return the task's figures. */
+/* Read the devices the task's processes use into devs (*n of them), and
+ * return the task's figures. */
 static pano_monitor_gpu read_gpus(monitor *m, pano_gpu_device *devs, size_t *n)
 {
-    pano_monitor_gpu now = {.known = m->gpu != NULL, .util = -1};
     *n = 0;
     if (!m->gpu)
-        return now;
+        return (pano_monitor_gpu){.util = -1};
     const pid_t *live;
     size_t nlive = pano_proctree_live(m->tree, &live);
-    *n = pano_gpu_sample(m->gpu, live, nlive, devs);
-    for (size_t i = 0; i < *n; i++) {
-        const pano_gpu_device *d = &devs[i];
-        now.memory += d->task_memory;
-        if (d->task_sm >= 0)
-            now.util = (now.util < 0 ? 0 : now.util) + d->task_sm;
-        pano_gpu_device *max = &m->gpu_max[d->id];
-        if (!m->gpu_used[d->id]) {
-            *max = *d;
-            m->gpu_used[d->id] = true;
-            continue;
-        }
-#define RAISE(field)                                                                           \
-    if (d->field > max->field)                                                                 \
-    max->field = d->field
-        RAISE(mem_usage);
-        RAISE(gpu_utilization);
-        RAISE(power_usage);
-        RAISE(task_memory);
-        RAISE(task_sm);
-#undef RAISE
-    }
-    if (now.memory > m->gpu_peak.memory)
-        m->gpu_peak.memory = now.memory;
-    if (now.util > m->gpu_peak.util)
-        m->gpu_peak.util = now.util;
-    return now;
+    pano_gpu_task now;
+    *n = pano_gpu_sample(m->gpu, live, nlive, devs, &now);
+    return (pano_monitor_gpu){.known = true, .memory = now.memory, .util = now.util};
 }
 
 /* Take a sample; send it unless --on-change finds nothing new. kind is
@@ -326,7 +297,7 @@ static void emit_end(monitor *m, double duration, const pano_tree_totals *final,
         .maxrss = ru.ru_maxrss, /* kB */
         .final = *final,
         .samples = m->samples_sent,
-        .gpu = m->gpu_peak,
+        .gpu = {.util = -1},
         .self = monitor_cpu(),
         .payload_events = m->payload_events,
         .payload_errors = m->payload_errors,
@@ -342,9 +313,11 @@ static void emit_end(monitor *m, double duration, const pano_tree_totals *final,
     }
     pano_gpu_device used[PANO_GPU_MAX_DEVICES];
     size_t nused = 0;
-    for (size_t i = 0; i < PANO_GPU_MAX_DEVICES; i++)
-        if (m->gpu_used[i])
-            used[nused++] = m->gpu_max[i];
+    if (m->gpu) {
+        pano_gpu_task peak;
+        nused = pano_gpu_peaks(m->gpu, used, &peak);
+        f.gpu = (pano_monitor_gpu){.known = true, .memory = peak.memory, .util = peak.util};
+    }
     if (nused && m->level >= 1) {
         pano_json *max = pano_event_new(m->source, PANO_MONITOR_GPU_MAX_EVENT);
         pano_monitor_gpu_max_fields(max, used, nused);
@@ -458,7 +431,6 @@ static void configure(monitor *m, int argc, char **argv)
     m->net_period = pano_config_double(cfg, "pano.monitor.net_period");
     if (pano_config_bool(cfg, "pano.monitor.gpu"))
         m->gpu = pano_gpu_open(NULL);
-    m->gpu_peak = (pano_monitor_gpu){.known = m->gpu != NULL, .util = -1};
     /* Panorama's KICKSTART_MON_URL=file:///path: JSON lines to that file. */
     const char *url = pano_config_str(cfg, "pano.amqp.url");
     if (url && strncmp(url, "file://", 7) == 0) {
