@@ -8,6 +8,7 @@
 #include "partition.h"
 #include "run_delta.h"
 #include "schema.h"
+#include "store_figures.h"
 #include "store_summaries.h"
 #include "zstd_file.h"
 
@@ -43,6 +44,8 @@ struct pano_store {
     pano_normalize_options nopts;
     pano_stream_policy policies[PANO_N_STREAMS];
     sqlite3_stmt *insert, *dead, *run_latest;
+    sqlite3_stmt *count; /* the figures of the events after rowid ?1 */
+    int64_t counted_to;  /* the transaction's events are after it; -1: none yet */
     store_summaries *sums;
     bool in_batch;
 };
@@ -61,6 +64,14 @@ const char *const pano_store_fields[] = {
     "delta.vm", "delta.rss", "delta.procs", "delta.threads", "delta.bread", "delta.bwrite",
     "delta.rchar", "delta.wchar", "delta.syscr", "delta.syscw", NULL};
 
+/* The columns of the index of a workflow's events (events_by_workflow). */
+static const char *const workflow_index[] = {
+    "wf_uuid", "stream", "event", "ts", "wf_label", "dax_label", "delta", "delta.utime",
+    "delta.stime", "delta.iowait", "delta.vm", "delta.rss", "delta.procs", "delta.threads",
+    "delta.bread", "delta.bwrite", "delta.rchar", "delta.wchar", "delta.syscr", "delta.syscw",
+    NULL};
+#define WORKFLOW_INDEX_COLUMNS (sizeof workflow_index / sizeof *workflow_index - 1)
+
 /* The tables of a file; the fields' columns hold any type, as JSON gave it. */
 static char *create_sql(void)
 {
@@ -73,11 +84,14 @@ static char *create_sql(void)
                             " ts REAL NOT NULL,");
     for (size_t i = 0; pano_store_fields[i]; i++)
         pano_buf_appendf(&b, " \"%s\" ANY,", pano_store_fields[i]);
-    pano_buf_append_str(&b, " doc TEXT NOT NULL);"
-    /* a workflow's events by kind and time; its label, and which samples
-     * carry their change, without reading the rows */
-    "CREATE INDEX IF NOT EXISTS events_by_workflow"
-    " ON events (wf_uuid, stream, event, ts, \"wf_label\", \"dax_label\", \"delta\");"
+    pano_buf_append_str(&b, " doc TEXT NOT NULL);");
+    /* a workflow's events by kind and time; its label, which samples carry
+     * their change and the changes themselves: a series reads the index
+     * alone, never the rows */
+    pano_buf_append_str(&b, "CREATE INDEX IF NOT EXISTS events_by_workflow ON events (");
+    for (size_t i = 0; workflow_index[i]; i++)
+        pano_buf_appendf(&b, "%s\"%s\"", i ? ", " : "", workflow_index[i]);
+    pano_buf_append_str(&b, ");"
     /* a job's events, one job or a few (OR) at a time */
     "CREATE INDEX IF NOT EXISTS events_by_job ON events (\"dag_job_id\", wf_uuid);"
     /* the stampede events of a sub-workflow's root */
@@ -90,7 +104,7 @@ static char *create_sql(void)
     "ANALYZE sqlite_schema;"
     "INSERT OR REPLACE INTO sqlite_stat1 VALUES"
     " ('events', 'sqlite_autoindex_events_1', '1000000 1'),"
-    " ('events', 'events_by_workflow', '1000000 100000 20000 10000 2 2 2 2'),"
+    " ('events', 'events_by_workflow', '1000000 100000 20000 10000 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2'),"
     " ('events', 'events_by_job', '1000000 100 100'),"
     " ('events', 'events_by_root', '10000 1000');"
     "CREATE TABLE IF NOT EXISTS dead_letters ("
@@ -376,6 +390,13 @@ static int create_tables(sqlite3 *db, const char *file, char *err, size_t errlen
         rc = exec(db, sql, err, errlen);
     } else
         rc = check_format(db, "main", file, err, errlen);
+    /* an index of fewer columns (a file written before the index held the
+     * samples' changes) made again */
+    int64_t columns = pragma_int(db, "SELECT count(*) FROM pragma_index_info('events_by_workflow')");
+    if (rc == 0 && columns > 0 && columns != (int64_t)WORKFLOW_INDEX_COLUMNS) {
+        pano_info("store %s: making the index of its workflows' events again", file);
+        rc = exec(db, "DROP INDEX events_by_workflow", err, errlen);
+    }
     if (rc == 0) {
         char *sql_create = create_sql();
         rc = exec(db, sql_create, err, errlen);
@@ -383,6 +404,8 @@ static int create_tables(sqlite3 *db, const char *file, char *err, size_t errlen
     }
     if (rc == 0)
         rc = exec(db, STORE_SUMMARIES_SQL, err, errlen);
+    if (rc == 0)
+        rc = store_figures_ensure(db, "main", err, errlen);
     return finish(db, rc, err, errlen);
 }
 
@@ -427,9 +450,11 @@ static int purge(pano_store *s, char *err, size_t errlen)
         sqlite3_bind_double(st, 2, cutoff);
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = sql_fail(s->db, "purging the store", err, errlen);
-        else if (sqlite3_changes(s->db) > 0)
+        else if (sqlite3_changes(s->db) > 0) {
             pano_info("store %s: %d event(s) of stream %s past their retention deleted", s->file,
                       sqlite3_changes(s->db), pano_streams[i]);
+            rc = store_figures_recount(s->db, pano_streams[i], err, errlen);
+        }
         sqlite3_reset(st);
         sqlite3_bind_text(sums, 1, pano_streams[i], -1, SQLITE_STATIC);
         sqlite3_bind_double(sums, 2, cutoff);
@@ -465,6 +490,7 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
             *p = '_';
 
     pano_store *s = pano_calloc(1, sizeof *s);
+    s->counted_to = -1;
     s->file = pano_asprintf("%s/%s%s", dir, host, PANO_STORE_SUFFIX);
     if (pano_stream_policies(cfg, s->policies, err, errlen) < 0)
         goto fail;
@@ -520,6 +546,13 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
         sql_fail(s->db, s->file, err, errlen);
         goto fail;
     }
+    char *count = store_figures_count_sql("main", "rowid > ?1");
+    rc = sqlite3_prepare_v2(s->db, count, -1, &s->count, NULL);
+    free(count);
+    if (rc != SQLITE_OK) {
+        sql_fail(s->db, s->file, err, errlen);
+        goto fail;
+    }
     if (!(s->sums = store_summaries_new(s->db, why, sizeof why))) {
         snprintf(err, errlen, "store file %s: %s", s->file, why);
         goto fail;
@@ -552,6 +585,13 @@ static int end_transaction(pano_store *s, bool ok, char *err, size_t errlen)
 {
     s->in_batch = false;
     int rc = ok ? store_summaries_flush(s->sums, err, errlen) : -1;
+    if (rc == 0 && s->counted_to >= 0) {
+        sqlite3_bind_int64(s->count, 1, s->counted_to);
+        if (sqlite3_step(s->count) != SQLITE_DONE)
+            rc = sql_fail(s->db, "counting the store's figures", err, errlen);
+        sqlite3_reset(s->count);
+    }
+    s->counted_to = -1;
     if (rc < 0)
         store_summaries_discard(s->sums);
     return finish(s->db, rc, err, errlen);
@@ -633,6 +673,8 @@ static pano_store_outcome insert(pano_store *s, const pano_place *place, const c
         o = PANO_STORE_DUPLICATE;
     sqlite3_reset(s->insert);
     sqlite3_clear_bindings(s->insert);
+    if (o == PANO_STORE_STORED && s->counted_to < 0)
+        s->counted_to = sqlite3_last_insert_rowid(s->db) - 1;
     if (o == PANO_STORE_STORED &&
         store_summaries_add(s->sums, doc, place, sqlite3_last_insert_rowid(s->db), err, errlen) < 0)
         o = PANO_STORE_FAILED;
@@ -775,6 +817,7 @@ void pano_store_close(pano_store *s)
     sqlite3_finalize(s->insert);
     sqlite3_finalize(s->dead);
     sqlite3_finalize(s->run_latest);
+    sqlite3_finalize(s->count);
     store_summaries_free(s->sums);
     if (s->db)
         sqlite3_close(s->db);
@@ -991,10 +1034,14 @@ static int merge_files(sqlite3 *db, char **files, size_t n, char *err, size_t er
         if (finish(db, rc, err, errlen) < 0 || exec(db, "DETACH src", err, errlen) < 0)
             return -1;
     }
+    if (exec(db, "BEGIN", err, errlen) < 0 ||
+        finish(db, store_figures_ensure(db, "main", err, errlen), err, errlen) < 0)
+        return -1;
     return exec(db,
                 "CREATE TEMP VIEW events AS SELECT rowid AS row, * FROM main.events;"
                 "CREATE TEMP VIEW dead_letters AS SELECT * FROM main.dead_letters;"
-                "CREATE TEMP VIEW summaries AS SELECT * FROM main.summaries;",
+                "CREATE TEMP VIEW summaries AS SELECT * FROM main.summaries;"
+                "CREATE TEMP VIEW figures AS SELECT * FROM main.figures;",
                 err, errlen);
 }
 
@@ -1091,6 +1138,11 @@ int pano_store_export(sqlite3 *reader, const char *const *wfs, size_t n, const c
         sqlite3_free(sql);
     }
     free(cols);
+    if (rc == 0) {
+        char *count = store_figures_count_sql("export", "true");
+        rc = exec(reader, count, why, sizeof why);
+        free(count);
+    }
     if (rc == 0 && pragma_int(reader, "SELECT count(*) FROM export.events") == 0) {
         snprintf(why, sizeof why, "the store holds no event of %s%s", n ? wfs[0] : "",
                  n > 1 ? " or the other workflows" : "");
@@ -1179,6 +1231,10 @@ sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, s
         if (rc == 0 && (exec(db, events, err, errlen) < 0 || exec(db, dead, err, errlen) < 0 ||
                         summaries_view(db, nfiles, err, errlen) < 0))
             rc = -1;
+        /* one file's figures count its events; two files may hold an event
+         * twice, which the events view counts once and figures would not */
+        if (rc == 0 && nfiles == 1 && has_table(db, "f0", "figures"))
+            rc = exec(db, "CREATE TEMP VIEW figures AS SELECT * FROM f0.figures", err, errlen);
         free(events);
         free(dead);
     }

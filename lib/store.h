@@ -23,7 +23,12 @@
  *       every event the checks refused, as it came, with the reason;
  *   summaries(...)
  *       pano-indexer's per-run summaries of the file's events, written in
- *       their transactions (store_summaries.h).
+ *       their transactions (store_summaries.h);
+ *   figures(...)
+ *       the file's events counted per workflow, stream, event, label and
+ *       whether a sample carries its change,
+ *       with their first and last ts, written in their transactions
+ *       (store_figures.h).
  *
  * Writing: one transaction per pano_store_put (or per held batch,
  * pano_store_begin/commit), BEGIN IMMEDIATE, waiting up to pano.store.
@@ -108,7 +113,9 @@ void pano_store_close(pano_store *s);
  * a stable order) and `dead_letters` are the union of the files' tables,
  * an event_id present in several files taken once; `summaries` the union
  * of those of the files that have them, every row (a file without them
- * adds none). Up to SQLite's limit of
+ * adds none); `figures` the file's figures, when the events are of one
+ * file that has them or were copied (below), else there is no such view.
+ * Up to SQLite's limit of
  * attached databases (10 unless built otherwise) the files are read where
  * they are; past it, their rows are first copied into the connection's
  * temporary database. NULL with a message in err (no such path, not a pano
@@ -118,7 +125,7 @@ sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, s
 /* Write the events of the workflows wfs[0..n) (and of their sub-workflows:
  * those whose events name one of them as root_xwf_id) and their dead
  * letters, and their summaries (a run's first row where several files
- * have one), as a reader connection sees them, into a new store file, in
+ * have one) and figures, as a reader connection sees them, into a new store file, in
  * rollback-journal mode, compressed as a whole with zstd (zstd_file.h;
  * `zstd -d` gives the SQLite file), written under a temporary name and
  * renamed. pano_store_open_reader reads such a file through a private

@@ -155,6 +155,7 @@ typedef struct {
     char *err;
     size_t errlen;
     bool failed;
+    bool figures; /* the reader has the store's figures (store_figures.h) */
 } ctx;
 
 static int fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -206,6 +207,23 @@ static int field_sql(ctx *c, const char *field, pano_buf *out)
         p += n + (p[n] == '.');
     }
     pano_buf_append_str(out, "')");
+    return 0;
+}
+
+/* Whether a field is the event's time, which every event has. */
+static bool is_time(const char *field)
+{
+    return strcmp(field, "ts") == 0 || strcmp(field, "@timestamp") == 0;
+}
+
+/* The SQL of a field as a number (pano_num), the event's time as it is. */
+static int number_sql(ctx *c, const char *field, pano_buf *out)
+{
+    bool time = is_time(field);
+    pano_buf_append_str(out, time ? "" : "pano_num(");
+    if (field_sql(c, field, out) < 0)
+        return -1;
+    pano_buf_append_str(out, time ? "" : ")");
     return 0;
 }
 
@@ -434,6 +452,7 @@ typedef struct {
 typedef struct {
     char **exprs;
     size_t nexprs;
+    bool figures; /* the expressions read the figures' fields alone */
     slot *slots;
     size_t cap, n;
 } level;
@@ -489,10 +508,12 @@ static void level_free(level *lv)
     free(lv->exprs);
 }
 
-/* A level under lv, told apart by n more expressions. */
-static void level_below(const level *lv, char *const *exprs, size_t n, level *out)
+/* A level under lv, told apart by n more expressions (of the figures'
+ * fields alone: figures). */
+static void level_below(const level *lv, char *const *exprs, size_t n, bool figures, level *out)
 {
     memset(out, 0, sizeof *out);
+    out->figures = lv->figures && figures;
     out->nexprs = lv->nexprs + n;
     out->exprs = pano_calloc(out->nexprs, sizeof *out->exprs);
     for (size_t i = 0; i < lv->nexprs; i++)
@@ -657,6 +678,89 @@ static void prefill(pano_json *obj, const pano_json *aggs)
     }
 }
 
+/* ---- the figures: the searches a workflow's counts of events answer --------------- */
+
+/* The store's figures (store_figures.h) count a file's events per
+ * workflow, stream, event, label and delta (whether a sample carries its
+ * change), with their first and last ts. A
+ * statement whose conditions and groups read those fields alone, and whose
+ * metrics are counts and the first or last ts, reads the figures instead
+ * of the events: the same answer from a few rows (sum(n) for count(*),
+ * min(first) for min(ts), max(last) for max(ts)). */
+
+static bool figures_field(const char *field)
+{
+    static const char *const fields[] = {"wf_uuid", "event", "wf_label", "dax_label", "delta",
+                                         NULL};
+    for (size_t i = 0; fields[i]; i++)
+        if (strcmp(field, fields[i]) == 0)
+            return true;
+    return false;
+}
+
+/* Whether query reads the figures' fields alone (a bool part: an array or one query). */
+static bool figures_query(const pano_json *query)
+{
+    if (!query)
+        return true;
+    if (query->type == PANO_JSON_ARRAY) {
+        for (size_t i = 0; i < pano_json_len(query); i++)
+            if (!figures_query(pano_json_at(query, i)))
+                return false;
+        return true;
+    }
+    if (query->type != PANO_JSON_OBJECT || pano_json_len(query) != 1)
+        return false;
+    const char *kind = pano_json_key_at(query, 0);
+    const pano_json *q = pano_json_at(query, 0), *v;
+    if (strcmp(kind, "bool") == 0) {
+        static const char *const parts[] = {"filter", "must", "should", "must_not", NULL};
+        for (size_t i = 0; parts[i]; i++)
+            if (!figures_query(pano_json_get(q, parts[i])))
+                return false;
+        return true;
+    }
+    if (strcmp(kind, "match_all") == 0)
+        return true;
+    if (strcmp(kind, "exists") == 0) {
+        const char *f = pano_json_get_str(q, "field");
+        return f && figures_field(f);
+    }
+    const char *f = field_and_value(q, &v);
+    return f && figures_field(f) &&
+           (strcmp(kind, "term") == 0 || strcmp(kind, "terms") == 0 ||
+            strcmp(kind, "prefix") == 0);
+}
+
+/* Whether the metrics of aggs, in its filters too, are the first or last
+ * ts, under conditions on the figures' fields (its buckets and hits are
+ * read by statements of their own, which decide for themselves). */
+static bool figures_metrics(const pano_json *aggs)
+{
+    for (size_t i = 0; i < pano_json_len(aggs); i++) {
+        const pano_json *spec = pano_json_at(aggs, i), *body;
+        const char *kind = kind_of(spec, &body);
+        const pano_json *sub = pano_json_get(spec, "aggs");
+        if (is_metric(kind)) {
+            const char *f = pano_json_get_str(body, "field");
+            if (!(strcmp(kind, "min") == 0 || strcmp(kind, "max") == 0) || !f ||
+                strcmp(f, "ts") != 0)
+                return false;
+        } else if (strcmp(kind, "filter") == 0) {
+            if (!figures_query(body) || !figures_metrics(sub))
+                return false;
+        } else if (strcmp(kind, "filters") == 0) {
+            const pano_json *fs = pano_json_get(body, "filters");
+            for (size_t k = 0; k < pano_json_len(fs); k++)
+                if (!figures_query(pano_json_at(fs, k)))
+                    return false;
+            if (!figures_metrics(sub))
+                return false;
+        }
+    }
+    return true;
+}
+
 /* ---- one level: its metrics in one statement, its buckets and hits below ------------- */
 
 typedef enum { ITEM_VALUE, ITEM_COUNT, ITEM_STATS } item_kind;
@@ -674,6 +778,7 @@ typedef struct {
     int depth;
     const pano_json *spec;
     char *where;
+    bool figures; /* where reads the figures' fields alone */
 } deferred;
 
 typedef struct {
@@ -683,6 +788,7 @@ typedef struct {
     size_t nitems;
     deferred *defs;
     size_t ndefs;
+    bool figures; /* its statement reads the figures, not the events */
 } walk;
 
 static pano_json *at_path(pano_json *obj, const char *const *names, int depth)
@@ -699,6 +805,12 @@ static void add_column(walk *w, const char *fn, const char *expr, const char *co
     if (cond)
         pano_buf_appendf(&w->select, " FILTER (WHERE %s)", cond);
     w->ncols++;
+}
+
+/* ", count(*)" of the events, or the sum of the figures' counts */
+static void add_count(walk *w, const char *cond)
+{
+    add_column(w, w->figures ? "total" : "count", w->figures ? "n" : "*", cond);
 }
 
 static item *add_item(walk *w, const char *const *names, int depth, item_kind kind)
@@ -721,7 +833,7 @@ static char *and_of(const char *a, const char *b)
 /* Collect the metrics of aggs (in filter aggregations too) as columns of the
  * level's statement, and the aggregations needing their own. */
 static int walk_aggs(ctx *c, walk *w, const pano_json *aggs, const char *cond,
-                     const char **names, int depth)
+                     bool cond_figures, const char **names, int depth)
 {
     if (depth + 3 > MAX_PATH)
         return fail(c, "aggregations nested too deep for the embedded store");
@@ -742,15 +854,14 @@ static int walk_aggs(ctx *c, walk *w, const pano_json *aggs, const char *cond,
                 if (!vf || !wf)
                     return fail(c, "a weighted_avg needs a value and a weight field");
                 pano_json_get_number(value, "missing", &missing);
-                pano_buf_append_str(&expr, isnan(missing) ? "pano_num(" : "coalesce(pano_num(");
-                if (field_sql(c, vf, &expr) < 0)
+                pano_buf_append_str(&expr, isnan(missing) ? "" : "coalesce(");
+                if (number_sql(c, vf, &expr) < 0)
                     return -1;
-                pano_buf_append_str(&expr, isnan(missing) ? "), pano_num(" : ")");
                 if (!isnan(missing))
-                    pano_buf_appendf(&expr, ", %.17g), pano_num(", missing);
-                if (field_sql(c, wf, &expr) < 0)
+                    pano_buf_appendf(&expr, ", %.17g)", missing);
+                pano_buf_append_str(&expr, ", ");
+                if (number_sql(c, wf, &expr) < 0)
                     return -1;
-                pano_buf_append_str(&expr, ")");
                 add_item(w, names, depth + 1, ITEM_VALUE);
                 add_column(w, "pano_wavg", expr.data, cond);
                 pano_buf_free(&expr);
@@ -758,13 +869,13 @@ static int walk_aggs(ctx *c, walk *w, const pano_json *aggs, const char *cond,
             }
             if (!f)
                 return fail(c, "a %s aggregation needs a field", kind);
-            bool column = strcmp(f, "ts") == 0 || strcmp(f, "@timestamp") == 0;
-            if (!column)
-                pano_buf_append_str(&expr, "pano_num(");
-            if (field_sql(c, f, &expr) < 0)
+            if (w->figures) { /* figures_metrics: the first or last ts */
+                add_item(w, names, depth + 1, ITEM_VALUE);
+                add_column(w, kind, strcmp(kind, "min") == 0 ? "first" : "last", cond);
+                continue;
+            }
+            if (number_sql(c, f, &expr) < 0)
                 return -1;
-            if (!column)
-                pano_buf_append_str(&expr, ")");
             if (strcmp(kind, "stats") == 0) {
                 add_item(w, names, depth + 1, ITEM_STATS);
                 add_column(w, "count", expr.data, cond);
@@ -803,8 +914,8 @@ static int walk_aggs(ctx *c, walk *w, const pano_json *aggs, const char *cond,
                 char *inner = and_of(cond, q.data);
                 pano_buf_free(&q);
                 add_item(w, names, d, ITEM_COUNT);
-                add_column(w, "count", "*", inner);
-                int rc = walk_aggs(c, w, sub, inner, names, d);
+                add_count(w, inner);
+                int rc = walk_aggs(c, w, sub, inner, cond_figures && figures_query(fq), names, d);
                 free(inner);
                 if (rc < 0)
                     return -1;
@@ -818,6 +929,7 @@ static int walk_aggs(ctx *c, walk *w, const pano_json *aggs, const char *cond,
             df->depth = depth + 1;
             df->spec = spec;
             df->where = cond ? pano_strdup(cond) : NULL;
+            df->figures = cond_figures;
         } else if (strcmp(kind, "cumulative_sum") != 0 && strcmp(kind, "max_bucket") != 0)
             return fail(c, "the embedded store cannot answer a '%s' aggregation", kind);
     }
@@ -862,7 +974,8 @@ static int on_metrics_row(sqlite3_stmt *st, void *user)
     return 0;
 }
 
-static int run_deferred(ctx *c, const level *lv, const deferred *df, const char *where);
+static int run_deferred(ctx *c, const level *lv, const deferred *df, const char *where,
+                        bool where_figures);
 
 /* max_bucket: the highest value of a metric over a sibling's buckets. */
 static void pipelines(pano_json *obj, const pano_json *aggs)
@@ -897,15 +1010,16 @@ static void pipelines(pano_json *obj, const pano_json *aggs)
 /* The metrics of w at level lv, read by one statement after its group
  * columns and count(*) (unless the statement that made lv's buckets read
  * them: metrics_read), then w's deferred aggregations; frees w. rc: the
- * walk's. */
+ * walk's. where_figures: where reads the figures' fields alone. */
 static int finish_walk(ctx *c, walk *w, int rc, const pano_json *aggs, const char *where,
-                       const level *lv, bool metrics_read)
+                       bool where_figures, const level *lv, bool metrics_read)
 {
     if (rc == 0 && w->ncols > 0 && !metrics_read) {
         pano_buf sql = {0};
         pano_buf_append_str(&sql, "SELECT ");
         group_columns(lv, &sql);
-        pano_buf_appendf(&sql, "count(*)%s FROM events WHERE %s", w->select.data, where);
+        pano_buf_appendf(&sql, "%s%s FROM %s WHERE %s", w->figures ? "total(n)" : "count(*)",
+                         w->select.data, w->figures ? "figures" : "events", where);
         group_by(lv, 0, &sql);
         metrics_ctx m = {c, lv, w, {0}};
         rc = each_row(c, sql.data, on_metrics_row, &m);
@@ -915,7 +1029,7 @@ static int finish_walk(ctx *c, walk *w, int rc, const pano_json *aggs, const cha
     for (size_t i = 0; i < w->ndefs; i++) {
         if (rc == 0) {
             char *inner = w->defs[i].where ? and_of(where, w->defs[i].where) : pano_strdup(where);
-            rc = run_deferred(c, lv, &w->defs[i], inner);
+            rc = run_deferred(c, lv, &w->defs[i], inner, where_figures && w->defs[i].figures);
             free(inner);
         }
         free(w->defs[i].where);
@@ -934,7 +1048,7 @@ static int finish_walk(ctx *c, walk *w, int rc, const pano_json *aggs, const cha
 static int walk_metrics(ctx *c, walk *w, const pano_json *aggs)
 {
     const char *names[MAX_PATH];
-    int rc = walk_aggs(c, w, aggs, NULL, names, 0);
+    int rc = walk_aggs(c, w, aggs, NULL, true, names, 0);
     for (size_t i = 0; i < w->nitems; i++)
         w->items[i].col++;
     return rc;
@@ -942,13 +1056,14 @@ static int walk_metrics(ctx *c, walk *w, const pano_json *aggs)
 
 /* Fill the aggregations aggs into every bucket of lv, whose documents are
  * those where holds (an SQL condition). */
-static int run_aggs(ctx *c, const pano_json *aggs, const char *where, const level *lv)
+static int run_aggs(ctx *c, const pano_json *aggs, const char *where, bool where_figures,
+                    const level *lv)
 {
     if (pano_json_len(aggs) == 0)
         return 0;
-    walk w = {0};
+    walk w = {.figures = c->figures && where_figures && lv->figures && figures_metrics(aggs)};
     int rc = walk_metrics(c, &w, aggs);
-    return finish_walk(c, &w, rc, aggs, where, lv, false);
+    return finish_walk(c, &w, rc, aggs, where, where_figures, lv, false);
 }
 
 /* ---- buckets ---------------------------------------------------------------------- */
@@ -1246,7 +1361,8 @@ static int run_top_hits(ctx *c, const level *lv, const deferred *df, const pano_
     return rc;
 }
 
-static int run_deferred(ctx *c, const level *lv, const deferred *df, const char *where)
+static int run_deferred(ctx *c, const level *lv, const deferred *df, const char *where,
+                        bool where_figures)
 {
     const pano_json *body;
     const char *kind = kind_of(df->spec, &body);
@@ -1259,8 +1375,10 @@ static int run_deferred(ctx *c, const level *lv, const deferred *df, const char 
     const char **names = NULL;
     int nkeys = 0, rc = 0;
     int64_t step = 0, offset = 0, min_doc_count = 1;
+    bool keys_figures = true; /* the keys are figures' fields */
     if (strcmp(kind, "terms") == 0 || strcmp(kind, "date_histogram") == 0) {
         const char *f = pano_json_get_str(body, "field");
+        keys_figures = strcmp(kind, "terms") == 0 && f && figures_field(f);
         pano_buf expr = {0};
         if (!f || field_sql(c, f, &expr) < 0)
             rc = fail(c, "a %s aggregation needs a field", kind);
@@ -1281,7 +1399,10 @@ static int run_deferred(ctx *c, const level *lv, const deferred *df, const char 
             pano_buf_appendf(&keys, "pano_bucket(%s, %lld, %lld)", expr.data, (long long)step,
                              (long long)offset);
             exprs[0] = pano_strdup(keys.data);
-            pano_buf_appendf(&cond, "(%s) AND %s IS NOT NULL", where, expr.data);
+            if (is_time(f))
+                pano_buf_appendf(&cond, "(%s)", where);
+            else
+                pano_buf_appendf(&cond, "(%s) AND %s IS NOT NULL", where, expr.data);
         }
         nkeys = 1;
         pano_buf_free(&expr);
@@ -1297,6 +1418,7 @@ static int run_deferred(ctx *c, const level *lv, const deferred *df, const char 
             names[i] = pano_json_len(s) == 1 ? pano_json_key_at(s, 0) : "";
             t = pano_json_len(s) == 1 ? pano_json_get(pano_json_at(s, 0), "terms") : NULL;
             const char *f = pano_json_get_str(t, "field");
+            keys_figures = keys_figures && f && figures_field(f);
             pano_buf expr = {0};
             if (!f || field_sql(c, f, &expr) < 0) {
                 rc = fail(c, "the embedded store answers composite sources of terms only");
@@ -1314,16 +1436,19 @@ static int run_deferred(ctx *c, const level *lv, const deferred *df, const char 
     if (rc == 0) {
         level child;
         /* the child level is told apart by the parent's expressions and the keys */
-        level_below(lv, exprs, (size_t)nkeys, &child);
+        level_below(lv, exprs, (size_t)nkeys, keys_figures, &child);
         /* the buckets and their metrics in one statement: one pass over the rows */
-        walk w = {0};
+        bool figures = where_figures && child.figures;
+        walk w = {.figures = c->figures && figures && figures_metrics(sub)};
         int walked = walk_metrics(c, &w, sub);
         metrics_ctx m = {c, &child, &w, {0}};
         pano_buf sql = {0};
         pano_buf_append_str(&sql, "SELECT ");
         group_columns(lv, &sql);
-        pano_buf_appendf(&sql, "%s, count(*)%s FROM events WHERE %s", keys.data,
-                         walked == 0 && w.select.data ? w.select.data : "", cond.data);
+        pano_buf_appendf(&sql, "%s, %s%s FROM %s WHERE %s", keys.data,
+                         w.figures ? "total(n)" : "count(*)",
+                         walked == 0 && w.select.data ? w.select.data : "",
+                         w.figures ? "figures" : "events", cond.data);
         group_by(lv, (size_t)nkeys, &sql);
         pano_buf_append_str(&sql, " ORDER BY ");
         for (size_t i = 0; i < lv->nexprs + (size_t)nkeys; i++)
@@ -1334,7 +1459,7 @@ static int run_deferred(ctx *c, const level *lv, const deferred *df, const char 
         pano_buf_free(&b.key);
         pano_buf_free(&m.key);
         pano_buf_free(&sql);
-        rc = finish_walk(c, &w, rc, sub, cond.data, &child, true);
+        rc = finish_walk(c, &w, rc, sub, cond.data, figures, &child, true);
         level_free(&child);
         for (size_t i = 0; rc == 0 && i < lv->cap; i++) {
             if (!lv->slots[i].key)
@@ -1382,7 +1507,8 @@ static int on_root_hit(sqlite3_stmt *st, void *user)
     return 0;
 }
 
-static int run_hits(ctx *c, const pano_json *body, const char *where, pano_json *answer)
+static int run_hits(ctx *c, const pano_json *body, const char *where, bool where_figures,
+                    pano_json *answer)
 {
     static const char *const known[] = {"size", "query", "aggs", "aggregations", "sort",
                                         "_source", "track_total_hits", "terminate_after", NULL};
@@ -1400,10 +1526,14 @@ static int run_hits(ctx *c, const pano_json *body, const char *where, pano_json 
     pano_json_get_int(body, "terminate_after", &limit);
     const pano_json *track = pano_json_get(body, "track_total_hits");
     if (track && track->type == PANO_JSON_BOOL && track->u.boolean) {
-        char *sql = limit > 0 ? pano_asprintf("SELECT count(*) FROM (SELECT 1 FROM events WHERE "
-                                              "%s LIMIT %lld)",
-                                              where, (long long)limit)
-                              : pano_asprintf("SELECT count(*) FROM events WHERE %s", where);
+        /* terminate_after: the count stops there */
+        char *sql = c->figures && where_figures
+                        ? pano_asprintf("SELECT min(total(n), %lld) FROM figures WHERE %s",
+                                        (long long)(limit > 0 ? limit : INT64_MAX), where)
+                    : limit > 0 ? pano_asprintf("SELECT count(*) FROM (SELECT 1 FROM events WHERE "
+                                                "%s LIMIT %lld)",
+                                                where, (long long)limit)
+                                : pano_asprintf("SELECT count(*) FROM events WHERE %s", where);
         int64_t total = 0;
         int rc = each_row(c, sql, on_count, &total);
         free(sql);
@@ -1428,10 +1558,21 @@ static int run_hits(ctx *c, const pano_json *body, const char *where, pano_json 
     return rc;
 }
 
+bool store_sqlite_has_figures(sqlite3 *db)
+{
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, "SELECT 1 FROM temp.sqlite_master WHERE name = 'figures'", -1, &st,
+                           NULL) != SQLITE_OK)
+        return false;
+    bool found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return found;
+}
+
 pano_json *store_sqlite_search(sqlite3 *db, const char *const *streams, const pano_json *body,
                                char *err, size_t errlen)
 {
-    ctx c = {db, err, errlen, false};
+    ctx c = {db, err, errlen, false, store_sqlite_has_figures(db)};
     pano_buf where = {0};
     size_t n = store_streams(&streams);
     pano_buf_append_str(&where, "stream IN (");
@@ -1447,12 +1588,13 @@ pano_json *store_sqlite_search(sqlite3 *db, const char *const *streams, const pa
     const pano_json *aggs = pano_json_get(body, "aggs");
     if (!aggs)
         aggs = pano_json_get(body, "aggregations");
-    if (!c.failed && run_hits(&c, body, where.data, answer) == 0 && aggs) {
+    bool where_figures = figures_query(query);
+    if (!c.failed && run_hits(&c, body, where.data, where_figures, answer) == 0 && aggs) {
         pano_json *out = pano_json_set_object(answer, "aggregations");
         prefill(out, aggs);
-        level top = {0};
+        level top = {.figures = true};
         level_put(&top, "k", out);
-        run_aggs(&c, aggs, where.data, &top);
+        run_aggs(&c, aggs, where.data, where_figures, &top);
         level_free(&top);
     }
     pano_buf_free(&where);

@@ -14,19 +14,26 @@ static int sql_fail(sqlite3 *db, char *err, size_t errlen)
     return -1;
 }
 
-/* The events each kind of summary is made of, by the columns of the
- * events' index (events_by_workflow: wf_uuid, stream, event), in the
- * order of pano_summary_kind. */
-static const char events_sql[] =
-    "SELECT"
-    " (SELECT count(*) FROM events WHERE wf_uuid = ?1 AND stream IN ('kickstart', 'samples')"
-    "  AND event >= 'kickstart.inv.' AND event < 'kickstart.inv/'),"
-    " (SELECT count(*) FROM events WHERE wf_uuid = ?1 AND stream = 'stampede'"
-    "  AND ((event >= 'stampede.job_inst.' AND event < 'stampede.job_inst/')"
+/* The events each kind of summary is made of, in the order of
+ * pano_summary_kind: by the columns of the events' index
+ * (events_by_workflow: wf_uuid, stream, event), or, of a run's and side
+ * events, by the store's figures (store_figures.h) where the reader has
+ * them. */
+#define RUN_EVENTS                                                  \
+    " WHERE wf_uuid = ?1 AND stream IN ('kickstart', 'samples')"   \
+    "  AND event >= 'kickstart.inv.' AND event < 'kickstart.inv/')"
+#define INST_EVENTS                                                                             \
+    " (SELECT count(*) FROM events WHERE wf_uuid = ?1 AND stream = 'stampede'"                  \
+    "  AND ((event >= 'stampede.job_inst.' AND event < 'stampede.job_inst/')"                   \
     "   OR event = 'stampede.inv.end') AND \"job_id\" IS NOT NULL AND \"job_inst_id\" IS NOT NULL),"
-    " (SELECT count(*) FROM events WHERE wf_uuid = ?1"
-    "  AND ((event >= 'darshan.' AND event < 'darshan/')"
-    "   OR (event >= 'transfer.' AND event < 'transfer/')))";
+#define SIDE_EVENTS                                       \
+    " WHERE wf_uuid = ?1"                                 \
+    "  AND ((event >= 'darshan.' AND event < 'darshan/')" \
+    "   OR (event >= 'transfer.' AND event < 'transfer/')))"
+static const char events_sql[] = "SELECT (SELECT count(*) FROM events" RUN_EVENTS "," INST_EVENTS
+                                 " (SELECT count(*) FROM events" SIDE_EVENTS;
+static const char figures_sql[] = "SELECT (SELECT total(n) FROM figures" RUN_EVENTS
+                                  "," INST_EVENTS " (SELECT total(n) FROM figures" SIDE_EVENTS;
 
 /* The one row of sql's three counts (bound to wf) added to out. */
 static int counts(sqlite3 *db, const char *sql, const char *wf, int64_t out[3], char *err,
@@ -58,7 +65,8 @@ int store_sqlite_summarized(sqlite3 *db, const char *wf, int64_t counted[3], int
     if (!events)
         return 0;
     memset(events, 0, 3 * sizeof *events);
-    return counts(db, events_sql, wf, events, err, errlen);
+    return counts(db, store_sqlite_has_figures(db) ? figures_sql : events_sql, wf, events, err,
+                  errlen);
 }
 
 /* The documents in scope: ?2 scoped, ?3 with the failed. */

@@ -582,6 +582,97 @@ START_TEST(summaries_count_exactly_the_events_written)
 }
 END_TEST
 
+/* The figures' rows that the file's events, counted again, do not give,
+ * and the other way round. */
+#define FIGURES_OF_EVENTS                                                                    \
+    "SELECT wf_uuid, stream, event, \"wf_label\", \"dax_label\", \"delta\", count(*), min(ts)," \
+    " max(ts) FROM events GROUP BY wf_uuid, stream, event,"                                  \
+    " json_array(\"wf_label\", \"dax_label\", \"delta\")"
+#define FIGURES                                                                                \
+    "SELECT wf_uuid, stream, event, \"wf_label\", \"dax_label\", \"delta\", n, first, last" \
+    " FROM figures"
+#define FIGURES_ASTRAY                                                                       \
+    "SELECT (SELECT count(*) FROM (" FIGURES " EXCEPT " FIGURES_OF_EVENTS "))"              \
+    " + (SELECT count(*) FROM (" FIGURES_OF_EVENTS " EXCEPT " FIGURES "))"
+
+static char *labelled(const char *id, double ts, const char *label)
+{
+    static char buf[256];
+    snprintf(buf, sizeof buf,
+             "{\"event\":\"stampede.xwf.start\",\"ts\":%.3f,\"event_id\":\"%s\","
+             "\"wf_uuid\":\"" WF "\"%s%s%s}",
+             ts, id, label ? ",\"wf_label\":\"" : "", label ? label : "", label ? "\"" : "");
+    return buf;
+}
+
+START_TEST(figures_count_exactly_the_events)
+{
+    base = (double)(time(NULL) / 1000 * 1000) - 10000;
+    double now = (double)time(NULL);
+    pano_store *s = writer("node1", NULL);
+    char err[256];
+    ck_assert_int_eq(put(s, labelled("a", now - 400 * 86400.0, "x"), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, labelled("b", now - 50, "x"), err, sizeof err), PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, labelled("c", now - 40, "y"), err, sizeof err), PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, labelled("d", now - 30, NULL), err, sizeof err), PANO_STORE_STORED);
+    /* a copy and a refused event count nothing */
+    ck_assert_int_eq(put(s, labelled("b", now - 50, "x"), err, sizeof err),
+                     PANO_STORE_DUPLICATE);
+    ck_assert_int_eq(put(s, "{\"event\":\"x\", oops", err, sizeof err), PANO_STORE_REJECTED);
+    /* a run's samples, with the changes the store adds, in one transaction */
+    ck_assert_int_eq(pano_store_begin(s, err, sizeof err), 0);
+    ck_assert_int_eq(put(s, run_event("start", "j1", 100, "s0", "\"argv\":[\"x\"]"), err,
+                         sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, run_event("online", "j1", 101, "s1", VALUES(1, 5, 3)), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(s, run_event("online", "j1", 102, "s2", VALUES(2, 6, 4)), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(pano_store_commit(s, err, sizeof err), 0);
+    pano_store_close(s);
+    ck_assert_int_eq(ask_file("node1", FIGURES_ASTRAY), 0);
+    ck_assert_int_eq(ask_file("node1", "SELECT sum(n) FROM figures"), 7);
+    ck_assert_int_eq(ask_file("node1", "SELECT n FROM figures WHERE \"wf_label\" = 'x'"), 2);
+    ck_assert_int_eq(ask_file("node1", "SELECT n FROM figures WHERE \"delta\" = 1"), 2);
+    /* a reader of one file reads them; of two, which may share an event, not */
+    ck_assert_int_eq(ask("SELECT count(*) FROM temp.sqlite_master WHERE name = 'figures'"), 1);
+
+    /* retention: what is deleted is no longer counted */
+    s = writer("node1", "30d");
+    pano_store_close(s);
+    ck_assert_int_eq(ask_file("node1", FIGURES_ASTRAY), 0);
+    ck_assert_int_eq(ask_file("node1", "SELECT n FROM figures WHERE \"wf_label\" = 'x'"), 1);
+
+    /* a file written before figures, with the shorter index of those days:
+     * counted whole, its index made again, when a writer opens it */
+    char path[256];
+    snprintf(path, sizeof path, "%s/node1" PANO_STORE_SUFFIX, dir);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db,
+                                  "DROP TABLE figures; DROP INDEX events_by_workflow;"
+                                  " CREATE INDEX events_by_workflow ON events (wf_uuid, stream,"
+                                  " event, ts, \"wf_label\", \"dax_label\", \"delta\")",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    ck_assert_int_eq(ask("SELECT count(*) FROM temp.sqlite_master WHERE name = 'figures'"), 0);
+    s = writer("node1", NULL);
+    ck_assert_int_eq(put(s, labelled("e", now - 20, "x"), err, sizeof err), PANO_STORE_STORED);
+    pano_store_close(s);
+    ck_assert_int_eq(ask_file("node1", FIGURES_ASTRAY), 0);
+    ck_assert_int_eq(ask_file("node1", "SELECT sum(n) FROM figures"), 7);
+    ck_assert_int_eq(ask_file("node1", "SELECT count(*) FROM pragma_index_info('events_by_workflow')"),
+                     20);
+
+    s = writer("node2", NULL);
+    ck_assert_int_eq(put(s, labelled("b", now - 50, "x"), err, sizeof err), PANO_STORE_STORED);
+    pano_store_close(s);
+    ck_assert_int_eq(ask("SELECT count(*) FROM temp.sqlite_master WHERE name = 'figures'"), 0);
+}
+END_TEST
+
 START_TEST(default_path)
 {
     pano_config *cfg = pano_config_new();
@@ -616,6 +707,7 @@ int main(void)
     tcase_add_test(tc, fields_columns_equal_json_extract);
     tcase_add_test(tc, samples_without_delta_get_the_indexers_deltas);
     tcase_add_test(tc, summaries_count_exactly_the_events_written);
+    tcase_add_test(tc, figures_count_exactly_the_events);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }
