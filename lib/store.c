@@ -546,7 +546,7 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
         sql_fail(s->db, s->file, err, errlen);
         goto fail;
     }
-    char *count = store_figures_count_sql("main", "rowid > ?1");
+    char *count = store_figures_count_after_sql();
     rc = sqlite3_prepare_v2(s->db, count, -1, &s->count, NULL);
     free(count);
     if (rc != SQLITE_OK) {

@@ -7,16 +7,30 @@
 
 #define COLUMNS "wf_uuid, stream, event, labels, \"wf_label\", \"dax_label\", \"delta\", n, first, last"
 
-char *store_figures_count_sql(const char *schema, const char *where)
+/* The statement counting the events of `from` (schema.events and how it
+ * is read) where `where` holds. */
+static char *count_sql(const char *schema, const char *from, const char *where)
 {
     return pano_asprintf(
         "INSERT INTO %s.figures (" COLUMNS ")"
         " SELECT wf_uuid, stream, event, json_array(\"wf_label\", \"dax_label\", \"delta\"),"
-        " \"wf_label\", \"dax_label\", \"delta\", count(*), min(ts), max(ts) FROM %s.events"
+        " \"wf_label\", \"dax_label\", \"delta\", count(*), min(ts), max(ts) FROM %s.events%s"
         " WHERE %s GROUP BY 1, 2, 3, 4"
         " ON CONFLICT DO UPDATE SET n = n + excluded.n, first = min(first, excluded.first),"
         " last = max(last, excluded.last)",
-        schema, schema, where);
+        schema, schema, from, where);
+}
+
+char *store_figures_count_sql(const char *schema, const char *where)
+{
+    return count_sql(schema, "", where);
+}
+
+char *store_figures_count_after_sql(void)
+{
+    /* by rowid: SQLite would otherwise scan the whole index of a
+     * workflow's events, which holds every column counted */
+    return count_sql("main", " NOT INDEXED", "rowid > ?1");
 }
 
 static int run(sqlite3 *db, const char *sql, char *err, size_t errlen)

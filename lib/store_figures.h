@@ -32,6 +32,10 @@
  * adding to the rows already there. The caller frees it. */
 char *store_figures_count_sql(const char *schema, const char *where);
 
+/* The statement that counts the events of the main schema's file after
+ * rowid ?1 (those of the writer's transaction), read by their rowids. */
+char *store_figures_count_after_sql(void);
+
 /* schema.figures created, and every event of schema.events counted into
  * it, unless the table exists. Within the caller's transaction. 0, or -1
  * with a message in err. */
