@@ -66,7 +66,8 @@ const char *const pano_store_fields[] = {
 
 /* The columns of the index of a workflow's events (events_by_workflow). */
 static const char *const workflow_index[] = {
-    "wf_uuid", "stream", "event", "ts", "wf_label", "dax_label", "delta", "delta.utime",
+    "wf_uuid", "stream", "event", "ts", "wf_label", "dax_label", "job_id", "job_inst_id",
+    "delta", "delta.utime",
     "delta.stime", "delta.iowait", "delta.vm", "delta.rss", "delta.procs", "delta.threads",
     "delta.bread", "delta.bwrite", "delta.rchar", "delta.wchar", "delta.syscr", "delta.syscw",
     NULL};
@@ -85,17 +86,18 @@ static char *create_sql(void)
     for (size_t i = 0; pano_store_fields[i]; i++)
         pano_buf_appendf(&b, " \"%s\" ANY,", pano_store_fields[i]);
     pano_buf_append_str(&b, " doc TEXT NOT NULL);");
-    /* a workflow's events by kind and time; its label, which samples carry
-     * their change and the changes themselves: a series reads the index
-     * alone, never the rows */
+    /* a workflow's events by kind and time; its label, a job instance's
+     * ids, which samples carry their change and the changes themselves: a
+     * series, and the count of the events a job instance's summary is made
+     * of, read the index alone, never the rows */
     pano_buf_append_str(&b, "CREATE INDEX IF NOT EXISTS events_by_workflow ON events (");
     for (size_t i = 0; workflow_index[i]; i++)
         pano_buf_appendf(&b, "%s\"%s\"", i ? ", " : "", workflow_index[i]);
     pano_buf_append_str(&b, ");"
     /* a job's events, one job or a few (OR) at a time */
     "CREATE INDEX IF NOT EXISTS events_by_job ON events (\"dag_job_id\", wf_uuid);"
-    /* the stampede events of a sub-workflow's root */
-    "CREATE INDEX IF NOT EXISTS events_by_root ON events (\"root_xwf_id\")"
+    /* the stampede events of a sub-workflow's root, by stream and name */
+    "CREATE INDEX IF NOT EXISTS events_by_root ON events (\"root_xwf_id\", stream, event)"
     " WHERE \"root_xwf_id\" IS NOT NULL;"
     /* Fixed statistics (sqlite.org, "The Query Optimizer Overview", manual
      * control of query plans), the shape of a big workflow, so that every
@@ -104,9 +106,9 @@ static char *create_sql(void)
     "ANALYZE sqlite_schema;"
     "INSERT OR REPLACE INTO sqlite_stat1 VALUES"
     " ('events', 'sqlite_autoindex_events_1', '1000000 1'),"
-    " ('events', 'events_by_workflow', '1000000 100000 20000 10000 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2'),"
+    " ('events', 'events_by_workflow', '1000000 100000 20000 10000 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2'),"
     " ('events', 'events_by_job', '1000000 100 100'),"
-    " ('events', 'events_by_root', '10000 1000');"
+    " ('events', 'events_by_root', '10000 1000 500 100');"
     "CREATE TABLE IF NOT EXISTS dead_letters ("
     " received REAL NOT NULL,"
     " reason TEXT NOT NULL,"
@@ -376,6 +378,23 @@ static int check_format(sqlite3 *db, const char *schema, const char *file, char 
     return 0;
 }
 
+/* Drop index name when it has another number of columns than this pano
+ * makes it with (the caller makes it again). */
+static int drop_older_index(sqlite3 *db, const char *file, const char *name, size_t columns,
+                            char *err, size_t errlen)
+{
+    char *sql = sqlite3_mprintf("SELECT count(*) FROM pragma_index_info(%Q)", name);
+    int64_t has = pragma_int(db, sql);
+    sqlite3_free(sql);
+    if (has <= 0 || has == (int64_t)columns)
+        return 0;
+    pano_info("store %s: making its index %s again", file, name);
+    sql = sqlite3_mprintf("DROP INDEX %s", name);
+    int rc = exec(db, sql, err, errlen);
+    sqlite3_free(sql);
+    return rc;
+}
+
 static int create_tables(sqlite3 *db, const char *file, char *err, size_t errlen)
 {
     if (exec(db, "BEGIN IMMEDIATE", err, errlen) < 0)
@@ -390,13 +409,15 @@ static int create_tables(sqlite3 *db, const char *file, char *err, size_t errlen
         rc = exec(db, sql, err, errlen);
     } else
         rc = check_format(db, "main", file, err, errlen);
-    /* an index of fewer columns (a file written before the index held the
-     * samples' changes) made again */
-    int64_t columns = pragma_int(db, "SELECT count(*) FROM pragma_index_info('events_by_workflow')");
-    if (rc == 0 && columns > 0 && columns != (int64_t)WORKFLOW_INDEX_COLUMNS) {
-        pano_info("store %s: making the index of its workflows' events again", file);
-        rc = exec(db, "DROP INDEX events_by_workflow", err, errlen);
-    }
+    /* indexes of fewer columns (a file written before they held the
+     * samples' changes, or the summaries' counts) made again */
+    if (rc == 0)
+        rc = drop_older_index(db, file, "events_by_workflow", WORKFLOW_INDEX_COLUMNS, err, errlen);
+    if (rc == 0)
+        rc = drop_older_index(db, file, "events_by_root", 3, err, errlen);
+    if (rc == 0)
+        rc = drop_older_index(db, file, "summaries_by_workflow", STORE_SUMMARIES_INDEX_COLUMNS,
+                              err, errlen);
     if (rc == 0) {
         char *sql_create = create_sql();
         rc = exec(db, sql_create, err, errlen);

@@ -90,16 +90,20 @@ int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_f
     pano_run_summary held; /* the last document read: the next may be of its run */
     bool holding = false;
     pano_summary_init(&held);
+    /* each document's tree in one arena, reused: no allocation per value */
+    pano_arena arena;
+    pano_arena_init(&arena, 16384);
+    pano_json_parse_options in_arena = {.arena = &arena};
     int rc, out = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         (*read)++;
         char why[128];
-        pano_json *j = pano_json_parse((const char *)sqlite3_column_text(st, 0),
-                                       (size_t)sqlite3_column_bytes(st, 0),
-                                       PANO_JSON_DEFAULT_DEPTH, why, sizeof why);
+        pano_arena_reset(&arena);
+        pano_json *j = pano_json_parse_with((const char *)sqlite3_column_text(st, 0),
+                                            (size_t)sqlite3_column_bytes(st, 0), &in_arena, why,
+                                            sizeof why);
         pano_run_summary cur;
         bool ok = j && pano_summary_read(j, &cur);
-        pano_json_free(j);
         if (!ok) {
             snprintf(err, errlen, "summary %.40s of %s is damaged (not a summary's JSON)",
                      (const char *)sqlite3_column_text(st, 1), wf);
@@ -122,6 +126,7 @@ int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_f
     if (out == 0 && holding)
         each(&held, user);
     pano_summary_clear(&held);
+    pano_arena_free(&arena);
     sqlite3_finalize(st);
     return out;
 }

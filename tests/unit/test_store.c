@@ -644,8 +644,8 @@ START_TEST(figures_count_exactly_the_events)
     ck_assert_int_eq(ask_file("node1", FIGURES_ASTRAY), 0);
     ck_assert_int_eq(ask_file("node1", "SELECT n FROM figures WHERE \"wf_label\" = 'x'"), 1);
 
-    /* a file written before figures, with the shorter index of those days:
-     * counted whole, its index made again, when a writer opens it */
+    /* a file written before figures, with the shorter indexes of those
+     * days: counted whole, its indexes made again, when a writer opens it */
     char path[256];
     snprintf(path, sizeof path, "%s/node1" PANO_STORE_SUFFIX, dir);
     sqlite3 *db;
@@ -653,7 +653,11 @@ START_TEST(figures_count_exactly_the_events)
     ck_assert_int_eq(sqlite3_exec(db,
                                   "DROP TABLE figures; DROP INDEX events_by_workflow;"
                                   " CREATE INDEX events_by_workflow ON events (wf_uuid, stream,"
-                                  " event, ts, \"wf_label\", \"dax_label\", \"delta\")",
+                                  " event, ts, \"wf_label\", \"dax_label\", \"delta\");"
+                                  " DROP INDEX events_by_root;"
+                                  " CREATE INDEX events_by_root ON events (\"root_xwf_id\");"
+                                  " DROP INDEX summaries_by_workflow;"
+                                  " CREATE INDEX summaries_by_workflow ON summaries (wf_uuid, kind)",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
@@ -664,7 +668,11 @@ START_TEST(figures_count_exactly_the_events)
     ck_assert_int_eq(ask_file("node1", FIGURES_ASTRAY), 0);
     ck_assert_int_eq(ask_file("node1", "SELECT sum(n) FROM figures"), 7);
     ck_assert_int_eq(ask_file("node1", "SELECT count(*) FROM pragma_index_info('events_by_workflow')"),
-                     20);
+                     22);
+    ck_assert_int_eq(
+        ask_file("node1", "SELECT count(*) FROM pragma_index_info('summaries_by_workflow')"), 4);
+    ck_assert_int_eq(ask_file("node1", "SELECT count(*) FROM pragma_index_info('events_by_root')"),
+                     3);
 
     s = writer("node2", NULL);
     ck_assert_int_eq(put(s, labelled("b", now - 50, "x"), err, sizeof err), PANO_STORE_STORED);
