@@ -3,6 +3,7 @@
 #include "log.h"
 #include "mem.h"
 
+#include <math.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,4 +241,11 @@ uint64_t pano_hash_str(const char *s)
         h *= 1099511628211ULL;
     }
     return h;
+}
+
+int64_t pano_event_ms(double ts)
+{
+    double secs = floor(ts);
+    int64_t micros = llround((ts - secs) * 1e6);
+    return (int64_t)secs * 1000 + micros / 1000;
 }

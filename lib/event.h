@@ -91,4 +91,11 @@ void pano_event_id_of(const void *data, size_t len, char out[33]);
  * apart without keeping it. */
 uint64_t pano_hash_str(const char *s);
 
+/* The millisecond an event of time ts (epoch s) is stored under: the
+ * indexer writes @timestamp to the microsecond (pano_bulk_timestamp: whole
+ * seconds and rounded microseconds), Elasticsearch keeps whole milliseconds
+ * of it (aggregations on @timestamp see these); the embedded store counts
+ * its events per second of these (store_figures.h). */
+int64_t pano_event_ms(double ts);
+
 #endif

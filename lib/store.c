@@ -44,7 +44,7 @@ struct pano_store {
     pano_normalize_options nopts;
     pano_stream_policy policies[PANO_N_STREAMS];
     sqlite3_stmt *insert, *dead, *run_latest;
-    sqlite3_stmt *count; /* the figures of the events after rowid ?1 */
+    sqlite3_stmt *count[2]; /* the figures and seconds of the events after rowid ?1 */
     int64_t counted_to;  /* the transaction's events are after it; -1: none yet */
     store_summaries *sums;
     bool in_batch;
@@ -64,14 +64,19 @@ const char *const pano_store_fields[] = {
     "delta.vm", "delta.rss", "delta.procs", "delta.threads", "delta.bread", "delta.bwrite",
     "delta.rchar", "delta.wchar", "delta.syscr", "delta.syscw", NULL};
 
-/* The columns of the index of a workflow's events (events_by_workflow). */
+const char *const pano_store_summed_fields[] = {
+    "delta.utime", "delta.stime", "delta.iowait", "delta.vm",    "delta.rss",
+    "delta.procs", "delta.threads", "delta.bread", "delta.bwrite", "delta.rchar",
+    "delta.wchar", "delta.syscr", "delta.syscw", NULL};
+#define SUMMED_FIELDS (sizeof pano_store_summed_fields / sizeof *pano_store_summed_fields - 1)
+
+/* The columns of the index of a workflow's events (events_by_workflow):
+ * these, then pano_store_summed_fields. */
 static const char *const workflow_index[] = {
     "wf_uuid", "stream", "event", "ts", "wf_label", "dax_label", "job_id", "job_inst_id",
-    "delta", "delta.utime",
-    "delta.stime", "delta.iowait", "delta.vm", "delta.rss", "delta.procs", "delta.threads",
-    "delta.bread", "delta.bwrite", "delta.rchar", "delta.wchar", "delta.syscr", "delta.syscw",
-    NULL};
-#define WORKFLOW_INDEX_COLUMNS (sizeof workflow_index / sizeof *workflow_index - 1)
+    "delta", NULL};
+#define WORKFLOW_INDEX_COLUMNS \
+    (sizeof workflow_index / sizeof *workflow_index - 1 + SUMMED_FIELDS)
 
 /* The tables of a file; the fields' columns hold any type, as JSON gave it. */
 static char *create_sql(void)
@@ -93,6 +98,8 @@ static char *create_sql(void)
     pano_buf_append_str(&b, "CREATE INDEX IF NOT EXISTS events_by_workflow ON events (");
     for (size_t i = 0; workflow_index[i]; i++)
         pano_buf_appendf(&b, "%s\"%s\"", i ? ", " : "", workflow_index[i]);
+    for (size_t i = 0; pano_store_summed_fields[i]; i++)
+        pano_buf_appendf(&b, ", \"%s\"", pano_store_summed_fields[i]);
     pano_buf_append_str(&b, ");"
     /* a job's events, one job or a few (OR) at a time */
     "CREATE INDEX IF NOT EXISTS events_by_job ON events (\"dag_job_id\", wf_uuid);"
@@ -537,7 +544,9 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
     snprintf(mode, sizeof mode, "PRAGMA journal_mode = %s; PRAGMA synchronous = %s",
              network ? "DELETE" : "WAL", network ? "FULL" : "NORMAL");
     char why[256];
-    if (exec(s->db, mode, why, sizeof why) < 0 || create_tables(s->db, s->file, why, sizeof why) < 0 ||
+    if (exec(s->db, mode, why, sizeof why) < 0 ||
+        store_figures_functions(s->db, why, sizeof why) < 0 ||
+        create_tables(s->db, s->file, why, sizeof why) < 0 ||
         purge(s, why, sizeof why) < 0) {
         snprintf(err, errlen, "store file %s: %s", s->file, why);
         goto fail;
@@ -568,7 +577,10 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
         goto fail;
     }
     char *count = store_figures_count_after_sql();
-    rc = sqlite3_prepare_v2(s->db, count, -1, &s->count, NULL);
+    const char *next = NULL;
+    rc = sqlite3_prepare_v2(s->db, count, -1, &s->count[0], &next);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(s->db, next, -1, &s->count[1], NULL);
     free(count);
     if (rc != SQLITE_OK) {
         sql_fail(s->db, s->file, err, errlen);
@@ -606,11 +618,11 @@ static int end_transaction(pano_store *s, bool ok, char *err, size_t errlen)
 {
     s->in_batch = false;
     int rc = ok ? store_summaries_flush(s->sums, err, errlen) : -1;
-    if (rc == 0 && s->counted_to >= 0) {
-        sqlite3_bind_int64(s->count, 1, s->counted_to);
-        if (sqlite3_step(s->count) != SQLITE_DONE)
+    for (int i = 0; i < 2 && rc == 0 && s->counted_to >= 0; i++) {
+        sqlite3_bind_int64(s->count[i], 1, s->counted_to);
+        if (sqlite3_step(s->count[i]) != SQLITE_DONE)
             rc = sql_fail(s->db, "counting the store's figures", err, errlen);
-        sqlite3_reset(s->count);
+        sqlite3_reset(s->count[i]);
     }
     s->counted_to = -1;
     if (rc < 0)
@@ -838,7 +850,8 @@ void pano_store_close(pano_store *s)
     sqlite3_finalize(s->insert);
     sqlite3_finalize(s->dead);
     sqlite3_finalize(s->run_latest);
-    sqlite3_finalize(s->count);
+    sqlite3_finalize(s->count[0]);
+    sqlite3_finalize(s->count[1]);
     store_summaries_free(s->sums);
     if (s->db)
         sqlite3_close(s->db);
@@ -1062,7 +1075,8 @@ static int merge_files(sqlite3 *db, char **files, size_t n, char *err, size_t er
                 "CREATE TEMP VIEW events AS SELECT rowid AS row, * FROM main.events;"
                 "CREATE TEMP VIEW dead_letters AS SELECT * FROM main.dead_letters;"
                 "CREATE TEMP VIEW summaries AS SELECT * FROM main.summaries;"
-                "CREATE TEMP VIEW figures AS SELECT * FROM main.figures;",
+                "CREATE TEMP VIEW figures AS SELECT * FROM main.figures;"
+                "CREATE TEMP VIEW seconds AS SELECT * FROM main.seconds;",
                 err, errlen);
 }
 
@@ -1115,6 +1129,7 @@ int pano_store_export(sqlite3 *reader, const char *const *wfs, size_t n, const c
         return -1;
     }
     rc = exec(out, "PRAGMA journal_mode = DELETE", why, sizeof why) < 0 ||
+                 store_figures_functions(out, why, sizeof why) < 0 ||
                  create_tables(out, tmp, why, sizeof why) < 0
              ? -1
              : 0;
@@ -1238,8 +1253,8 @@ sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, s
         goto fail;
     }
     sqlite3_busy_timeout(db, 10000);
-    int rc = 0;
-    if (nfiles > (size_t)sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, -1))
+    int rc = store_figures_functions(db, err, errlen);
+    if (rc == 0 && nfiles > (size_t)sqlite3_limit(db, SQLITE_LIMIT_ATTACHED, -1))
         rc = merge_files(db, files, nfiles, err, errlen);
     else {
         for (size_t i = 0; i < nfiles && rc == 0; i++) {
@@ -1254,8 +1269,12 @@ sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, s
             rc = -1;
         /* one file's figures count its events; two files may hold an event
          * twice, which the events view counts once and figures would not */
-        if (rc == 0 && nfiles == 1 && has_table(db, "f0", "figures"))
-            rc = exec(db, "CREATE TEMP VIEW figures AS SELECT * FROM f0.figures", err, errlen);
+        if (rc == 0 && nfiles == 1 && has_table(db, "f0", "figures") &&
+            has_table(db, "f0", "seconds"))
+            rc = exec(db,
+                      "CREATE TEMP VIEW figures AS SELECT * FROM f0.figures;"
+                      "CREATE TEMP VIEW seconds AS SELECT * FROM f0.seconds",
+                      err, errlen);
         free(events);
         free(dead);
     }

@@ -60,6 +60,11 @@ typedef struct pano_store pano_store;
  * groups and sums on. NULL-terminated. */
 extern const char *const pano_store_fields[];
 
+/* The fields the store sums per second of its events (the samples'
+ * changes, delta.*), in its table seconds (store_figures.h), and carries in
+ * the index of a workflow's events. NULL-terminated. */
+extern const char *const pano_store_summed_fields[];
+
 /* The store pano.store names, else the default one:
  * $XDG_DATA_HOME/pano/store, or ~/.local/share/pano/store. 0, or -1 with a
  * message in err (no HOME). */

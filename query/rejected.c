@@ -78,7 +78,7 @@ static int from_es(pano_query *q, double since, const pano_json *wfs, size_t lim
         pano_json_set_object(pano_json_set_object(body, "query"), "bool"), "filter");
     pano_json *range = pano_json_object();
     pano_json *t = pano_json_set_object(pano_json_set_object(range, "range"), "@timestamp");
-    pano_json_set_int(t, "gte", store_ms(since));
+    pano_json_set_int(t, "gte", pano_event_ms(since));
     pano_json_set_str(t, "format", "epoch_millis");
     pano_json_append(filter, range);
     if (wfs) {

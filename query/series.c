@@ -36,6 +36,8 @@
  * the series has more than GRID_BUDGET / GRID_CELLS buckets: Elasticsearch
  * spends about 10 us a cell on the histogram under each bucket. */
 #define GRID_CELLS 16
+/* From steps of this many ms (whole seconds), the grid is whole seconds. */
+#define GRID_SECONDS_FROM 8000
 #define GRID_BUDGET 4096
 /* The buckets whose samples are asked cell by cell are named as at most this
  * many time ranges (else one range from the first to the last). */
@@ -330,13 +332,13 @@ static void on_raw_run(const pano_json *run_bucket, void *user)
         if (!doc || !bucket_of(c->f, store_num(bk, "key", NAN), &k))
             continue;
         double v = sample_value(doc, c->t->m);
-        last = store_ms(store_num(doc, "ts", 0));
+        last = pano_event_ms(store_num(doc, "ts", 0));
         if (c->t->m->rate) {
             c->t->sum[k] += v - prev;
         } else {
             const pano_json *first = store_top_hit(bk, "first");
             double v0 = first ? sample_value(first, c->t->m) : v;
-            int64_t t0 = first ? store_ms(store_num(first, "ts", 0)) : last, n = 0;
+            int64_t t0 = first ? pano_event_ms(store_num(first, "ts", 0)) : last, n = 0;
             pano_json_get_int(bk, "doc_count", &n);
             gauge_add(&c->t->g, t0, v0 - prev);
             if (n > 2) {
@@ -350,7 +352,7 @@ static void on_raw_run(const pano_json *run_bucket, void *user)
     }
     if (c->t->m->rate || (row && row->job->state == PANO_JOB_RUNNING))
         return;
-    int64_t end = row && row->job->end > 0 ? store_ms(row->job->end) : last;
+    int64_t end = row && row->job->end > 0 ? pano_event_ms(row->job->end) : last;
     gauge_add(&c->t->g, end > last ? end : last, -prev);
 }
 
@@ -414,7 +416,7 @@ static void end_lost_runs(const pano_jobs *jobs, const pano_job *job, track *t,
         int64_t latest[] = {j->rss, j->vm, j->procs, j->threads};
         for (size_t g = 0; g < 4; g++)
             if (strcmp(t->m->fields[0], gauges[g]) == 0)
-                gauge_add(&t->g, store_ms(j->last_seen), -(double)latest[g]);
+                gauge_add(&t->g, pano_event_ms(j->last_seen), -(double)latest[g]);
     }
 }
 
@@ -516,8 +518,8 @@ static bool frame_of(double from, double to, double step, frame *f, char *err, s
         snprintf(err, errlen, "a step of %g s is under a millisecond", step);
         return false;
     }
-    f->first = store_ms(from) / f->step * f->step;
-    int64_t n = (store_ms(to) - f->first) / f->step + 1;
+    f->first = pano_event_ms(from) / f->step * f->step;
+    int64_t n = (pano_event_ms(to) - f->first) / f->step + 1;
     if (n > MAX_POINTS) {
         snprintf(err, errlen, "a step of %g s gives %lld points over %.0f s; at most %d "
                  "(take a step of %g s or more)", step, (long long)n, to - from, MAX_POINTS,
@@ -528,6 +530,12 @@ static bool frame_of(double from, double to, double step, frame *f, char *err, s
     int64_t cells = GRID_BUDGET / n;
     cells = cells < 1 ? 1 : cells > GRID_CELLS ? GRID_CELLS : cells;
     f->grid = f->step / cells > 0 ? f->step / cells : 1;
+    /* whole seconds from steps of 8 s, which the embedded store keeps
+     * counts of (store_figures.h) */
+    if (f->grid >= 1000)
+        f->grid -= f->grid % 1000;
+    else if (f->step >= GRID_SECONDS_FROM && f->step % 1000 == 0)
+        f->grid = 1000;
     return true;
 }
 

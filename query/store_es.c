@@ -193,14 +193,6 @@ pano_json *store_exists(const char *field)
     return q;
 }
 
-int64_t store_ms(double ts)
-{
-    /* pano_bulk_timestamp: whole seconds and rounded microseconds */
-    double secs = floor(ts);
-    int64_t micros = llround((ts - secs) * 1e6);
-    return (int64_t)secs * 1000 + micros / 1000;
-}
-
 pano_json *store_run_filter(const pano_job *j)
 {
     pano_json *q = pano_json_object();

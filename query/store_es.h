@@ -54,10 +54,6 @@ pano_json *store_literal(const char *text);
 void store_span_aggs(pano_json *aggs);
 void store_span_read(const pano_json *aggs, double *first, double *last);
 
-/* The millisecond an event of time ts (epoch s) is stored under: the
- * indexer writes @timestamp to the microsecond, Elasticsearch keeps whole
- * milliseconds of it (aggregations on @timestamp see these). */
-int64_t store_ms(double ts);
 
 /* The events of one pano-monitor run: its dag_job_id (or none), host and pid. */
 pano_json *store_run_filter(const pano_job *j);

@@ -19,16 +19,6 @@
 
 /* ---- functions the SQL calls ------------------------------------------------------- */
 
-/* pano_ms(ts): the whole millisecond Elasticsearch keeps of @timestamp. */
-static void fn_ms(sqlite3_context *ctx, int argc, sqlite3_value **argv)
-{
-    (void)argc;
-    if (sqlite3_value_type(argv[0]) == SQLITE_NULL)
-        sqlite3_result_null(ctx);
-    else
-        sqlite3_result_int64(ctx, store_ms(sqlite3_value_double(argv[0])));
-}
-
 /* pano_num(x): x as a number, as a numeric mapping indexes it ("512" is
  * 512); NULL when it is none. */
 static void fn_num(sqlite3_context *ctx, int argc, sqlite3_value **argv)
@@ -121,6 +111,19 @@ static void fn_wavg_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     k->n++;
 }
 
+/* pano_ratio(num, den): Σ num / Σ den (a weighted mean from its sums). */
+static void fn_ratio_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+    (void)argc;
+    kahan *k = sqlite3_aggregate_context(ctx, sizeof *k);
+    if (!k || sqlite3_value_type(argv[0]) == SQLITE_NULL ||
+        sqlite3_value_type(argv[1]) == SQLITE_NULL)
+        return;
+    kahan_add(&k->sum, &k->c, sqlite3_value_double(argv[0]));
+    kahan_add(&k->weight, &k->wc, sqlite3_value_double(argv[1]));
+    k->n++;
+}
+
 static void fn_wavg_final(sqlite3_context *ctx)
 {
     kahan *k = sqlite3_aggregate_context(ctx, 0);
@@ -133,14 +136,15 @@ static void fn_wavg_final(sqlite3_context *ctx)
 int store_sqlite_prepare(sqlite3 *db, char *err, size_t errlen)
 {
     int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
-    if (sqlite3_create_function(db, "pano_ms", 1, flags, NULL, fn_ms, NULL, NULL) ||
-        sqlite3_create_function(db, "pano_num", 1, flags, NULL, fn_num, NULL, NULL) ||
+    if (sqlite3_create_function(db, "pano_num", 1, flags, NULL, fn_num, NULL, NULL) ||
         sqlite3_create_function(db, "pano_bucket", 3, flags, NULL, fn_bucket, NULL, NULL) ||
         sqlite3_create_function(db, "pano_sum", 1, flags, NULL, NULL, fn_sum_step,
                                 fn_sum_final) ||
         sqlite3_create_function(db, "pano_avg", 1, flags, NULL, NULL, fn_sum_step,
                                 fn_avg_final) ||
         sqlite3_create_function(db, "pano_wavg", 2, flags, NULL, NULL, fn_wavg_step,
+                                fn_wavg_final) ||
+        sqlite3_create_function(db, "pano_ratio", 2, flags, NULL, NULL, fn_ratio_step,
                                 fn_wavg_final)) {
         snprintf(err, errlen, "cannot prepare the store: %s", sqlite3_errmsg(db));
         return -1;
@@ -453,6 +457,7 @@ typedef struct {
     char **exprs;
     size_t nexprs;
     bool figures; /* the expressions read the figures' fields alone */
+    bool seconds; /* the expressions read seconds' second: so does every statement below */
     slot *slots;
     size_t cap, n;
 } level;
@@ -678,6 +683,17 @@ static void prefill(pano_json *obj, const pano_json *aggs)
     }
 }
 
+static char *parse_interval(const pano_json *body, int64_t *step)
+{
+    const char *text = pano_json_get_str(body, "fixed_interval");
+    char *end;
+    long long v = text ? strtoll(text, &end, 10) : 0;
+    if (!text || v <= 0 || strcmp(end, "ms") != 0)
+        return pano_strdup(text ? text : "none");
+    *step = v;
+    return NULL;
+}
+
 /* ---- the figures: the searches a workflow's counts of events answer --------------- */
 
 /* The store's figures (store_figures.h) count a file's events per
@@ -761,9 +777,77 @@ static bool figures_metrics(const pano_json *aggs)
     return true;
 }
 
+/* The store's seconds (store_figures.h) are the figures per second of
+ * the events' milliseconds, with the sums of pano_store_summed_fields and
+ * of each times the milliseconds. A date histogram of @timestamp in whole
+ * seconds (and whole-second offset) whose metrics are those sums, the sum,
+ * first or last of @timestamp, and a summed field's mean weighted by
+ * @timestamp (missing 0: Σ v·t / Σ t), under conditions on the figures'
+ * fields, and so are its histograms below, reads them instead of the
+ * events: a few rows a second whatever the samples. */
+
+static bool summed_field(const char *field)
+{
+    for (size_t i = 0; pano_store_summed_fields[i]; i++)
+        if (strcmp(field, pano_store_summed_fields[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool seconds_aggs(const pano_json *aggs);
+
+/* Whether spec, a date_histogram, is one the seconds answer. */
+static bool seconds_histogram(const pano_json *spec)
+{
+    const pano_json *body;
+    if (strcmp(kind_of(spec, &body), "date_histogram") != 0)
+        return false;
+    const char *f = pano_json_get_str(body, "field");
+    int64_t step = 0, offset = 0;
+    char *bad = parse_interval(body, &step);
+    free(bad);
+    pano_json_get_int(body, "offset", &offset);
+    return !bad && f && strcmp(f, "@timestamp") == 0 && step % 1000 == 0 && offset % 1000 == 0 &&
+           seconds_aggs(pano_json_get(spec, "aggs"));
+}
+
+static bool seconds_aggs(const pano_json *aggs)
+{
+    for (size_t i = 0; i < pano_json_len(aggs); i++) {
+        const pano_json *spec = pano_json_at(aggs, i), *body;
+        const char *kind = kind_of(spec, &body);
+        const pano_json *sub = pano_json_get(spec, "aggs");
+        const char *f = pano_json_get_str(body, "field");
+        bool ok;
+        if (strcmp(kind, "sum") == 0)
+            ok = f && (strcmp(f, "@timestamp") == 0 || summed_field(f));
+        else if (strcmp(kind, "min") == 0 || strcmp(kind, "max") == 0)
+            ok = f && strcmp(f, "@timestamp") == 0;
+        else if (strcmp(kind, "weighted_avg") == 0) {
+            const pano_json *value = pano_json_get(body, "value");
+            const char *vf = pano_json_get_str(value, "field");
+            const char *wf = pano_json_get_str(pano_json_get(body, "weight"), "field");
+            double missing = NAN;
+            pano_json_get_number(value, "missing", &missing);
+            ok = vf && summed_field(vf) && wf && strcmp(wf, "@timestamp") == 0 && missing == 0;
+        } else if (strcmp(kind, "filter") == 0)
+            ok = figures_query(body) && seconds_aggs(sub);
+        else if (strcmp(kind, "date_histogram") == 0)
+            ok = seconds_histogram(spec);
+        else
+            ok = strcmp(kind, "cumulative_sum") == 0 || strcmp(kind, "max_bucket") == 0;
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
 /* ---- one level: its metrics in one statement, its buckets and hits below ------------- */
 
 typedef enum { ITEM_VALUE, ITEM_COUNT, ITEM_STATS } item_kind;
+
+/* What a statement reads: the events, or the store's figures, or its seconds. */
+typedef enum { READ_EVENTS, READ_FIGURES, READ_SECONDS } reads;
 
 typedef struct {
     const char *names[MAX_PATH];
@@ -788,7 +872,7 @@ typedef struct {
     size_t nitems;
     deferred *defs;
     size_t ndefs;
-    bool figures; /* its statement reads the figures, not the events */
+    reads from; /* what its statement reads */
 } walk;
 
 static pano_json *at_path(pano_json *obj, const char *const *names, int depth)
@@ -810,7 +894,16 @@ static void add_column(walk *w, const char *fn, const char *expr, const char *co
 /* ", count(*)" of the events, or the sum of the figures' counts */
 static void add_count(walk *w, const char *cond)
 {
-    add_column(w, w->figures ? "total" : "count", w->figures ? "n" : "*", cond);
+    add_column(w, w->from != READ_EVENTS ? "total" : "count", w->from != READ_EVENTS ? "n" : "*",
+               cond);
+}
+
+static const char *const read_tables[] = {"events", "figures", "seconds"};
+
+/* The count of a statement reading from */
+static const char *count_of(reads from)
+{
+    return from == READ_EVENTS ? "count(*)" : "total(n)";
 }
 
 static item *add_item(walk *w, const char *const *names, int depth, item_kind kind)
@@ -853,6 +946,13 @@ static int walk_aggs(ctx *c, walk *w, const pano_json *aggs, const char *cond,
                 double missing = NAN;
                 if (!vf || !wf)
                     return fail(c, "a weighted_avg needs a value and a weight field");
+                if (w->from == READ_SECONDS) { /* seconds_aggs: of a sum, by @timestamp */
+                    pano_buf_appendf(&expr, "\"%s@ms\", ms", vf);
+                    add_item(w, names, depth + 1, ITEM_VALUE);
+                    add_column(w, "pano_ratio", expr.data, cond);
+                    pano_buf_free(&expr);
+                    continue;
+                }
                 pano_json_get_number(value, "missing", &missing);
                 pano_buf_append_str(&expr, isnan(missing) ? "" : "coalesce(");
                 if (number_sql(c, vf, &expr) < 0)
@@ -869,9 +969,19 @@ static int walk_aggs(ctx *c, walk *w, const pano_json *aggs, const char *cond,
             }
             if (!f)
                 return fail(c, "a %s aggregation needs a field", kind);
-            if (w->figures) { /* figures_metrics: the first or last ts */
+            if (w->from == READ_FIGURES) { /* figures_metrics: the first or last ts */
                 add_item(w, names, depth + 1, ITEM_VALUE);
                 add_column(w, kind, strcmp(kind, "min") == 0 ? "first" : "last", cond);
+                continue;
+            }
+            if (w->from == READ_SECONDS) { /* seconds_aggs: of @timestamp, or a sum */
+                add_item(w, names, depth + 1, ITEM_VALUE);
+                if (strcmp(kind, "sum") == 0) {
+                    pano_buf_appendf(&expr, "\"%s\"", is_time(f) ? "ms" : f);
+                    add_column(w, "pano_sum", expr.data, cond);
+                    pano_buf_free(&expr);
+                } else
+                    add_column(w, kind, strcmp(kind, "min") == 0 ? "first" : "last", cond);
                 continue;
             }
             if (number_sql(c, f, &expr) < 0)
@@ -1018,8 +1128,8 @@ static int finish_walk(ctx *c, walk *w, int rc, const pano_json *aggs, const cha
         pano_buf sql = {0};
         pano_buf_append_str(&sql, "SELECT ");
         group_columns(lv, &sql);
-        pano_buf_appendf(&sql, "%s%s FROM %s WHERE %s", w->figures ? "total(n)" : "count(*)",
-                         w->select.data, w->figures ? "figures" : "events", where);
+        pano_buf_appendf(&sql, "%s%s FROM %s WHERE %s", count_of(w->from), w->select.data,
+                         read_tables[w->from], where);
         group_by(lv, 0, &sql);
         metrics_ctx m = {c, lv, w, {0}};
         rc = each_row(c, sql.data, on_metrics_row, &m);
@@ -1061,7 +1171,9 @@ static int run_aggs(ctx *c, const pano_json *aggs, const char *where, bool where
 {
     if (pano_json_len(aggs) == 0)
         return 0;
-    walk w = {.figures = c->figures && where_figures && lv->figures && figures_metrics(aggs)};
+    walk w = {.from = c->figures && where_figures && lv->figures && figures_metrics(aggs)
+                          ? READ_FIGURES
+                          : READ_EVENTS};
     int rc = walk_metrics(c, &w, aggs);
     return finish_walk(c, &w, rc, aggs, where, where_figures, lv, false);
 }
@@ -1224,17 +1336,6 @@ static void cumulative(pano_json *list, const pano_json *sub)
     }
 }
 
-static char *parse_interval(const pano_json *body, int64_t *step)
-{
-    const char *text = pano_json_get_str(body, "fixed_interval");
-    char *end;
-    long long v = text ? strtoll(text, &end, 10) : 0;
-    if (!text || v <= 0 || strcmp(end, "ms") != 0)
-        return pano_strdup(text ? text : "none");
-    *step = v;
-    return NULL;
-}
-
 /* For each bucket of lv, the sort clause of a top_hits or of hits. */
 static int order_sql(ctx *c, const pano_json *sort, pano_buf *out)
 {
@@ -1376,11 +1477,18 @@ static int run_deferred(ctx *c, const level *lv, const deferred *df, const char 
     int nkeys = 0, rc = 0;
     int64_t step = 0, offset = 0, min_doc_count = 1;
     bool keys_figures = true; /* the keys are figures' fields */
+    /* a histogram of whole seconds the store counted: read from them */
+    bool seconds = c->figures && where_figures && (lv->figures || lv->seconds) &&
+                   strcmp(kind, "date_histogram") == 0 && seconds_histogram(df->spec);
+    if (lv->seconds && !seconds)
+        return fail(c, "the embedded store: a search under a histogram of seconds that is not");
     if (strcmp(kind, "terms") == 0 || strcmp(kind, "date_histogram") == 0) {
         const char *f = pano_json_get_str(body, "field");
         keys_figures = strcmp(kind, "terms") == 0 && f && figures_field(f);
         pano_buf expr = {0};
-        if (!f || field_sql(c, f, &expr) < 0)
+        if (seconds)
+            pano_buf_append_str(&expr, "second * 1000");
+        if (!f || (!seconds && field_sql(c, f, &expr) < 0))
             rc = fail(c, "a %s aggregation needs a field", kind);
         else if (strcmp(kind, "terms") == 0) {
             pano_buf_append_str(&keys, expr.data);
@@ -1437,18 +1545,20 @@ static int run_deferred(ctx *c, const level *lv, const deferred *df, const char 
         level child;
         /* the child level is told apart by the parent's expressions and the keys */
         level_below(lv, exprs, (size_t)nkeys, keys_figures, &child);
+        child.seconds = seconds;
         /* the buckets and their metrics in one statement: one pass over the rows */
-        bool figures = where_figures && child.figures;
-        walk w = {.figures = c->figures && figures && figures_metrics(sub)};
+        bool figures = where_figures && (child.figures || seconds);
+        walk w = {.from = seconds                                              ? READ_SECONDS
+                          : c->figures && figures && figures_metrics(sub) ? READ_FIGURES
+                                                                          : READ_EVENTS};
         int walked = walk_metrics(c, &w, sub);
         metrics_ctx m = {c, &child, &w, {0}};
         pano_buf sql = {0};
         pano_buf_append_str(&sql, "SELECT ");
         group_columns(lv, &sql);
-        pano_buf_appendf(&sql, "%s, %s%s FROM %s WHERE %s", keys.data,
-                         w.figures ? "total(n)" : "count(*)",
+        pano_buf_appendf(&sql, "%s, %s%s FROM %s WHERE %s", keys.data, count_of(w.from),
                          walked == 0 && w.select.data ? w.select.data : "",
-                         w.figures ? "figures" : "events", cond.data);
+                         read_tables[w.from], cond.data);
         group_by(lv, (size_t)nkeys, &sql);
         pano_buf_append_str(&sql, " ORDER BY ");
         for (size_t i = 0; i < lv->nexprs + (size_t)nkeys; i++)

@@ -23,7 +23,7 @@
  *   pipelines cumulative_sum inside a date_histogram, max_bucket;
  *   hits      size, sort, _source, track_total_hits, terminate_after.
  * Fields are the events' JSON members (a dotted name is a path), with
- * @timestamp the event's ts in whole milliseconds (store_ms) as
+ * @timestamp the event's ts in whole milliseconds (pano_event_ms) as
  * pano-indexer stores it. Sums and means add as Elasticsearch does
  * (compensated), so figures agree to the last digit. Anything else is
  * refused with a message naming it: a search only Elasticsearch can answer
@@ -40,7 +40,8 @@
 #include <stdbool.h>
 
 /* Register the functions the compiled SQL calls on a connection of the
- * store (pano_store_open_reader). 0, or -1 with a message in err. */
+ * store (pano_store_open_reader, which registers pano_ms itself). 0, or -1
+ * with a message in err. */
 int store_sqlite_prepare(sqlite3 *db, char *err, size_t errlen);
 
 /* Answer a search of the given streams (NULL-terminated; NULL: the event

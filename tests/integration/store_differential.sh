@@ -153,8 +153,17 @@ for m in $metrics; do
     compare "series-$m" series "$WF" --metric "$m" --step 1s
     compare "series-$m-job" series "$WF" --metric "$m" --step 0.2s --job burn_ID07
     compare "series-$m-pegasus" series "$PEG" --metric "$m" --step 30s
-    n=$((n + 3))
+    compare "series-$m-10s" series "$WF" --metric "$m" --step 10s
+    n=$((n + 4))
 done
+# the embedded store answered those from its figures and seconds (store_figures.h)
+PANO_LOG_LEVEL=debug "$QUERY" --store "$STORE" series "$WF" --metric rss --step 10s --json \
+    2>"$TEST_DIR/figures.log" >/dev/null || fail "series: $(tail -3 "$TEST_DIR/figures.log")"
+grep -q "FROM figures WHERE" "$TEST_DIR/figures.log" || fail "the workflow's span was not read from the figures"
+grep -q "FROM seconds WHERE" "$TEST_DIR/figures.log" || fail "the series was not read from the seconds"
+if grep -q "pano_bucket(pano_ms(ts)" "$TEST_DIR/figures.log"; then
+    fail "a series of whole seconds read the samples: $(grep -m1 "pano_bucket(pano_ms(ts)" "$TEST_DIR/figures.log")"
+fi
 compare workflows workflows --since 3650d --limit 100
 n=$((n + 1))
 # rejected: the same message and reason (pano-bridge's, the store's own)

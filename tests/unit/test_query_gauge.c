@@ -282,10 +282,10 @@ END_TEST
 START_TEST(the_millisecond_stored)
 {
     /* @timestamp to the microsecond, Elasticsearch keeps the milliseconds */
-    ck_assert_int_eq(store_ms(1700000000.25), 1700000000250LL);
-    ck_assert_int_eq(store_ms(1700000000.0019), 1700000000001LL);
-    ck_assert_int_eq(store_ms(1700000000.9999996), 1700000001000LL);
-    ck_assert_int_eq(store_ms(1700000001), 1700000001000LL);
+    ck_assert_int_eq(pano_event_ms(1700000000.25), 1700000000250LL);
+    ck_assert_int_eq(pano_event_ms(1700000000.0019), 1700000000001LL);
+    ck_assert_int_eq(pano_event_ms(1700000000.9999996), 1700000001000LL);
+    ck_assert_int_eq(pano_event_ms(1700000001), 1700000001000LL);
 }
 END_TEST
 

@@ -591,9 +591,21 @@ END_TEST
 #define FIGURES                                                                                \
     "SELECT wf_uuid, stream, event, \"wf_label\", \"dax_label\", \"delta\", n, first, last" \
     " FROM figures"
+/* per second (the events' times are whole milliseconds) */
+#define MS "CAST(round(ts * 1000) AS INTEGER)"
+#define SECONDS_OF_EVENTS                                                                     \
+    "SELECT wf_uuid, stream, event, \"wf_label\", \"dax_label\", \"delta\", " MS " / 1000,"  \
+    " count(*), sum(" MS "), min(" MS "), max(" MS "), total(\"delta.rss\"),"                 \
+    " total(\"delta.rss\" * " MS "), total(\"delta.utime\") FROM events GROUP BY wf_uuid,"     \
+    " stream, event, json_array(\"wf_label\", \"dax_label\", \"delta\"), " MS " / 1000"
+#define SECONDS                                                                              \
+    "SELECT wf_uuid, stream, event, \"wf_label\", \"dax_label\", \"delta\", second, n, ms,"   \
+    " first, last, \"delta.rss\", \"delta.rss@ms\", \"delta.utime\" FROM seconds"
 #define FIGURES_ASTRAY                                                                       \
     "SELECT (SELECT count(*) FROM (" FIGURES " EXCEPT " FIGURES_OF_EVENTS "))"              \
-    " + (SELECT count(*) FROM (" FIGURES_OF_EVENTS " EXCEPT " FIGURES "))"
+    " + (SELECT count(*) FROM (" FIGURES_OF_EVENTS " EXCEPT " FIGURES "))"                  \
+    " + (SELECT count(*) FROM (" SECONDS " EXCEPT " SECONDS_OF_EVENTS "))"                  \
+    " + (SELECT count(*) FROM (" SECONDS_OF_EVENTS " EXCEPT " SECONDS "))"
 
 static char *labelled(const char *id, double ts, const char *label)
 {
@@ -635,6 +647,10 @@ START_TEST(figures_count_exactly_the_events)
     ck_assert_int_eq(ask_file("node1", "SELECT sum(n) FROM figures"), 7);
     ck_assert_int_eq(ask_file("node1", "SELECT n FROM figures WHERE \"wf_label\" = 'x'"), 2);
     ck_assert_int_eq(ask_file("node1", "SELECT n FROM figures WHERE \"delta\" = 1"), 2);
+    /* two samples, a second apart: 5 - 0 and 6 - 5 kB of rss, 1 and 1 s of utime */
+    ck_assert_int_eq(ask_file("node1", "SELECT count(*) FROM seconds WHERE \"delta\" = 1"), 2);
+    ck_assert_int_eq(ask_file("node1", "SELECT sum(\"delta.rss\") FROM seconds"), 6);
+    ck_assert_int_eq(ask_file("node1", "SELECT sum(\"delta.utime\") FROM seconds"), 2);
     /* a reader of one file reads them; of two, which may share an event, not */
     ck_assert_int_eq(ask("SELECT count(*) FROM temp.sqlite_master WHERE name = 'figures'"), 1);
 
@@ -643,6 +659,7 @@ START_TEST(figures_count_exactly_the_events)
     pano_store_close(s);
     ck_assert_int_eq(ask_file("node1", FIGURES_ASTRAY), 0);
     ck_assert_int_eq(ask_file("node1", "SELECT n FROM figures WHERE \"wf_label\" = 'x'"), 1);
+    ck_assert_int_eq(ask_file("node1", "SELECT sum(n) FROM seconds WHERE \"wf_label\" = 'x'"), 1);
 
     /* a file written before figures, with the shorter indexes of those
      * days: counted whole, its indexes made again, when a writer opens it */
@@ -651,7 +668,8 @@ START_TEST(figures_count_exactly_the_events)
     sqlite3 *db;
     ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     ck_assert_int_eq(sqlite3_exec(db,
-                                  "DROP TABLE figures; DROP INDEX events_by_workflow;"
+                                  "DROP TABLE figures; DROP TABLE seconds;"
+                                  " DROP INDEX events_by_workflow;"
                                   " CREATE INDEX events_by_workflow ON events (wf_uuid, stream,"
                                   " event, ts, \"wf_label\", \"dax_label\", \"delta\");"
                                   " DROP INDEX events_by_root;"
