@@ -40,9 +40,12 @@
     " kind TEXT NOT NULL, stream TEXT NOT NULL, job TEXT, open INTEGER NOT NULL,"           \
     " failed INTEGER NOT NULL, t0 REAL, last REAL, n INTEGER NOT NULL,"                     \
     " closing INTEGER NOT NULL, doc TEXT NOT NULL);"                                         \
-    "CREATE INDEX IF NOT EXISTS summaries_by_workflow ON summaries (wf_uuid, kind, n, closing);"
-/* Its index's columns: what a reader counts, from the index alone. */
-#define STORE_SUMMARIES_INDEX_COLUMNS 4
+    "CREATE INDEX IF NOT EXISTS summaries_by_workflow"                                      \
+    " ON summaries (wf_uuid, id, kind, n, closing, open, failed, job);"
+/* Its index's columns: a workflow's documents in the order of their ids,
+ * and what a reader counts and which documents are in scope
+ * (store_sqlite_summaries), from the index alone. */
+#define STORE_SUMMARIES_INDEX_COLUMNS 8
 
 /* Its columns, in order. */
 #define STORE_SUMMARIES_COLUMNS \

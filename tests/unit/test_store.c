@@ -688,7 +688,7 @@ START_TEST(figures_count_exactly_the_events)
     ck_assert_int_eq(ask_file("node1", "SELECT count(*) FROM pragma_index_info('events_by_workflow')"),
                      22);
     ck_assert_int_eq(
-        ask_file("node1", "SELECT count(*) FROM pragma_index_info('summaries_by_workflow')"), 4);
+        ask_file("node1", "SELECT count(*) FROM pragma_index_info('summaries_by_workflow')"), 8);
     ck_assert_int_eq(ask_file("node1", "SELECT count(*) FROM pragma_index_info('events_by_root')"),
                      3);
 
