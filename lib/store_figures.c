@@ -81,12 +81,10 @@ char *store_figures_count_after_sql(void)
 
 static int run(sqlite3 *db, const char *sql, char *err, size_t errlen)
 {
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) == SQLITE_OK)
-        return 0;
-    snprintf(err, errlen, "the store's figures: %s", msg ? msg : sqlite3_errmsg(db));
-    sqlite3_free(msg);
-    return -1;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+    if (rc < 0)
+        snprintf(err, errlen, "the store's figures: %s", sqlite3_errmsg(db));
+    return rc;
 }
 
 int store_figures_ensure(sqlite3 *db, const char *schema, char *err, size_t errlen)

@@ -98,20 +98,9 @@ static void fn_avg_final(sqlite3_context *ctx)
         sqlite3_result_null(ctx);
 }
 
-static void fn_wavg_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
-{
-    (void)argc;
-    kahan *k = sqlite3_aggregate_context(ctx, sizeof *k);
-    if (!k || sqlite3_value_type(argv[0]) == SQLITE_NULL ||
-        sqlite3_value_type(argv[1]) == SQLITE_NULL)
-        return;
-    double v = sqlite3_value_double(argv[0]), w = sqlite3_value_double(argv[1]);
-    kahan_add(&k->sum, &k->c, v * w);
-    kahan_add(&k->weight, &k->wc, w);
-    k->n++;
-}
-
-/* pano_ratio(num, den): Σ num / Σ den (a weighted mean from its sums). */
+/* pano_ratio(num, den): Σ num / Σ den over the rows with both: a
+ * weighted_avg (num the value times the weight, den the weight), of the
+ * events or from the seconds' sums. */
 static void fn_ratio_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 {
     (void)argc;
@@ -124,7 +113,7 @@ static void fn_ratio_step(sqlite3_context *ctx, int argc, sqlite3_value **argv)
     k->n++;
 }
 
-static void fn_wavg_final(sqlite3_context *ctx)
+static void fn_ratio_final(sqlite3_context *ctx)
 {
     kahan *k = sqlite3_aggregate_context(ctx, 0);
     if (k && k->n > 0 && k->weight != 0)
@@ -142,10 +131,8 @@ int store_sqlite_prepare(sqlite3 *db, char *err, size_t errlen)
                                 fn_sum_final) ||
         sqlite3_create_function(db, "pano_avg", 1, flags, NULL, NULL, fn_sum_step,
                                 fn_avg_final) ||
-        sqlite3_create_function(db, "pano_wavg", 2, flags, NULL, NULL, fn_wavg_step,
-                                fn_wavg_final) ||
         sqlite3_create_function(db, "pano_ratio", 2, flags, NULL, NULL, fn_ratio_step,
-                                fn_wavg_final)) {
+                                fn_ratio_final)) {
         snprintf(err, errlen, "cannot prepare the store: %s", sqlite3_errmsg(db));
         return -1;
     }
@@ -953,17 +940,21 @@ static int walk_aggs(ctx *c, walk *w, const pano_json *aggs, const char *cond,
                     pano_buf_free(&expr);
                     continue;
                 }
+                /* Σ v·w / Σ w over the events with both */
+                pano_buf v = {0}, weight = {0};
                 pano_json_get_number(value, "missing", &missing);
-                pano_buf_append_str(&expr, isnan(missing) ? "" : "coalesce(");
-                if (number_sql(c, vf, &expr) < 0)
-                    return -1;
+                pano_buf_append_str(&v, isnan(missing) ? "" : "coalesce(");
+                int rc = number_sql(c, vf, &v) < 0 || number_sql(c, wf, &weight) < 0 ? -1 : 0;
                 if (!isnan(missing))
-                    pano_buf_appendf(&expr, ", %.17g)", missing);
-                pano_buf_append_str(&expr, ", ");
-                if (number_sql(c, wf, &expr) < 0)
+                    pano_buf_appendf(&v, ", %.17g)", missing);
+                if (rc == 0)
+                    pano_buf_appendf(&expr, "(%s) * (%s), %s", v.data, weight.data, weight.data);
+                pano_buf_free(&v);
+                pano_buf_free(&weight);
+                if (rc < 0)
                     return -1;
                 add_item(w, names, depth + 1, ITEM_VALUE);
-                add_column(w, "pano_wavg", expr.data, cond);
+                add_column(w, "pano_ratio", expr.data, cond);
                 pano_buf_free(&expr);
                 continue;
             }
