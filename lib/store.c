@@ -544,10 +544,21 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
     snprintf(mode, sizeof mode, "PRAGMA journal_mode = %s; PRAGMA synchronous = %s",
              network ? "DELETE" : "WAL", network ? "FULL" : "NORMAL");
     char why[256];
-    if (exec(s->db, mode, why, sizeof why) < 0 ||
-        store_figures_functions(s->db, why, sizeof why) < 0 ||
-        create_tables(s->db, s->file, why, sizeof why) < 0 ||
-        purge(s, why, sizeof why) < 0) {
+    /* Writers opening a new file at once: the one that loses the race to
+     * make it a WAL file (two readers of it both asking to write) is told at
+     * once that it is locked, SQLite's busy handler not called; it tries
+     * again, up to the busy timeout. */
+    double give_up = pano_monotonic() + pano_config_double(cfg, "pano.store.busy_timeout");
+    int opened;
+    while ((opened = exec(s->db, mode, why, sizeof why) < 0 ||
+                             store_figures_functions(s->db, why, sizeof why) < 0 ||
+                             create_tables(s->db, s->file, why, sizeof why) < 0 ||
+                             purge(s, why, sizeof why) < 0
+                         ? -1
+                         : 0) < 0 &&
+           sqlite3_errcode(s->db) == SQLITE_BUSY && pano_monotonic() < give_up)
+        usleep(20000);
+    if (opened < 0) {
         snprintf(err, errlen, "store file %s: %s", s->file, why);
         goto fail;
     }

@@ -32,7 +32,8 @@
  *
  * Writing: one transaction per pano_store_put (or per held batch,
  * pano_store_begin/commit), BEGIN IMMEDIATE, waiting up to pano.store.
- * busy_timeout for other writers; an event counts as stored once its
+ * busy_timeout for other writers (opening a file that others are making
+ * or changing waits as long); an event counts as stored once its
  * transaction committed. On a local file system the file is in WAL mode
  * (readers never block writers; a killed writer loses only what it had
  * not committed); on a network or cluster file system (NFS, Lustre, GPFS,

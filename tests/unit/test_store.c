@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define WF "0b5c8a6e-1111-2222-3333-444455556666"
@@ -699,6 +700,41 @@ START_TEST(figures_count_exactly_the_events)
 }
 END_TEST
 
+/* A writer opening a file another holds locked as it makes it (before it
+ * is a WAL file) is told at once that it is locked: it waits, and opens. */
+START_TEST(a_writer_waits_for_a_file_being_made)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/node1" PANO_STORE_SUFFIX, dir);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        sqlite3 *db;
+        if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+                SQLITE_OK ||
+            sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
+            write(ready[1], "x", 1) != 1)
+            _exit(1);
+        usleep(500000);
+        _exit(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : 1);
+    }
+    char c;
+    ck_assert_int_eq(read(ready[0], &c, 1), 1);
+    pano_store *s = writer("node1", NULL);
+    char err[256];
+    ck_assert_int_eq(put(s, event("a", 1764000000), err, sizeof err), PANO_STORE_STORED);
+    pano_store_close(s);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(ready[0]);
+    close(ready[1]);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events"), 1);
+}
+END_TEST
+
 START_TEST(default_path)
 {
     pano_config *cfg = pano_config_new();
@@ -734,6 +770,7 @@ int main(void)
     tcase_add_test(tc, samples_without_delta_get_the_indexers_deltas);
     tcase_add_test(tc, summaries_count_exactly_the_events_written);
     tcase_add_test(tc, figures_count_exactly_the_events);
+    tcase_add_test(tc, a_writer_waits_for_a_file_being_made);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }
