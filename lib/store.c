@@ -75,6 +75,7 @@ const char *const pano_store_summed_fields[] = {
 static const char *const workflow_index[] = {
     "wf_uuid", "stream", "event", "ts", "wf_label", "dax_label", "job_id", "job_inst_id",
     "delta", NULL};
+#define ROOT_INDEX_COLUMNS 3
 #define WORKFLOW_INDEX_COLUMNS \
     (sizeof workflow_index / sizeof *workflow_index - 1 + SUMMED_FIELDS)
 
@@ -103,7 +104,8 @@ static char *create_sql(void)
     pano_buf_append_str(&b, ");"
     /* a job's events, one job or a few (OR) at a time */
     "CREATE INDEX IF NOT EXISTS events_by_job ON events (\"dag_job_id\", wf_uuid);"
-    /* the stampede events of a sub-workflow's root, by stream and name */
+    /* the stampede events of a sub-workflow's root, by stream and name
+     * (ROOT_INDEX_COLUMNS) */
     "CREATE INDEX IF NOT EXISTS events_by_root ON events (\"root_xwf_id\", stream, event)"
     " WHERE \"root_xwf_id\" IS NOT NULL;"
     /* Fixed statistics (sqlite.org, "The Query Optimizer Overview", manual
@@ -113,9 +115,12 @@ static char *create_sql(void)
     "ANALYZE sqlite_schema;"
     "INSERT OR REPLACE INTO sqlite_stat1 VALUES"
     " ('events', 'sqlite_autoindex_events_1', '1000000 1'),"
-    " ('events', 'events_by_workflow', '1000000 100000 20000 10000 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2 2'),"
     " ('events', 'events_by_job', '1000000 100 100'),"
-    " ('events', 'events_by_root', '10000 1000 500 100');"
+    " ('events', 'events_by_root', '10000 1000 500 100'),"
+    " ('events', 'events_by_workflow', '1000000 100000 20000 10000");
+    for (size_t i = 3; i < WORKFLOW_INDEX_COLUMNS; i++) /* past event: a few rows each */
+        pano_buf_append_str(&b, " 2");
+    pano_buf_append_str(&b, "');"
     "CREATE TABLE IF NOT EXISTS dead_letters ("
     " received REAL NOT NULL,"
     " reason TEXT NOT NULL,"
@@ -385,6 +390,37 @@ static int check_format(sqlite3 *db, const char *schema, const char *file, char 
     return 0;
 }
 
+/* Whether a schema (an attached file, or temp) has a table or view of that
+ * name (a file made before it had none). */
+static bool has_table(sqlite3 *db, const char *schema, const char *table)
+{
+    char *sql = sqlite3_mprintf("SELECT 1 FROM %s.sqlite_master WHERE type IN ('table', 'view')"
+                                " AND name = %Q",
+                                schema, table);
+    sqlite3_stmt *st;
+    bool found = false;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        found = sqlite3_step(st) == SQLITE_ROW;
+        sqlite3_finalize(st);
+    }
+    sqlite3_free(sql);
+    return found;
+}
+
+/* A schema's figures and seconds, counted from its events when it has
+ * not both (store_figures_make), within the caller's transaction. */
+static int keep_figures(sqlite3 *db, const char *schema, char *err, size_t errlen)
+{
+    if (has_table(db, schema, "figures") && has_table(db, schema, "seconds"))
+        return 0;
+    return store_figures_make(db, schema, err, errlen);
+}
+
+bool pano_store_reads_figures(sqlite3 *reader)
+{
+    return has_table(reader, "temp", "figures");
+}
+
 /* Drop index name when it has another number of columns than this pano
  * makes it with (the caller makes it again). */
 static int drop_older_index(sqlite3 *db, const char *file, const char *name, size_t columns,
@@ -421,7 +457,7 @@ static int create_tables(sqlite3 *db, const char *file, char *err, size_t errlen
     if (rc == 0)
         rc = drop_older_index(db, file, "events_by_workflow", WORKFLOW_INDEX_COLUMNS, err, errlen);
     if (rc == 0)
-        rc = drop_older_index(db, file, "events_by_root", 3, err, errlen);
+        rc = drop_older_index(db, file, "events_by_root", ROOT_INDEX_COLUMNS, err, errlen);
     if (rc == 0)
         rc = drop_older_index(db, file, "summaries_by_workflow", STORE_SUMMARIES_INDEX_COLUMNS,
                               err, errlen);
@@ -433,7 +469,7 @@ static int create_tables(sqlite3 *db, const char *file, char *err, size_t errlen
     if (rc == 0)
         rc = exec(db, STORE_SUMMARIES_SQL, err, errlen);
     if (rc == 0)
-        rc = store_figures_ensure(db, "main", err, errlen);
+        rc = keep_figures(db, "main", err, errlen);
     return finish(db, rc, err, errlen);
 }
 
@@ -500,6 +536,16 @@ static int purge(pano_store *s, char *err, size_t errlen)
     return finish(s->db, rc, err, errlen);
 }
 
+/* A writer's file in its journal mode (mode's pragmas), its tables made or
+ * brought up to date, and purged. 0, or -1 with a message in err. */
+static int prepare_file(pano_store *s, const char *mode, char *err, size_t errlen)
+{
+    if (exec(s->db, mode, err, errlen) < 0 || store_figures_functions(s->db, err, errlen) < 0 ||
+        create_tables(s->db, s->file, err, errlen) < 0 || purge(s, err, errlen) < 0)
+        return -1;
+    return 0;
+}
+
 pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char *err,
                                    size_t errlen)
 {
@@ -550,12 +596,7 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
      * again, up to the busy timeout. */
     double give_up = pano_monotonic() + pano_config_double(cfg, "pano.store.busy_timeout");
     int opened;
-    while ((opened = exec(s->db, mode, why, sizeof why) < 0 ||
-                             store_figures_functions(s->db, why, sizeof why) < 0 ||
-                             create_tables(s->db, s->file, why, sizeof why) < 0 ||
-                             purge(s, why, sizeof why) < 0
-                         ? -1
-                         : 0) < 0 &&
+    while ((opened = prepare_file(s, mode, why, sizeof why)) < 0 &&
            sqlite3_errcode(s->db) == SQLITE_BUSY && pano_monotonic() < give_up)
         usleep(20000);
     if (opened < 0) {
@@ -949,21 +990,6 @@ static char *union_sql(const char *table, size_t n, bool by_id)
     return b.data;
 }
 
-/* Whether an attached file has a table (a file made before it had none). */
-static bool has_table(sqlite3 *db, const char *schema, const char *table)
-{
-    char *sql = sqlite3_mprintf("SELECT 1 FROM %s.sqlite_master WHERE type = 'table' AND name = %Q",
-                                schema, table);
-    sqlite3_stmt *st;
-    bool found = false;
-    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
-        found = sqlite3_step(st) == SQLITE_ROW;
-        sqlite3_finalize(st);
-    }
-    sqlite3_free(sql);
-    return found;
-}
-
 /* The view summaries: the union of the attached files' (f0 ... f<n-1>)
  * summaries, of those that keep them; a document of one run in two files
  * is in both (the reader merges them). */
@@ -1080,7 +1106,7 @@ static int merge_files(sqlite3 *db, char **files, size_t n, char *err, size_t er
             return -1;
     }
     if (exec(db, "BEGIN", err, errlen) < 0 ||
-        finish(db, store_figures_ensure(db, "main", err, errlen), err, errlen) < 0)
+        finish(db, keep_figures(db, "main", err, errlen), err, errlen) < 0)
         return -1;
     return exec(db,
                 "CREATE TEMP VIEW events AS SELECT rowid AS row, * FROM main.events;"

@@ -24,11 +24,11 @@
  *   summaries(...)
  *       pano-indexer's per-run summaries of the file's events, written in
  *       their transactions (store_summaries.h);
- *   figures(...)
+ *   figures(...), seconds(...)
  *       the file's events counted per workflow, stream, event, label and
- *       whether a sample carries its change,
- *       with their first and last ts, written in their transactions
- *       (store_figures.h).
+ *       whether a sample carries its change, with their first and last ts,
+ *       as a whole and per second (with the samples' changes summed),
+ *       written in their transactions (store_figures.h).
  *
  * Writing: one transaction per pano_store_put (or per held batch,
  * pano_store_begin/commit), BEGIN IMMEDIATE, waiting up to pano.store.
@@ -119,14 +119,18 @@ void pano_store_close(pano_store *s);
  * a stable order) and `dead_letters` are the union of the files' tables,
  * an event_id present in several files taken once; `summaries` the union
  * of those of the files that have them, every row (a file without them
- * adds none); `figures` the file's figures, when the events are of one
- * file that has them or were copied (below), else there is no such view.
+ * adds none); `figures` and `seconds` the file's, when the events are of
+ * one file that has them or were copied (below), else there are no such
+ * views (pano_store_reads_figures).
  * Up to SQLite's limit of
  * attached databases (10 unless built otherwise) the files are read where
  * they are; past it, their rows are first copied into the connection's
  * temporary database. NULL with a message in err (no such path, not a pano
  * store, a newer format). */
 sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, size_t errlen);
+
+/* Whether a reader connection has the views `figures` and `seconds`. */
+bool pano_store_reads_figures(sqlite3 *reader);
 
 /* Write the events of the workflows wfs[0..n) (and of their sub-workflows:
  * those whose events name one of them as root_xwf_id) and their dead

@@ -87,26 +87,8 @@ static int run(sqlite3 *db, const char *sql, char *err, size_t errlen)
     return rc;
 }
 
-int store_figures_ensure(sqlite3 *db, const char *schema, char *err, size_t errlen)
+int store_figures_make(sqlite3 *db, const char *schema, char *err, size_t errlen)
 {
-    char *sql = sqlite3_mprintf("SELECT count(*) FROM %s.sqlite_master WHERE name IN"
-                                " ('figures', 'seconds')",
-                                schema);
-    sqlite3_stmt *st;
-    int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-    sqlite3_free(sql);
-    if (rc != SQLITE_OK) {
-        snprintf(err, errlen, "the store's figures: %s", sqlite3_errmsg(db));
-        return -1;
-    }
-    int tables = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int(st, 0) : -1;
-    sqlite3_finalize(st);
-    if (tables == 2)
-        return 0;
-    if (tables < 0) {
-        snprintf(err, errlen, "the store's figures: %s", sqlite3_errmsg(db));
-        return -1;
-    }
     pano_buf b = {0};
     pano_buf_appendf(&b,
                      "DROP TABLE IF EXISTS %s.figures; DROP TABLE IF EXISTS %s.seconds;"
@@ -129,7 +111,7 @@ int store_figures_ensure(sqlite3 *db, const char *schema, char *err, size_t errl
     char *count = store_figures_count_sql(schema, "true");
     pano_buf_append_str(&b, count);
     free(count);
-    rc = run(db, b.data, err, errlen);
+    int rc = run(db, b.data, err, errlen);
     pano_buf_free(&b);
     return rc;
 }

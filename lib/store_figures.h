@@ -49,10 +49,11 @@ char *store_figures_count_sql(const char *schema, const char *where);
  * rowid ?1 (those of the writer's transaction), read by their rowids. */
 char *store_figures_count_after_sql(void);
 
-/* schema's figures and seconds created, and every event of schema.events
- * counted into them, unless the tables exist. Within the caller's
- * transaction. 0, or -1 with a message in err. */
-int store_figures_ensure(sqlite3 *db, const char *schema, char *err, size_t errlen);
+/* schema's figures and seconds made anew (either dropped first), and every
+ * event of schema.events counted into them: a new file's, or one written
+ * before figures were kept. Within the caller's transaction. 0, or -1 with
+ * a message in err. */
+int store_figures_make(sqlite3 *db, const char *schema, char *err, size_t errlen);
 
 /* After events of stream were deleted from the main schema's file: that
  * stream's figures counted again from the events left, within the

@@ -878,19 +878,19 @@ static void add_column(walk *w, const char *fn, const char *expr, const char *co
     w->ncols++;
 }
 
+/* What each of reads is: its table, and how its rows count events. */
+static const struct {
+    const char *table, *count_fn, *count_arg;
+} read_sql[] = {
+    [READ_EVENTS] = {"events", "count", "*"},
+    [READ_FIGURES] = {"figures", "total", "n"},
+    [READ_SECONDS] = {"seconds", "total", "n"},
+};
+
 /* ", count(*)" of the events, or the sum of the figures' counts */
 static void add_count(walk *w, const char *cond)
 {
-    add_column(w, w->from != READ_EVENTS ? "total" : "count", w->from != READ_EVENTS ? "n" : "*",
-               cond);
-}
-
-static const char *const read_tables[] = {"events", "figures", "seconds"};
-
-/* The count of a statement reading from */
-static const char *count_of(reads from)
-{
-    return from == READ_EVENTS ? "count(*)" : "total(n)";
+    add_column(w, read_sql[w->from].count_fn, read_sql[w->from].count_arg, cond);
 }
 
 static item *add_item(walk *w, const char *const *names, int depth, item_kind kind)
@@ -1119,8 +1119,9 @@ static int finish_walk(ctx *c, walk *w, int rc, const pano_json *aggs, const cha
         pano_buf sql = {0};
         pano_buf_append_str(&sql, "SELECT ");
         group_columns(lv, &sql);
-        pano_buf_appendf(&sql, "%s%s FROM %s WHERE %s", count_of(w->from), w->select.data,
-                         read_tables[w->from], where);
+        pano_buf_appendf(&sql, "%s(%s)%s FROM %s WHERE %s", read_sql[w->from].count_fn,
+                         read_sql[w->from].count_arg, w->select.data, read_sql[w->from].table,
+                         where);
         group_by(lv, 0, &sql);
         metrics_ctx m = {c, lv, w, {0}};
         rc = each_row(c, sql.data, on_metrics_row, &m);
@@ -1547,9 +1548,10 @@ static int run_deferred(ctx *c, const level *lv, const deferred *df, const char 
         pano_buf sql = {0};
         pano_buf_append_str(&sql, "SELECT ");
         group_columns(lv, &sql);
-        pano_buf_appendf(&sql, "%s, %s%s FROM %s WHERE %s", keys.data, count_of(w.from),
+        pano_buf_appendf(&sql, "%s, %s(%s)%s FROM %s WHERE %s", keys.data,
+                         read_sql[w.from].count_fn, read_sql[w.from].count_arg,
                          walked == 0 && w.select.data ? w.select.data : "",
-                         read_tables[w.from], cond.data);
+                         read_sql[w.from].table, cond.data);
         group_by(lv, (size_t)nkeys, &sql);
         pano_buf_append_str(&sql, " ORDER BY ");
         for (size_t i = 0; i < lv->nexprs + (size_t)nkeys; i++)
@@ -1659,21 +1661,10 @@ static int run_hits(ctx *c, const pano_json *body, const char *where, bool where
     return rc;
 }
 
-bool store_sqlite_has_figures(sqlite3 *db)
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(db, "SELECT 1 FROM temp.sqlite_master WHERE name = 'figures'", -1, &st,
-                           NULL) != SQLITE_OK)
-        return false;
-    bool found = sqlite3_step(st) == SQLITE_ROW;
-    sqlite3_finalize(st);
-    return found;
-}
-
 pano_json *store_sqlite_search(sqlite3 *db, const char *const *streams, const pano_json *body,
                                char *err, size_t errlen)
 {
-    ctx c = {db, err, errlen, false, store_sqlite_has_figures(db)};
+    ctx c = {db, err, errlen, false, pano_store_reads_figures(db)};
     pano_buf where = {0};
     size_t n = store_streams(&streams);
     pano_buf_append_str(&where, "stream IN (");

@@ -50,11 +50,6 @@ int store_sqlite_prepare(sqlite3 *db, char *err, size_t errlen);
 pano_json *store_sqlite_search(sqlite3 *db, const char *const *streams, const pano_json *body,
                                char *err, size_t errlen);
 
-/* Whether the reader has the store's figures (store_figures.h, the view
- * pano_store_open_reader makes): a search that reads only what they count
- * is answered from them. */
-bool store_sqlite_has_figures(sqlite3 *db);
-
 /* The store's own summaries (store_summaries.h), where the summaries
  * Elasticsearch would be searched for (store_sqlite_summaries.c). */
 

@@ -5,6 +5,8 @@
  */
 #include "store_sqlite.h"
 
+#include "store.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -15,25 +17,22 @@ static int sql_fail(sqlite3 *db, char *err, size_t errlen)
 }
 
 /* The events each kind of summary is made of, in the order of
- * pano_summary_kind: by the columns of the events' index
- * (events_by_workflow: wf_uuid, stream, event), or, of a run's and side
- * events, by the store's figures (store_figures.h) where the reader has
- * them. */
-#define RUN_EVENTS                                                  \
-    " WHERE wf_uuid = ?1 AND stream IN ('kickstart', 'samples')"   \
-    "  AND event >= 'kickstart.inv.' AND event < 'kickstart.inv/')"
-#define INST_EVENTS                                                                             \
+ * pano_summary_kind, by the columns of the events' index
+ * (events_by_workflow: wf_uuid, stream, event, job_id, job_inst_id); a
+ * run's and side events counted (COUNT) in TABLE: the events, or the
+ * store's figures (store_figures.h) where the reader has them. */
+#define KINDS_SQL(COUNT, TABLE)                                                                 \
+    "SELECT (SELECT " COUNT " FROM " TABLE " WHERE wf_uuid = ?1"                                \
+    "  AND stream IN ('kickstart', 'samples')"                                                  \
+    "  AND event >= 'kickstart.inv.' AND event < 'kickstart.inv/'),"                            \
     " (SELECT count(*) FROM events WHERE wf_uuid = ?1 AND stream = 'stampede'"                  \
     "  AND ((event >= 'stampede.job_inst.' AND event < 'stampede.job_inst/')"                   \
-    "   OR event = 'stampede.inv.end') AND \"job_id\" IS NOT NULL AND \"job_inst_id\" IS NOT NULL),"
-#define SIDE_EVENTS                                       \
-    " WHERE wf_uuid = ?1"                                 \
-    "  AND ((event >= 'darshan.' AND event < 'darshan/')" \
+    "   OR event = 'stampede.inv.end') AND \"job_id\" IS NOT NULL AND \"job_inst_id\" IS NOT NULL)," \
+    " (SELECT " COUNT " FROM " TABLE " WHERE wf_uuid = ?1"                                      \
+    "  AND ((event >= 'darshan.' AND event < 'darshan/')"                                       \
     "   OR (event >= 'transfer.' AND event < 'transfer/')))"
-static const char events_sql[] = "SELECT (SELECT count(*) FROM events" RUN_EVENTS "," INST_EVENTS
-                                 " (SELECT count(*) FROM events" SIDE_EVENTS;
-static const char figures_sql[] = "SELECT (SELECT total(n) FROM figures" RUN_EVENTS
-                                  "," INST_EVENTS " (SELECT total(n) FROM figures" SIDE_EVENTS;
+static const char events_sql[] = KINDS_SQL("count(*)", "events");
+static const char figures_sql[] = KINDS_SQL("total(n)", "figures");
 
 /* The one row of sql's three counts (bound to wf) added to out. */
 static int counts(sqlite3 *db, const char *sql, const char *wf, int64_t out[3], char *err,
@@ -65,7 +64,7 @@ int store_sqlite_summarized(sqlite3 *db, const char *wf, int64_t counted[3], int
     if (!events)
         return 0;
     memset(events, 0, 3 * sizeof *events);
-    return counts(db, store_sqlite_has_figures(db) ? figures_sql : events_sql, wf, events, err,
+    return counts(db, pano_store_reads_figures(db) ? figures_sql : events_sql, wf, events, err,
                   errlen);
 }
 
