@@ -453,21 +453,18 @@ static int create_tables(sqlite3 *db, const char *file, char *err, size_t errlen
     } else
         rc = check_format(db, "main", file, err, errlen);
     /* indexes of fewer columns (a file written before they held the
-     * samples' changes, or the summaries' counts) made again */
+     * samples' changes, or the root's streams and events) made again */
     if (rc == 0)
         rc = drop_older_index(db, file, "events_by_workflow", WORKFLOW_INDEX_COLUMNS, err, errlen);
     if (rc == 0)
         rc = drop_older_index(db, file, "events_by_root", ROOT_INDEX_COLUMNS, err, errlen);
-    if (rc == 0)
-        rc = drop_older_index(db, file, "summaries_by_workflow", STORE_SUMMARIES_INDEX_COLUMNS,
-                              err, errlen);
     if (rc == 0) {
         char *sql_create = create_sql();
         rc = exec(db, sql_create, err, errlen);
         free(sql_create);
     }
     if (rc == 0)
-        rc = exec(db, STORE_SUMMARIES_SQL, err, errlen);
+        rc = store_summaries_make(db, file, err, errlen);
     if (rc == 0)
         rc = keep_figures(db, "main", err, errlen);
     return finish(db, rc, err, errlen);

@@ -2,6 +2,7 @@
 
 #include "buf.h"
 #include "event.h"
+#include "log.h"
 #include "mem.h"
 #include "summary.h"
 
@@ -30,12 +31,47 @@ static int sql_fail(sqlite3 *db, const char *what, char *err, size_t errlen)
     return -1;
 }
 
+#define TABLE_SQL                                                                            \
+    "CREATE TABLE IF NOT EXISTS summaries (id TEXT NOT NULL, wf_uuid TEXT NOT NULL,"        \
+    " kind TEXT NOT NULL, stream TEXT NOT NULL, job TEXT, open INTEGER NOT NULL,"           \
+    " failed INTEGER NOT NULL, t0 REAL, last REAL, n INTEGER NOT NULL,"                     \
+    " closing INTEGER NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (wf_uuid, id)) WITHOUT ROWID;" \
+    "CREATE INDEX IF NOT EXISTS summaries_by_workflow"                                      \
+    " ON summaries (wf_uuid, kind, n, closing, open, failed, job);"
+
+int store_summaries_make(sqlite3 *db, const char *file, char *err, size_t errlen)
+{
+    /* a table of rows in the order written has no primary key index */
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT (SELECT count(*) FROM sqlite_master WHERE name = 'summaries'),"
+                           " (SELECT count(*) FROM pragma_index_list('summaries')"
+                           "  WHERE origin = 'pk')",
+                           -1, &st, NULL) != SQLITE_OK)
+        return sql_fail(db, "the summaries' table", err, errlen);
+    bool older = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1 &&
+                 sqlite3_column_int(st, 1) == 0;
+    sqlite3_finalize(st);
+    const char *sql = TABLE_SQL;
+    if (older) {
+        pano_info("store %s: writing its summaries again in the order of their workflows", file);
+        sql = "ALTER TABLE summaries RENAME TO summaries_as_written;"
+              "DROP INDEX IF EXISTS summaries_by_workflow;" TABLE_SQL
+              "INSERT INTO summaries (" STORE_SUMMARIES_COLUMNS ") SELECT " STORE_SUMMARIES_COLUMNS
+              " FROM summaries_as_written;"
+              "DROP TABLE summaries_as_written;";
+    }
+    if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return sql_fail(db, "making the summaries' table", err, errlen);
+    return 0;
+}
+
 store_summaries *store_summaries_new(sqlite3 *db, char *err, size_t errlen)
 {
     store_summaries *ss = pano_calloc(1, sizeof *ss);
     ss->db = db;
-    if (sqlite3_prepare_v2(db, "SELECT doc, closing FROM summaries WHERE id = ?1", -1, &ss->read, NULL) !=
-            SQLITE_OK ||
+    if (sqlite3_prepare_v2(db, "SELECT doc, closing FROM summaries WHERE wf_uuid = ?1 AND id = ?2",
+                           -1, &ss->read, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(db,
                            "INSERT OR REPLACE INTO summaries (" STORE_SUMMARIES_COLUMNS
                            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
@@ -68,13 +104,16 @@ static void grow(store_summaries *ss)
     free(old);
 }
 
-/* Read document id from the file into sl (left empty when there is none). */
-static int read_doc(store_summaries *ss, const char *id, slot *sl, char *err, size_t errlen)
+/* Read document id of workflow wf from the file into sl (left empty when
+ * there is none). */
+static int read_doc(store_summaries *ss, const char *wf, const char *id, slot *sl, char *err,
+                    size_t errlen)
 {
     pano_run_summary *doc = &sl->doc;
     pano_summary_init(doc);
     sl->closing = 0;
-    sqlite3_bind_text(ss->read, 1, id, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ss->read, 1, wf, -1, SQLITE_STATIC);
+    sqlite3_bind_text(ss->read, 2, id, -1, SQLITE_STATIC);
     int rc = sqlite3_step(ss->read), out = 0;
     if (rc == SQLITE_ROW) {
         char why[128];
@@ -108,7 +147,7 @@ int store_summaries_add(store_summaries *ss, const pano_json *doc, const pano_pl
         grow(ss);
     slot *sl = find(ss, part.id);
     if (!sl->doc.id[0]) {
-        if (read_doc(ss, part.id, sl, err, errlen) < 0) {
+        if (read_doc(ss, part.wf, part.id, sl, err, errlen) < 0) {
             pano_summary_clear(&sl->doc);
             pano_summary_clear(&part);
             return -1;

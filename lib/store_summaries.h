@@ -9,7 +9,8 @@
  *   summaries(id, wf_uuid, kind, stream, job, open, failed, t0, last, n,
  *             closing, doc)
  *       one row per document id (summary.h's _id: a run, a job instance,
- *       a DAG job's side events on a host); doc its JSON
+ *       a DAG job's side events on a host), in the order of (wf_uuid,
+ *       id); doc its JSON
  *       (pano_summary_write); the other columns what searches filter on:
  *       kind "run", "inst" or "side", stream the summary stream's name,
  *       job set.job, open and failed pano_summary_open and _failed, t0
@@ -33,23 +34,19 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
-/* The table and its index, for a file's creation (IF NOT EXISTS: a file
- * made before summaries gets them for the events written from then on). */
-#define STORE_SUMMARIES_SQL                                                                  \
-    "CREATE TABLE IF NOT EXISTS summaries (id TEXT NOT NULL UNIQUE, wf_uuid TEXT NOT NULL," \
-    " kind TEXT NOT NULL, stream TEXT NOT NULL, job TEXT, open INTEGER NOT NULL,"           \
-    " failed INTEGER NOT NULL, t0 REAL, last REAL, n INTEGER NOT NULL,"                     \
-    " closing INTEGER NOT NULL, doc TEXT NOT NULL);"                                         \
-    "CREATE INDEX IF NOT EXISTS summaries_by_workflow"                                      \
-    " ON summaries (wf_uuid, id, kind, n, closing, open, failed, job);"
-/* Its index's columns: a workflow's documents in the order of their ids,
- * and what a reader counts and which documents are in scope
- * (store_sqlite_summaries), from the index alone. */
-#define STORE_SUMMARIES_INDEX_COLUMNS 8
-
 /* Its columns, in order. */
 #define STORE_SUMMARIES_COLUMNS \
     "id, wf_uuid, kind, stream, job, open, failed, t0, last, n, closing, doc"
+
+/* The table and its index in a writer's file, within the caller's
+ * transaction (file names it in messages): made when missing (a file made
+ * before summaries gets them for the events written from then on). The
+ * rows are kept in the order of (wf_uuid, id), so that a workflow's
+ * documents are read one page after another; the index holds what a
+ * reader counts and which documents are in scope (store_sqlite_summaries).
+ * A table of the layout of earlier versions (rows in the order written)
+ * is rewritten in this one. 0, or -1 with a message in err. */
+int store_summaries_make(sqlite3 *db, const char *file, char *err, size_t errlen);
 
 typedef struct store_summaries store_summaries;
 

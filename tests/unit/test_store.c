@@ -675,11 +675,23 @@ START_TEST(figures_count_exactly_the_events)
                                   " event, ts, \"wf_label\", \"dax_label\", \"delta\");"
                                   " DROP INDEX events_by_root;"
                                   " CREATE INDEX events_by_root ON events (\"root_xwf_id\");"
+                                  /* the summaries' rows in the order written */
+                                  " ALTER TABLE summaries RENAME TO s;"
                                   " DROP INDEX summaries_by_workflow;"
+                                  " CREATE TABLE summaries (id TEXT NOT NULL UNIQUE,"
+                                  " wf_uuid TEXT NOT NULL, kind TEXT NOT NULL,"
+                                  " stream TEXT NOT NULL, job TEXT, open INTEGER NOT NULL,"
+                                  " failed INTEGER NOT NULL, t0 REAL, last REAL,"
+                                  " n INTEGER NOT NULL, closing INTEGER NOT NULL,"
+                                  " doc TEXT NOT NULL);"
+                                  " INSERT INTO summaries SELECT * FROM s; DROP TABLE s;"
                                   " CREATE INDEX summaries_by_workflow ON summaries (wf_uuid, kind)",
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
+    int64_t summaries = ask_file("node1", "SELECT count(*) FROM summaries");
+    ck_assert_int_ge(summaries, 1);
+    int64_t counted = ask_file("node1", "SELECT sum(n + closing) FROM summaries");
     ck_assert_int_eq(ask("SELECT count(*) FROM temp.sqlite_master WHERE name = 'figures'"), 0);
     s = writer("node1", NULL);
     ck_assert_int_eq(put(s, labelled("e", now - 20, "x"), err, sizeof err), PANO_STORE_STORED);
@@ -688,8 +700,14 @@ START_TEST(figures_count_exactly_the_events)
     ck_assert_int_eq(ask_file("node1", "SELECT sum(n) FROM figures"), 7);
     ck_assert_int_eq(ask_file("node1", "SELECT count(*) FROM pragma_index_info('events_by_workflow')"),
                      22);
+    /* the summaries kept, in the order of their workflows */
+    ck_assert_int_eq(ask_file("node1", "SELECT count(*) FROM summaries"), summaries);
+    ck_assert_int_eq(ask_file("node1", "SELECT sum(n + closing) FROM summaries"), counted);
+    ck_assert_int_eq(ask_file("node1", "SELECT count(*) FROM pragma_index_list('summaries')"
+                                       " WHERE origin = 'pk'"),
+                     1);
     ck_assert_int_eq(
-        ask_file("node1", "SELECT count(*) FROM pragma_index_info('summaries_by_workflow')"), 8);
+        ask_file("node1", "SELECT count(*) FROM pragma_index_info('summaries_by_workflow')"), 7);
     ck_assert_int_eq(ask_file("node1", "SELECT count(*) FROM pragma_index_info('events_by_root')"),
                      3);
 
