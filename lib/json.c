@@ -214,9 +214,11 @@ static ssize_t find_key(const pano_json *o, const char *key)
 {
     if (!o || o->type != PANO_JSON_OBJECT)
         return -1;
-    for (size_t i = 0; i < pano_json_len(o); i++)
-        if (strcmp(pano_json_key_at(o, i), key) == 0)
+    for (size_t i = 0; i < pano_json_len(o); i++) {
+        const char *k = pano_json_key_at(o, i);
+        if (k[0] == key[0] && strcmp(k, key) == 0) /* the first byte spares most calls */
             return (ssize_t)i;
+    }
     return -1;
 }
 
