@@ -5,9 +5,15 @@
  */
 #include "store_sqlite.h"
 
+#include "buf.h"
+#include "mem.h"
 #include "store.h"
 
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int sql_fail(sqlite3 *db, char *err, size_t errlen)
@@ -76,6 +82,77 @@ static const char select_sql[] =
     " OR job IN (SELECT job FROM summaries WHERE wf_uuid = ?1 AND job IS NOT NULL AND " IN_SCOPE "))"
     " ORDER BY id";
 
+/* The documents are read in chunks: a chunk's rows copied out of SQLite,
+ * then parsed (most of the cost) by a second thread as the next chunk is
+ * read, and by both threads once it is, each taking the next document not
+ * yet taken; then handed on in order. */
+#define CHUNK 4096
+
+typedef struct {
+    pano_buf text;           /* the rows' id and doc, each NUL-terminated */
+    size_t id[CHUNK], doc[CHUNK], len[CHUNK]; /* where each row's are in text */
+    pano_run_summary sum[CHUNK];
+    bool ok[CHUNK];
+    size_t n;
+    atomic_size_t next;      /* the next row to parse */
+} chunk;
+
+/* Parse the chunk's rows not yet taken, each tree in arena. */
+static void parse_rows(chunk *c, pano_arena *arena)
+{
+    pano_json_parse_options in_arena = {.arena = arena};
+    size_t i;
+    while ((i = atomic_fetch_add(&c->next, 1)) < c->n) {
+        char why[128];
+        pano_arena_reset(arena);
+        pano_json *j = pano_json_parse_with(c->text.data + c->doc[i], c->len[i], &in_arena, why,
+                                            sizeof why);
+        c->ok[i] = j && pano_summary_read(j, &c->sum[i]);
+        if (!j)
+            pano_summary_init(&c->sum[i]);
+    }
+}
+
+static void *parser(void *c)
+{
+    pano_arena arena;
+    pano_arena_init(&arena, 16384);
+    parse_rows(c, &arena);
+    pano_arena_free(&arena);
+    return NULL;
+}
+
+/* Up to CHUNK rows of st into c: the last step's code. */
+static int fill(sqlite3_stmt *st, chunk *c)
+{
+    c->n = 0;
+    c->text.len = 0;
+    atomic_store(&c->next, 0);
+    int rc = SQLITE_DONE;
+    while (c->n < CHUNK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        c->id[c->n] = c->text.len;
+        pano_buf_append(&c->text, sqlite3_column_text(st, 1), (size_t)sqlite3_column_bytes(st, 1));
+        pano_buf_append(&c->text, "", 1);
+        c->doc[c->n] = c->text.len;
+        c->len[c->n] = (size_t)sqlite3_column_bytes(st, 0);
+        pano_buf_append(&c->text, sqlite3_column_text(st, 0), c->len[c->n]);
+        pano_buf_append(&c->text, "", 1);
+        c->n++;
+    }
+    return rc;
+}
+
+/* A thread parsing c's rows (false when none could start). */
+static bool start_parser(pthread_t *t, chunk *c)
+{
+    sigset_t all, old;
+    sigfillset(&all); /* signals stay the main thread's */
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    bool started = c->n > 0 && pthread_create(t, NULL, parser, c) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return started;
+}
+
 int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_failed,
                            void (*each)(const pano_run_summary *doc, void *user), void *user,
                            size_t *read, char *err, size_t errlen)
@@ -92,39 +169,48 @@ int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_f
     /* each document's tree in one arena, reused: no allocation per value */
     pano_arena arena;
     pano_arena_init(&arena, 16384);
-    pano_json_parse_options in_arena = {.arena = &arena};
-    int rc, out = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        (*read)++;
-        char why[128];
-        pano_arena_reset(&arena);
-        pano_json *j = pano_json_parse_with((const char *)sqlite3_column_text(st, 0),
-                                            (size_t)sqlite3_column_bytes(st, 0), &in_arena, why,
-                                            sizeof why);
-        pano_run_summary cur;
-        bool ok = j && pano_summary_read(j, &cur);
-        if (!ok) {
-            snprintf(err, errlen, "summary %.40s of %s is damaged (not a summary's JSON)",
-                     (const char *)sqlite3_column_text(st, 1), wf);
-            out = 1;
-            break;
+    chunk *chunks = pano_calloc(2, sizeof *chunks), *c = &chunks[0], *next = &chunks[1];
+    int rc = fill(st, c), out = 0;
+    for (; c->n && out == 0; c = next, next = &chunks[c == &chunks[0]]) {
+        pthread_t t;
+        bool threaded = start_parser(&t, c);
+        next->n = 0;
+        if (rc == SQLITE_ROW)
+            rc = fill(st, next);
+        parse_rows(c, &arena);
+        if (threaded)
+            pthread_join(t, NULL);
+        for (size_t i = 0; i < c->n; i++) {
+            pano_run_summary *cur = &c->sum[i];
+            if (out != 0 || !c->ok[i]) {
+                if (out == 0)
+                    snprintf(err, errlen, "summary %.40s of %s is damaged (not a summary's JSON)",
+                             c->text.data + c->id[i], wf);
+                out = 1;
+                pano_summary_clear(cur);
+                continue;
+            }
+            (*read)++;
+            if (holding && strcmp(held.id, cur->id) == 0) {
+                pano_summary_merge(&held, cur, true);
+                pano_summary_clear(cur);
+                continue;
+            }
+            if (holding)
+                each(&held, user);
+            pano_summary_clear(&held);
+            held = *cur;
+            holding = true;
         }
-        if (holding && strcmp(held.id, cur.id) == 0) {
-            pano_summary_merge(&held, &cur, true);
-            pano_summary_clear(&cur);
-            continue;
-        }
-        if (holding)
-            each(&held, user);
-        pano_summary_clear(&held);
-        held = cur;
-        holding = true;
     }
     if (out == 0 && rc != SQLITE_DONE)
         out = sql_fail(db, err, errlen);
     if (out == 0 && holding)
         each(&held, user);
     pano_summary_clear(&held);
+    for (int i = 0; i < 2; i++)
+        pano_buf_free(&chunks[i].text);
+    free(chunks);
     pano_arena_free(&arena);
     sqlite3_finalize(st);
     return out;
