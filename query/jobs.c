@@ -648,11 +648,17 @@ static int ask_instances(pano_query *q, const pano_jobs *jobs, collect *c, char 
 
 void runs_side(collect *c, const char *job, const char *host, int64_t darshan, int64_t transfer)
 {
+    size_t lo = 0, hi = c->n; /* the job's first run */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(c->runs[mid].job.dag_job_id, job) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     run *best = NULL;
-    for (size_t i = 0; i < c->n; i++) {
+    for (size_t i = lo; i < c->n && strcmp(c->runs[i].job.dag_job_id, job) == 0; i++) {
         run *r = &c->runs[i];
-        if (strcmp(r->job.dag_job_id, job) != 0)
-            continue;
         bool here = strcmp(r->job.host, host) == 0;
         bool best_here = best && strcmp(best->job.host, host) == 0;
         if (!best || (here && !best_here) || (here == best_here && r->job.start > best->job.start))
@@ -684,23 +690,42 @@ static int ask_side_events(pano_query *q, const pano_jobs *jobs, collect *c, cha
     pano_json *fs = pano_json_set_object(kinds, "filters");
     pano_json_set(fs, "darshan", store_prefix("event", "darshan."));
     pano_json_set(fs, "transfer", store_prefix("event", "transfer."));
-    int rc = store_composite_each(q, jobs, fam, body, "jobs", on_side, c, err, errlen);
-    return rc;
+    runs_sort(c);
+    return store_composite_each(q, jobs, fam, body, "jobs", on_side, c, err, errlen);
 }
 
 /* ---- making rows ------------------------------------------------------------------ */
 
+/* The order of runs.h (runs_sort). */
 static int by_job_then_time(const void *a, const void *b)
 {
     const run *x = a, *y = b;
-    int c = strcmp(x->job.dag_job_id, y->job.dag_job_id);
+    const pano_job *j = &x->job, *k = &y->job;
+    int c = strcmp(j->dag_job_id, k->dag_job_id);
     if (c)
         return c;
-    if (x->job.from_monitor != y->job.from_monitor)
-        return x->job.from_monitor ? -1 : 1; /* monitor runs first, then instances */
-    double tx = x->inst_id >= 0 ? (double)x->inst_id : x->job.start;
-    double ty = y->inst_id >= 0 ? (double)y->inst_id : y->job.start;
-    return tx < ty ? -1 : tx > ty;
+    if (j->from_monitor != k->from_monitor)
+        return j->from_monitor ? -1 : 1; /* monitor runs first, then instances */
+    double tx = x->inst_id >= 0 ? (double)x->inst_id : j->start;
+    double ty = y->inst_id >= 0 ? (double)y->inst_id : k->start;
+    if (tx < ty || tx > ty)
+        return tx < ty ? -1 : 1;
+    if ((c = strcmp(j->host, k->host)))
+        return c;
+    if (j->pid != k->pid)
+        return j->pid < k->pid ? -1 : 1;
+    if ((c = strcmp(j->transformation, k->transformation)) || (c = strcmp(j->site, k->site)))
+        return c;
+    return strcmp(j->exe, k->exe);
+}
+
+void runs_sort(collect *c)
+{
+    for (size_t i = 1; i < c->n; i++)
+        if (by_job_then_time(&c->runs[i - 1], &c->runs[i]) > 0) {
+            store_sort(c->runs, c->n, sizeof *c->runs, by_job_then_time);
+            return;
+        }
 }
 
 static int by_start_then_id(const void *a, const void *b)
@@ -771,7 +796,7 @@ static void settle_open_run(pano_job *j, double now, double ingest_delay)
 
 static void make_rows(collect *c, pano_jobs *out, double ingest_delay)
 {
-    store_sort(c->runs, c->n, sizeof *c->runs, by_job_then_time);
+    runs_sort(c);
     out->jobs = pano_calloc(c->n ? c->n : 1, sizeof *out->jobs);
     size_t i = 0;
     while (i < c->n) {

@@ -403,30 +403,6 @@ static int read_all(pano_query *q, const pano_jobs *jobs, const pano_json *query
     return rc;
 }
 
-/* The composite aggregations' order (runs.h): keywords by their bytes,
- * numbers by value, the missing first. */
-static int by_run_key(const void *a, const void *b)
-{
-    const pano_job *x = &((const run *)a)->job, *y = &((const run *)b)->job;
-    int c;
-    if ((c = strcmp(x->dag_job_id, y->dag_job_id)) || (c = strcmp(x->host, y->host)))
-        return c;
-    if (x->pid != y->pid)
-        return x->pid < y->pid ? -1 : 1;
-    if ((c = strcmp(x->transformation, y->transformation)) || (c = strcmp(x->site, y->site)))
-        return c;
-    return strcmp(x->exe, y->exe);
-}
-
-static int by_instance_key(const void *a, const void *b)
-{
-    const run *x = a, *y = b;
-    int c = strcmp(x->job.dag_job_id, y->job.dag_job_id);
-    if (c)
-        return c;
-    return x->inst_id < y->inst_id ? -1 : x->inst_id > y->inst_id;
-}
-
 static void free_runs(collect *c)
 {
     for (size_t i = 0; i < c->n; i++)
@@ -575,10 +551,9 @@ static int scope_query(pano_query *q, const pano_jobs *jobs, const runs_coverage
  * when with_side. */
 static void deliver(reading *rd, bool with_side, collect *c)
 {
-    store_sort(rd->monitor.runs, rd->monitor.n, sizeof *rd->monitor.runs, by_run_key);
-    store_sort(rd->inst.runs, rd->inst.n, sizeof *rd->inst.runs, by_instance_key);
     move_runs(c, &rd->monitor);
     move_runs(c, &rd->inst);
+    runs_sort(c);
     for (size_t i = 0; with_side && i < rd->nsides; i++)
         runs_side(c, rd->sides[i].job, rd->sides[i].host, rd->sides[i].darshan,
                   rd->sides[i].transfer);

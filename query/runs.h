@@ -5,10 +5,9 @@
  *
  * A run is a pano-monitor run (per dag_job_id, hostname, pid) or a
  * pegasus-monitord job instance (per job_id, job_inst_id). Both sources
- * add them in the same order: the monitor runs by (dag_job_id, hostname,
- * pid, xformation, site, exe), then the instances by (job_id,
- * job_inst_id), then the Darshan and transfer events per (dag_job_id,
- * hostname) with runs_side; so the rows made of them are the same.
+ * add them in any order, then sort them (runs_sort) before the Darshan
+ * and transfer events are counted per (dag_job_id, hostname) with
+ * runs_side; the order is total, so the rows made of them are the same.
  */
 #ifndef PANO_QUERY_RUNS_H
 #define PANO_QUERY_RUNS_H
@@ -47,8 +46,14 @@ pano_job_state runs_decode_status(double raw, int *exitcode, int *signal);
 /* The state a job instance is in after its latest state event (a
  * stampede.job_inst.* name) with that status. */
 pano_job_state runs_state_after(const char *event, double status);
+/* Sort c's runs: by dag_job_id, a job's monitor runs before its
+ * instances, the runs by start and the instances by job_inst_id, then by
+ * (hostname, pid, xformation, site, exe). Nothing to do when they are
+ * already in that order. */
+void runs_sort(collect *c);
 /* Count a DAG job's Darshan and transfer events on host: they go to its
- * latest run on that host (or on any host when none ran there). */
+ * latest run on that host (or on any host when none ran there), the first
+ * in c's order of those as late. c sorted (runs_sort). */
 void runs_side(collect *c, const char *job, const char *host, int64_t darshan, int64_t transfer);
 
 /* The events' side of a workflow that tells whether its summaries cover it:
