@@ -2,6 +2,7 @@
  * stats.c - pegasus-statistics' figures at any moment of a run, and the
  * anomalies, computed from the job rows (exact medians and percentiles).
  */
+#include "event.h"
 #include "mem.h"
 #include "query.h"
 
@@ -70,37 +71,74 @@ static const metric metrics[] = {
 enum { N_METRICS = sizeof metrics / sizeof metrics[0] };
 
 /* Jobs grouped by a name (transformation, host or DAG job id): the jobs'
- * indices sorted by that name, so each group is a contiguous slice. */
+ * indices in the order of that name, so each group is a contiguous slice;
+ * within a group in their order in jobs (of a DAG job: by attempt). */
 typedef enum { BY_TRANSFORMATION, BY_HOST, BY_DAG_JOB } grouping;
 
 typedef struct {
-    const pano_jobs *jobs;
-    grouping by;
-} group_order;
+    const char *name;
+    size_t n;     /* its jobs */
+    size_t start; /* its slice */
+    size_t next;  /* where its next job goes */
+} name_group;
 
 static const char *group_name(const pano_job *j, grouping by)
 {
     return by == BY_HOST ? j->host : by == BY_DAG_JOB ? j->dag_job_id : j->transformation;
 }
 
-static int compare_members(const void *a, const void *b, void *order)
+static int by_group_name(const void *a, const void *b, void *groups)
 {
-    const group_order *o = order;
-    const pano_job *x = &o->jobs->jobs[*(const size_t *)a];
-    const pano_job *y = &o->jobs->jobs[*(const size_t *)b];
-    int c = strcmp(group_name(x, o->by), group_name(y, o->by));
-    if (c == 0 && o->by == BY_DAG_JOB)
-        c = x->attempt - y->attempt;
-    return c ? c : *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+    const name_group *g = groups;
+    return strcmp(g[*(const size_t *)a].name, g[*(const size_t *)b].name);
 }
 
+/* The names told apart by a hash table (a group per distinct name, in the
+ * order first seen), then only the groups sorted: a linear pass over the
+ * jobs, whose names repeat (tens of transformations and hosts among
+ * 100,000 jobs). */
 static size_t *sorted_members(const pano_jobs *jobs, grouping by)
 {
-    size_t *idx = pano_calloc(jobs->n ? jobs->n : 1, sizeof *idx);
-    for (size_t i = 0; i < jobs->n; i++)
-        idx[i] = i;
-    group_order order = {jobs, by};
-    qsort_r(idx, jobs->n, sizeof *idx, compare_members, &order);
+    size_t n = jobs->n, cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    size_t *slots = pano_malloc(cap * sizeof *slots), *of = pano_calloc(n ? n : 1, sizeof *of);
+    memset(slots, 0xff, cap * sizeof *slots); /* SIZE_MAX: free */
+    name_group *g = pano_calloc(n ? n : 1, sizeof *g);
+    size_t ng = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = group_name(&jobs->jobs[i], by);
+        size_t h = pano_hash_str(name) & (cap - 1);
+        while (slots[h] != SIZE_MAX && strcmp(g[slots[h]].name, name) != 0)
+            h = (h + 1) & (cap - 1);
+        if (slots[h] == SIZE_MAX) {
+            slots[h] = ng;
+            g[ng++] = (name_group){.name = name};
+        }
+        of[i] = slots[h];
+        g[of[i]].n++;
+    }
+    size_t *rank = slots; /* reused: the groups in the order of their names */
+    for (size_t k = 0; k < ng; k++)
+        rank[k] = k;
+    qsort_r(rank, ng, sizeof *rank, by_group_name, g);
+    for (size_t k = 0, at = 0; k < ng; at += g[rank[k]].n, k++)
+        g[rank[k]].start = g[rank[k]].next = at;
+    size_t *idx = pano_calloc(n ? n : 1, sizeof *idx);
+    for (size_t i = 0; i < n; i++)
+        idx[g[of[i]].next++] = i;
+    for (size_t k = 0; by == BY_DAG_JOB && k < ng; k++) /* a few attempts: insertion */
+        for (size_t i = g[k].start + 1; i < g[k].start + g[k].n; i++)
+            for (size_t j = i; j > g[k].start &&
+                               jobs->jobs[idx[j - 1]].attempt > jobs->jobs[idx[j]].attempt;
+                 j--) {
+                size_t t = idx[j];
+                idx[j] = idx[j - 1];
+                idx[j - 1] = t;
+            }
+    free(slots);
+    free(of);
+    free(g);
     return idx;
 }
 
