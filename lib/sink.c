@@ -52,7 +52,7 @@ static bool file_is_copy(const pano_sink *s)
 }
 
 /* Held events of the store are committed once this many wait. */
-#define HOLD_EVENTS 1000
+#define HOLD_EVENTS 10000
 
 /* Commit the events held in the store's transaction: 0, or -1 with the
  * message (also logged) in err, those events then counted as failed. */

@@ -9,12 +9,14 @@
 #include "run_delta.h"
 #include "schema.h"
 #include "store_figures.h"
+#include "store_runs.h"
 #include "store_summaries.h"
 #include "zstd_file.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,9 @@ struct pano_store {
     sqlite3_stmt *count[2]; /* the figures and seconds of the events after rowid ?1 */
     int64_t counted_to;  /* the transaction's events are after it; -1: none yet */
     store_summaries *sums;
+    store_runs *runs;            /* the runs' states this writer knows */
+    sqlite3_stmt *data_version;  /* whether another connection wrote since */
+    int64_t seen_version;
     bool in_batch;
 };
 
@@ -617,7 +622,7 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
                            -1, &s->dead, NULL) != SQLITE_OK ||
         /* a run's latest sample or start: its state (run_delta.h) */
         sqlite3_prepare_v2(s->db,
-                           "SELECT doc FROM events WHERE \"dag_job_id\" IS ?1 AND wf_uuid = ?2"
+                           "SELECT doc, ts FROM events WHERE \"dag_job_id\" IS ?1 AND wf_uuid = ?2"
                            " AND \"hostname\" = ?3 AND \"pid\" = ?4 AND event IN"
                            " ('kickstart.inv.online', 'kickstart.inv.start')"
                            " ORDER BY ts DESC, rowid DESC LIMIT 1",
@@ -632,6 +637,13 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
         rc = sqlite3_prepare_v2(s->db, next, -1, &s->count[1], NULL);
     free(count);
     if (rc != SQLITE_OK) {
+        sql_fail(s->db, s->file, err, errlen);
+        goto fail;
+    }
+    s->runs = store_runs_new();
+    s->seen_version = -1;
+    if (sqlite3_prepare_v2(s->db, "PRAGMA data_version", -1, &s->data_version, NULL) !=
+        SQLITE_OK) {
         sql_fail(s->db, s->file, err, errlen);
         goto fail;
     }
@@ -676,7 +688,11 @@ static int end_transaction(pano_store *s, bool ok, char *err, size_t errlen)
     s->counted_to = -1;
     if (rc < 0)
         store_summaries_discard(s->sums);
-    return finish(s->db, rc, err, errlen);
+    if (finish(s->db, rc, err, errlen) < 0) {
+        store_runs_forget(s->runs); /* what the rolled back events made */
+        return -1;
+    }
+    return 0;
 }
 
 /* One statement, in its own transaction unless a batch is open. */
@@ -765,11 +781,15 @@ static pano_store_outcome insert(pano_store *s, const pano_place *place, const c
     return o;
 }
 
-/* The state of run e as the file holds it: from its latest sample or start. */
+/* The state of run e as the file holds it: from its latest sample or start
+ * (kept in s->runs once read). */
 static int run_state(pano_store *s, const pano_run_event *e, pano_run_state *r, char *err,
                      size_t errlen)
 {
     memset(r, 0, sizeof *r);
+    if (store_runs_get(s->runs, e->key, r))
+        return 0;
+    double latest_ts = -INFINITY;
     sqlite3_stmt *st = s->run_latest;
     bind_str(st, 1, e->job);
     sqlite3_bind_text(st, 2, e->wf, -1, SQLITE_STATIC);
@@ -784,8 +804,11 @@ static int run_state(pano_store *s, const pano_run_event *e, pano_run_state *r, 
         if (src)
             pano_run_state_of(src, "store", r);
         pano_json_free(src);
+        latest_ts = sqlite3_column_double(st, 1);
     } else if (rc != SQLITE_DONE)
         out = sql_fail(s->db, s->file, err, errlen);
+    if (out == 0)
+        store_runs_put(s->runs, e->key, latest_ts, r);
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     return out;
@@ -816,9 +839,14 @@ static pano_store_outcome put_run_event(pano_store *s, const pano_run_event *e,
             goto out;
         }
         o = insert(s, place, ch.doc, len, doc, err, errlen);
+        if (o == PANO_STORE_STORED && e->kind == PANO_RUN_SAMPLE)
+            store_runs_stored(s->runs, e->key, place->ts, doc);
         pano_json_free(doc);
-    } else
+    } else {
         o = insert(s, place, n->body, n->len, n->doc, err, errlen);
+        if (o == PANO_STORE_STORED && e->kind == PANO_RUN_SAMPLE)
+            store_runs_stored(s->runs, e->key, place->ts, n->doc);
+    }
     if (o != PANO_STORE_FAILED && ch.closing) {
         char why[256];
         pano_store_outcome c =
@@ -863,8 +891,13 @@ pano_store_outcome pano_store_put(pano_store *s, const char *routing_key, const 
         o = dead_letter(s, json, len, reason, err, errlen);
     else if (run_event && (e = pano_run_event_read(n.doc, place.wf_uuid, -1, -1)))
         o = put_run_event(s, e, &place, &n, err, errlen);
-    else
+    else {
+        /* a run's start or sample that its state does not follow */
+        if (strcmp(place.event, "kickstart.inv.start") == 0 ||
+            strcmp(place.event, "kickstart.inv.online") == 0)
+            store_runs_forget(s->runs);
         o = insert(s, &place, n.body, n.len, n.doc, err, errlen);
+    }
     pano_run_event_free(e);
     pano_normalized_free(&n);
     return o;
@@ -877,6 +910,14 @@ int pano_store_begin(pano_store *s, char *err, size_t errlen)
     if (exec(s->db, "BEGIN IMMEDIATE", err, errlen) < 0)
         return -1;
     s->in_batch = true;
+    /* another connection's commits: the runs' states known may be stale */
+    int64_t version = -1;
+    if (sqlite3_step(s->data_version) == SQLITE_ROW)
+        version = sqlite3_column_int64(s->data_version, 0);
+    sqlite3_reset(s->data_version);
+    if (version < 0 || version != s->seen_version)
+        store_runs_forget(s->runs);
+    s->seen_version = version;
     return 0;
 }
 
@@ -899,6 +940,8 @@ void pano_store_close(pano_store *s)
     sqlite3_finalize(s->insert);
     sqlite3_finalize(s->dead);
     sqlite3_finalize(s->run_latest);
+    sqlite3_finalize(s->data_version);
+    store_runs_free(s->runs);
     sqlite3_finalize(s->count[0]);
     sqlite3_finalize(s->count[1]);
     store_summaries_free(s->sums);

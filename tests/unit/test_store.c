@@ -460,6 +460,48 @@ START_TEST(samples_without_delta_get_the_indexers_deltas)
 }
 END_TEST
 
+/* A writer keeps its runs' states (store_runs.h) only while they are the
+ * file's: a sample another writer stored, or one that carried its own
+ * delta, is what the next sample's delta follows. */
+START_TEST(a_writer_knows_its_runs_only_while_the_file_is_its_own)
+{
+    base = (double)(time(NULL) / 1000 * 1000) - 10000;
+    pano_store *a = writer("node1", NULL), *b = writer("node1", NULL);
+    char err[256];
+    ck_assert_int_eq(put(a, run_event("start", "j1", 100, "s0", "\"argv\":[\"x\"]"), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(a, run_event("online", "j1", 101, "s1", VALUES(1, 100, 10)), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(b, run_event("online", "j1", 102, "s2", VALUES(2, 300, 20)), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(a, run_event("online", "j1", 103, "s3", VALUES(3, 350, 30)), err, sizeof err),
+                     PANO_STORE_STORED);
+    /* a batch of one writer: the same within it */
+    ck_assert_int_eq(pano_store_begin(a, err, sizeof err), 0);
+    ck_assert_int_eq(put(a, run_event("online", "j1", 104, "s4", VALUES(4, 360, 40)), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(a, run_event("online", "j1", 105, "s5", VALUES(5, 390, 50)), err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(pano_store_commit(a, err, sizeof err), 0);
+    /* a sample with its publisher's delta: the run's samples are left alone from then on */
+    ck_assert_int_eq(put(a, run_event("online", "j1", 106, "p6",
+                                      VALUES(6, 400, 60) ",\"delta\":{\"rss\":10}"),
+                         err, sizeof err),
+                     PANO_STORE_STORED);
+    ck_assert_int_eq(put(a, run_event("online", "j1", 107, "s7", VALUES(7, 500, 70)), err, sizeof err),
+                     PANO_STORE_STORED);
+    pano_store_close(a);
+    pano_store_close(b);
+    ck_assert_double_eq(field_of("s2", "$.delta.rss"), 200);
+    ck_assert_double_eq(field_of("s3", "$.delta.rss"), 50);
+    ck_assert_double_eq(field_of("s4", "$.delta.rss"), 10);
+    ck_assert_double_eq(field_of("s5", "$.delta.rss"), 30);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE event_id = 's7'"
+                         " AND json_extract(doc, '$.delta') IS NULL"),
+                     1);
+}
+END_TEST
+
 /* SELECT's one integer over one host's file. */
 static long long ask_file(const char *host, const char *sql)
 {
@@ -786,6 +828,7 @@ int main(void)
     tcase_add_test(tc, default_path);
     tcase_add_test(tc, fields_columns_equal_json_extract);
     tcase_add_test(tc, samples_without_delta_get_the_indexers_deltas);
+    tcase_add_test(tc, a_writer_knows_its_runs_only_while_the_file_is_its_own);
     tcase_add_test(tc, summaries_count_exactly_the_events_written);
     tcase_add_test(tc, figures_count_exactly_the_events);
     tcase_add_test(tc, a_writer_waits_for_a_file_being_made);
