@@ -61,7 +61,7 @@ for t in jq curl awk ${BENCH_NEEDS:-}; do command -v $t >/dev/null || { echo "be
 start_indexer() {
     "$BUILD/indexer/pano-indexer" >>"$DIR/indexer.log" 2>&1 &
     IX_PID=$!
-    for _ in $(seq 150); do grep -q "INFO: assigned" "$DIR/indexer.log" && break; sleep 0.2; done
+    for _ in $(seq 150); do grep -qs "INFO: assigned" "$DIR/indexer.log" && break; sleep 0.2; done
 }
 
 if [[ -n ${BENCH_REUSE:-} ]]; then

@@ -130,12 +130,13 @@ static int fill(sqlite3_stmt *st, chunk *c)
     atomic_store(&c->next, 0);
     int rc = SQLITE_DONE;
     while (c->n < CHUNK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const unsigned char *id = sqlite3_column_text(st, 1), *doc = sqlite3_column_text(st, 0);
         c->id[c->n] = c->text.len;
-        pano_buf_append(&c->text, sqlite3_column_text(st, 1), (size_t)sqlite3_column_bytes(st, 1));
+        pano_buf_append(&c->text, id, (size_t)sqlite3_column_bytes(st, 1));
         pano_buf_append(&c->text, "", 1);
         c->doc[c->n] = c->text.len;
         c->len[c->n] = (size_t)sqlite3_column_bytes(st, 0);
-        pano_buf_append(&c->text, sqlite3_column_text(st, 0), c->len[c->n]);
+        pano_buf_append(&c->text, doc, c->len[c->n]);
         pano_buf_append(&c->text, "", 1);
         c->n++;
     }
