@@ -57,6 +57,15 @@ static pano_store_outcome put(pano_store *s, const char *json, char *err, size_t
     return pano_store_put(s, NULL, json, strlen(json), err, errlen);
 }
 
+/* Put json, which must be stored. */
+static void stored(pano_store *s, const char *json)
+{
+    char err[256];
+    pano_store_outcome o = put(s, json, err, sizeof err);
+    ck_assert_msg(o == PANO_STORE_STORED, "%s: %s", json,
+                  o == PANO_STORE_DUPLICATE ? "a copy" : err);
+}
+
 static char *event(const char *id, double ts)
 {
     static char buf[256];
@@ -93,8 +102,8 @@ START_TEST(stored_once_by_event_id)
 {
     pano_store *s = writer("node1", NULL);
     char err[256];
-    ck_assert_int_eq(put(s, event("a", 1764000000.25), err, sizeof err), PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, event("b", 1764000001), err, sizeof err), PANO_STORE_STORED);
+    stored(s, event("a", 1764000000.25));
+    stored(s, event("b", 1764000001));
     ck_assert_int_eq(put(s, event("a", 1764000000.25), err, sizeof err), PANO_STORE_DUPLICATE);
     char expect[256];
     snprintf(expect, sizeof expect, "%s/node1" PANO_STORE_SUFFIX, dir);
@@ -124,7 +133,7 @@ START_TEST(refused_events_are_kept_with_their_reason)
                          err, sizeof err),
                      PANO_STORE_REJECTED);
     /* as the bridge does: a ts that cannot be the event's is the time received */
-    ck_assert_int_eq(put(s, event("early", -3), err, sizeof err), PANO_STORE_STORED);
+    stored(s, event("early", -3));
     pano_store_close(s);
     ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE event_id = 'early' AND "
                          "json_extract(doc, '$.ts_source') = 'received' AND ts > 1764000000"),
@@ -145,15 +154,15 @@ START_TEST(retention_refuses_and_purges)
     /* Stored while nothing expires, then opened with a 30-day retention. */
     pano_store *s = writer("node1", NULL);
     char err[256];
-    ck_assert_int_eq(put(s, event("old", now - 400 * 86400.0), err, sizeof err), PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, event("new", now - 60), err, sizeof err), PANO_STORE_STORED);
+    stored(s, event("old", now - 400 * 86400.0));
+    stored(s, event("new", now - 60));
     for (int i = 0; i < 2; i++) { /* a job instance of each time, with its summary */
         char inst[512];
         snprintf(inst, sizeof inst,
                  "{\"event\":\"stampede.job_inst.main.start\",\"ts\":%.3f,\"event_id\":\"i%d\","
                  "\"wf_uuid\":\"" WF "\",\"job_id\":\"j\",\"job_inst_id\":%d}",
                  i ? now - 60 : now - 400 * 86400.0, i, i);
-        ck_assert_int_eq(put(s, inst, err, sizeof err), PANO_STORE_STORED);
+        stored(s, inst);
     }
     ck_assert_int_eq(ask("SELECT count(*) FROM summaries"), 2);
     pano_store_close(s);
@@ -173,10 +182,10 @@ START_TEST(hosts_write_their_own_files_read_as_one)
 {
     pano_store *a = writer("node-a", NULL), *b = writer("node-b.cluster", NULL);
     char err[256];
-    ck_assert_int_eq(put(a, event("1", 1764000000), err, sizeof err), PANO_STORE_STORED);
-    ck_assert_int_eq(put(b, event("2", 1764000001), err, sizeof err), PANO_STORE_STORED);
+    stored(a, event("1", 1764000000));
+    stored(b, event("2", 1764000001));
     /* the same event in both files (a copy merged in) counts once */
-    ck_assert_int_eq(put(b, event("1", 1764000000), err, sizeof err), PANO_STORE_STORED);
+    stored(b, event("1", 1764000000));
     pano_store_close(a);
     pano_store_close(b);
     char path[128];
@@ -211,9 +220,8 @@ START_TEST(more_hosts_than_sqlite_attaches)
         snprintf(host, sizeof host, "node%02d", h);
         pano_store *s = writer(host, NULL);
         snprintf(id, sizeof id, "h%d", h);
-        ck_assert_int_eq(put(s, event(id, 1764000000 + h), err, sizeof err), PANO_STORE_STORED);
-        ck_assert_int_eq(put(s, event("everywhere", 1764000000), err, sizeof err),
-                         PANO_STORE_STORED);
+        stored(s, event(id, 1764000000 + h));
+        stored(s, event("everywhere", 1764000000));
         ck_assert_int_eq(put(s, "not json", err, sizeof err), PANO_STORE_REJECTED);
         pano_store_close(s);
     }
@@ -387,35 +395,22 @@ START_TEST(samples_without_delta_get_the_indexers_deltas)
     ck_assert_msg(put(s, run_event("start", "j1", 100, "s0", start), err, sizeof err) ==
                       PANO_STORE_STORED,
                   "%s", err);
-    ck_assert_int_eq(put(s, run_event("online", "j1", 101, "s1", f1), err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, run_event("online", "j1", 102, "s2", f2), err, sizeof err),
-                     PANO_STORE_STORED);
+    stored(s, run_event("online", "j1", 101, "s1", f1));
+    stored(s, run_event("online", "j1", 102, "s2", f2));
     /* older than the latest: delta 0 */
-    ck_assert_int_eq(put(s, run_event("online", "j1", 101.5, "s-late", f2), err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, run_event("end", "j1", 102.5, "e1", end), err,
-                         sizeof err),
-                     PANO_STORE_STORED);
+    stored(s, run_event("online", "j1", 101.5, "s-late", f2));
+    stored(s, run_event("end", "j1", 102.5, "e1", end));
     /* a copy of the end closes nothing more; a sample after it counts nothing */
     ck_assert_int_eq(put(s, run_event("end", "j1", 102.5, "e1", end), err,
                          sizeof err),
                      PANO_STORE_DUPLICATE);
-    ck_assert_int_eq(put(s, run_event("online", "j1", 103, "s3", f2), err, sizeof err),
-                     PANO_STORE_STORED);
+    stored(s, run_event("online", "j1", 103, "s3", f2));
     /* no start before its first sample: as it came; a publisher's delta: left alone */
-    ck_assert_int_eq(put(s, run_event("online", "raw", 101, "r1", f1), err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, run_event("end", "raw", 102, "r2", end), err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, run_event("start", "own", 100, "o0", start), err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, run_event("online", "own", 101, "o1",
-                                      VALUES(1, 5, 1) ",\"delta\":{\"rss\":5}"),
-                         err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, run_event("end", "own", 102, "o2", end), err, sizeof err),
-                     PANO_STORE_STORED);
+    stored(s, run_event("online", "raw", 101, "r1", f1));
+    stored(s, run_event("end", "raw", 102, "r2", end));
+    stored(s, run_event("start", "own", 100, "o0", start));
+    stored(s, run_event("online", "own", 101, "o1", VALUES(1, 5, 1) ",\"delta\":{\"rss\":5}"));
+    stored(s, run_event("end", "own", 102, "o2", end));
     pano_store_close(s);
 
     /* the first sample: its values; the next: the change */
@@ -468,28 +463,18 @@ START_TEST(a_writer_knows_its_runs_only_while_the_file_is_its_own)
     base = (double)(time(NULL) / 1000 * 1000) - 10000;
     pano_store *a = writer("node1", NULL), *b = writer("node1", NULL);
     char err[256];
-    ck_assert_int_eq(put(a, run_event("start", "j1", 100, "s0", "\"argv\":[\"x\"]"), err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(a, run_event("online", "j1", 101, "s1", VALUES(1, 100, 10)), err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(b, run_event("online", "j1", 102, "s2", VALUES(2, 300, 20)), err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(a, run_event("online", "j1", 103, "s3", VALUES(3, 350, 30)), err, sizeof err),
-                     PANO_STORE_STORED);
+    stored(a, run_event("start", "j1", 100, "s0", "\"argv\":[\"x\"]"));
+    stored(a, run_event("online", "j1", 101, "s1", VALUES(1, 100, 10)));
+    stored(b, run_event("online", "j1", 102, "s2", VALUES(2, 300, 20)));
+    stored(a, run_event("online", "j1", 103, "s3", VALUES(3, 350, 30)));
     /* a batch of one writer: the same within it */
     ck_assert_int_eq(pano_store_begin(a, err, sizeof err), 0);
-    ck_assert_int_eq(put(a, run_event("online", "j1", 104, "s4", VALUES(4, 360, 40)), err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(a, run_event("online", "j1", 105, "s5", VALUES(5, 390, 50)), err, sizeof err),
-                     PANO_STORE_STORED);
+    stored(a, run_event("online", "j1", 104, "s4", VALUES(4, 360, 40)));
+    stored(a, run_event("online", "j1", 105, "s5", VALUES(5, 390, 50)));
     ck_assert_int_eq(pano_store_commit(a, err, sizeof err), 0);
     /* a sample with its publisher's delta: the run's samples are left alone from then on */
-    ck_assert_int_eq(put(a, run_event("online", "j1", 106, "p6",
-                                      VALUES(6, 400, 60) ",\"delta\":{\"rss\":10}"),
-                         err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(a, run_event("online", "j1", 107, "s7", VALUES(7, 500, 70)), err, sizeof err),
-                     PANO_STORE_STORED);
+    stored(a, run_event("online", "j1", 106, "p6", VALUES(6, 400, 60) ",\"delta\":{\"rss\":10}"));
+    stored(a, run_event("online", "j1", 107, "s7", VALUES(7, 500, 70)));
     pano_store_close(a);
     pano_store_close(b);
     ck_assert_double_eq(field_of("s2", "$.delta.rss"), 200);
@@ -540,23 +525,18 @@ static void write_mixed(const char *host, bool batched)
     if (batched)
         ck_assert_int_eq(pano_store_begin(s, err, sizeof err), 0);
     /* (the makers' buffers are reused: each put at once) */
-    ck_assert_int_eq(put(s, run_event("start", "j1", 100, "s0", "\"argv\":[\"x\"]"), err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, run_event("online", "j1", 101, "s1", values), err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, run_event("online", "j1", 102, "s2", values), err, sizeof err),
-                     PANO_STORE_STORED);
+    stored(s, run_event("start", "j1", 100, "s0", "\"argv\":[\"x\"]"));
+    stored(s, run_event("online", "j1", 101, "s1", values));
+    stored(s, run_event("online", "j1", 102, "s2", values));
     for (int copy = 0; copy < 2; copy++) {
         ck_assert_int_eq(put(s, run_event("end", "j1", 103, "e1", end), err, sizeof err),
                          copy ? PANO_STORE_DUPLICATE : PANO_STORE_STORED);
         ck_assert_int_eq(put(s, inst_event("main.end", 103, "i2", ",\"exitcode\":0"), err, sizeof err),
                          copy ? PANO_STORE_DUPLICATE : PANO_STORE_STORED);
     }
-    ck_assert_int_eq(put(s, run_event("online", "j1", 104, "s3", values), err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, inst_event("main.start", 100, "i1", ""), err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, transfer, err, sizeof err), PANO_STORE_STORED);
+    stored(s, run_event("online", "j1", 104, "s3", values));
+    stored(s, inst_event("main.start", 100, "i1", ""));
+    stored(s, transfer);
     if (batched)
         ck_assert_int_eq(pano_store_commit(s, err, sizeof err), 0);
     pano_store_close(s);
@@ -615,9 +595,7 @@ START_TEST(summaries_count_exactly_the_events_written)
     ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE summaries", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     pano_store *s = writer("one", NULL);
-    char err[256];
-    ck_assert_int_eq(put(s, run_event("online", "j1", 105, "s4", VALUES(2, 1, 6)), err, sizeof err),
-                     PANO_STORE_STORED);
+    stored(s, run_event("online", "j1", 105, "s4", VALUES(2, 1, 6)));
     pano_store_close(s);
     ck_assert_int_eq(ask_file("one", "SELECT sum(n + closing) FROM summaries"), 1);
     ck_assert_int_eq(ask_file("one", "SELECT count(*) FROM events WHERE event LIKE 'kickstart.inv.%'"),
@@ -666,24 +644,19 @@ START_TEST(figures_count_exactly_the_events)
     double now = (double)time(NULL);
     pano_store *s = writer("node1", NULL);
     char err[256];
-    ck_assert_int_eq(put(s, labelled("a", now - 400 * 86400.0, "x"), err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, labelled("b", now - 50, "x"), err, sizeof err), PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, labelled("c", now - 40, "y"), err, sizeof err), PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, labelled("d", now - 30, NULL), err, sizeof err), PANO_STORE_STORED);
+    stored(s, labelled("a", now - 400 * 86400.0, "x"));
+    stored(s, labelled("b", now - 50, "x"));
+    stored(s, labelled("c", now - 40, "y"));
+    stored(s, labelled("d", now - 30, NULL));
     /* a copy and a refused event count nothing */
     ck_assert_int_eq(put(s, labelled("b", now - 50, "x"), err, sizeof err),
                      PANO_STORE_DUPLICATE);
     ck_assert_int_eq(put(s, "{\"event\":\"x\", oops", err, sizeof err), PANO_STORE_REJECTED);
     /* a run's samples, with the changes the store adds, in one transaction */
     ck_assert_int_eq(pano_store_begin(s, err, sizeof err), 0);
-    ck_assert_int_eq(put(s, run_event("start", "j1", 100, "s0", "\"argv\":[\"x\"]"), err,
-                         sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, run_event("online", "j1", 101, "s1", VALUES(1, 5, 3)), err, sizeof err),
-                     PANO_STORE_STORED);
-    ck_assert_int_eq(put(s, run_event("online", "j1", 102, "s2", VALUES(2, 6, 4)), err, sizeof err),
-                     PANO_STORE_STORED);
+    stored(s, run_event("start", "j1", 100, "s0", "\"argv\":[\"x\"]"));
+    stored(s, run_event("online", "j1", 101, "s1", VALUES(1, 5, 3)));
+    stored(s, run_event("online", "j1", 102, "s2", VALUES(2, 6, 4)));
     ck_assert_int_eq(pano_store_commit(s, err, sizeof err), 0);
     pano_store_close(s);
     ck_assert_int_eq(ask_file("node1", FIGURES_ASTRAY), 0);
@@ -736,7 +709,7 @@ START_TEST(figures_count_exactly_the_events)
     int64_t counted = ask_file("node1", "SELECT sum(n + closing) FROM summaries");
     ck_assert_int_eq(ask("SELECT count(*) FROM temp.sqlite_master WHERE name = 'figures'"), 0);
     s = writer("node1", NULL);
-    ck_assert_int_eq(put(s, labelled("e", now - 20, "x"), err, sizeof err), PANO_STORE_STORED);
+    stored(s, labelled("e", now - 20, "x"));
     pano_store_close(s);
     ck_assert_int_eq(ask_file("node1", FIGURES_ASTRAY), 0);
     ck_assert_int_eq(ask_file("node1", "SELECT sum(n) FROM figures"), 7);
@@ -754,7 +727,7 @@ START_TEST(figures_count_exactly_the_events)
                      3);
 
     s = writer("node2", NULL);
-    ck_assert_int_eq(put(s, labelled("b", now - 50, "x"), err, sizeof err), PANO_STORE_STORED);
+    stored(s, labelled("b", now - 50, "x"));
     pano_store_close(s);
     ck_assert_int_eq(ask("SELECT count(*) FROM temp.sqlite_master WHERE name = 'figures'"), 0);
 }
@@ -783,8 +756,7 @@ START_TEST(a_writer_waits_for_a_file_being_made)
     char c;
     ck_assert_int_eq(read(ready[0], &c, 1), 1);
     pano_store *s = writer("node1", NULL);
-    char err[256];
-    ck_assert_int_eq(put(s, event("a", 1764000000), err, sizeof err), PANO_STORE_STORED);
+    stored(s, event("a", 1764000000));
     pano_store_close(s);
     int status;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
