@@ -830,23 +830,24 @@ static pano_store_outcome put_run_event(pano_store *s, const pano_run_event *e,
     if (run_state(s, e, &r, err, errlen) < 0)
         goto out;
     pano_run_apply(&r, e, "store", n->body, n->len, n->body, n->len, &ch);
+    /* the event as it came, or the sample with the delta made here */
+    const char *body = n->body;
+    size_t len = n->len;
+    const pano_json *tree = n->doc;
+    pano_json *made = NULL;
     if (ch.doc) {
         char why[64];
-        size_t len = strlen(ch.doc);
-        pano_json *doc = pano_json_parse(ch.doc, len, PANO_JSON_DEFAULT_DEPTH, why, sizeof why);
-        if (!doc) {
+        body = ch.doc;
+        len = strlen(ch.doc);
+        if (!(tree = made = pano_json_parse(body, len, PANO_JSON_DEFAULT_DEPTH, why, sizeof why))) {
             snprintf(err, errlen, "the sample with its delta is not JSON: %s", why);
             goto out;
         }
-        o = insert(s, place, ch.doc, len, doc, err, errlen);
-        if (o == PANO_STORE_STORED && e->kind == PANO_RUN_SAMPLE)
-            store_runs_stored(s->runs, e->key, place->ts, doc);
-        pano_json_free(doc);
-    } else {
-        o = insert(s, place, n->body, n->len, n->doc, err, errlen);
-        if (o == PANO_STORE_STORED && e->kind == PANO_RUN_SAMPLE)
-            store_runs_stored(s->runs, e->key, place->ts, n->doc);
     }
+    o = insert(s, place, body, len, tree, err, errlen);
+    if (o == PANO_STORE_STORED && e->kind == PANO_RUN_SAMPLE)
+        store_runs_stored(s->runs, e->key, place->ts, tree);
+    pano_json_free(made);
     if (o != PANO_STORE_FAILED && ch.closing) {
         char why[256];
         pano_store_outcome c =
