@@ -697,7 +697,7 @@ static int ask_side_events(pano_query *q, const pano_jobs *jobs, collect *c, cha
 /* ---- making rows ------------------------------------------------------------------ */
 
 /* The order of runs.h (runs_sort). */
-static int by_job_then_time(const void *a, const void *b)
+static int in_run_order(const void *a, const void *b)
 {
     const run *x = a, *y = b;
     const pano_job *j = &x->job, *k = &y->job;
@@ -722,8 +722,8 @@ static int by_job_then_time(const void *a, const void *b)
 void runs_sort(collect *c)
 {
     for (size_t i = 1; i < c->n; i++)
-        if (by_job_then_time(&c->runs[i - 1], &c->runs[i]) > 0) {
-            store_sort(c->runs, c->n, sizeof *c->runs, by_job_then_time);
+        if (in_run_order(&c->runs[i - 1], &c->runs[i]) > 0) {
+            store_sort(c->runs, c->n, sizeof *c->runs, in_run_order);
             return;
         }
 }

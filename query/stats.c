@@ -72,7 +72,7 @@ enum { N_METRICS = sizeof metrics / sizeof metrics[0] };
 
 /* Jobs grouped by a name (transformation, host or DAG job id): the jobs'
  * indices in the order of that name, so each group is a contiguous slice;
- * within a group in their order in jobs (of a DAG job: by attempt). */
+ * within a group in their order in jobs. */
 typedef enum { BY_TRANSFORMATION, BY_HOST, BY_DAG_JOB } grouping;
 
 typedef struct {
@@ -127,15 +127,6 @@ static size_t *sorted_members(const pano_jobs *jobs, grouping by)
     size_t *idx = pano_calloc(n ? n : 1, sizeof *idx);
     for (size_t i = 0; i < n; i++)
         idx[g[of[i]].next++] = i;
-    for (size_t k = 0; by == BY_DAG_JOB && k < ng; k++) /* a few attempts: insertion */
-        for (size_t i = g[k].start + 1; i < g[k].start + g[k].n; i++)
-            for (size_t j = i; j > g[k].start &&
-                               jobs->jobs[idx[j - 1]].attempt > jobs->jobs[idx[j]].attempt;
-                 j--) {
-                size_t t = idx[j];
-                idx[j] = idx[j - 1];
-                idx[j - 1] = t;
-            }
     free(slots);
     free(of);
     free(g);
@@ -216,10 +207,13 @@ void pano_stats_compute(const pano_jobs *jobs, pano_stats *out)
      * is a job of its own). */
     size_t *idx = sorted_members(jobs, BY_DAG_JOB);
     for (size_t from = 0, to; from < jobs->n; from = to) {
-        const pano_job *first = &jobs->jobs[idx[from]];
-        to = *first->dag_job_id ? group_end(jobs, idx, from, BY_DAG_JOB) : from + 1;
+        const pano_job *latest = &jobs->jobs[idx[from]];
+        to = *latest->dag_job_id ? group_end(jobs, idx, from, BY_DAG_JOB) : from + 1;
+        for (size_t i = from + 1; i < to; i++) /* of attempts alike, the last in jobs */
+            if (jobs->jobs[idx[i]].attempt >= latest->attempt)
+                latest = &jobs->jobs[idx[i]];
         out->jobs++;
-        out->jobs_by_state[jobs->jobs[idx[to - 1]].state]++;
+        out->jobs_by_state[latest->state]++;
     }
     free(idx);
     out->retries = out->runs - out->jobs;
