@@ -83,9 +83,10 @@ static const char select_sql[] =
     " ORDER BY id";
 
 /* The documents are read in chunks: a chunk's rows copied out of SQLite,
- * then parsed (most of the cost) by a second thread as the next chunk is
- * read, and by both threads once it is, each taking the next document not
- * yet taken; then handed on in order. */
+ * then parsed (most of the cost) by a second thread while the main thread
+ * reads the next chunk and hands on the documents of the one before, and
+ * by both threads once it has, each taking the next document not yet
+ * taken. */
 #define CHUNK 4096
 
 typedef struct {
@@ -170,23 +171,22 @@ int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_f
     /* each document's tree in one arena, reused: no allocation per value */
     pano_arena arena;
     pano_arena_init(&arena, 16384);
-    chunk *chunks = pano_calloc(2, sizeof *chunks), *c = &chunks[0], *next = &chunks[1];
+    /* three chunks in turn: the one parsed, the one read, the one handed on */
+    chunk *chunks = pano_calloc(3, sizeof *chunks), *c = &chunks[0], *done = NULL;
     int rc = fill(st, c), out = 0;
-    for (; c->n && out == 0; c = next, next = &chunks[c == &chunks[0]]) {
+    for (size_t k = 1; c->n || done; k++) {
         pthread_t t;
         bool threaded = start_parser(&t, c);
+        chunk *next = &chunks[k % 3];
         next->n = 0;
         if (rc == SQLITE_ROW)
             rc = fill(st, next);
-        parse_rows(c, &arena);
-        if (threaded)
-            pthread_join(t, NULL);
-        for (size_t i = 0; i < c->n; i++) {
-            pano_run_summary *cur = &c->sum[i];
-            if (out != 0 || !c->ok[i]) {
+        for (size_t i = 0; done && i < done->n; i++) {
+            pano_run_summary *cur = &done->sum[i];
+            if (out != 0 || !done->ok[i]) {
                 if (out == 0)
                     snprintf(err, errlen, "summary %.40s of %s is damaged (not a summary's JSON)",
-                             c->text.data + c->id[i], wf);
+                             done->text.data + done->id[i], wf);
                 out = 1;
                 pano_summary_clear(cur);
                 continue;
@@ -200,16 +200,29 @@ int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_f
             if (holding)
                 each(&held, user);
             pano_summary_clear(&held);
+            holding = false;
+            /* held (copied) only when the next document may be of its run */
+            const char *id = done->text.data + done->id[i];
+            if (i + 1 < done->n && strcmp(done->text.data + done->id[i + 1], id) != 0) {
+                each(cur, user);
+                pano_summary_clear(cur);
+                continue;
+            }
             held = *cur;
             holding = true;
         }
+        parse_rows(c, &arena);
+        if (threaded)
+            pthread_join(t, NULL);
+        done = c->n ? c : NULL;
+        c = next;
     }
     if (out == 0 && rc != SQLITE_DONE)
         out = sql_fail(db, err, errlen);
     if (out == 0 && holding)
         each(&held, user);
     pano_summary_clear(&held);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 3; i++)
         pano_buf_free(&chunks[i].text);
     free(chunks);
     pano_arena_free(&arena);
