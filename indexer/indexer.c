@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "kafka.h"
 #include "log.h"
+#include "thread.h"
 #include "upkeep.h"
 
 #include <pthread.h>
@@ -346,13 +347,8 @@ static bool summaries_round(indexer *ix, summary_round *r, bool first)
     atomic_init(&c.done, false);
     pthread_t t;
     bool threaded = false;
-    if (first && !stopping(ix)) {
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &old);
-        threaded = pthread_create(&t, NULL, summaries_thread, &c) == 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-    }
+    if (first && !stopping(ix))
+        threaded = pano_thread_start(&t, summaries_thread, &c);
     if (threaded) {
         /* a rebalance while polling must not drop what the thread reads */
         ix->cur->gathering = true;

@@ -10,9 +10,9 @@
 #include "json.h"
 #include "log.h"
 #include "mem.h"
+#include "thread.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,13 +224,8 @@ bool outlet_start(indexer *ix, batch *b, bool threaded)
     }
     atomic_init(&a->done, false);
     a->threaded = false;
-    if (threaded) {
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &old);
-        a->threaded = pthread_create(&a->thread, NULL, http_run, b) == 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-    }
+    if (threaded)
+        a->threaded = pano_thread_start(&a->thread, http_run, b);
     if (!a->threaded)
         http_run(b);
     b->in_flight = true;

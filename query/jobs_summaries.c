@@ -16,10 +16,10 @@
 #include "store_es.h"
 #include "store_sqlite.h"
 #include "summary.h"
+#include "thread.h"
 
 #include <math.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,13 +368,8 @@ static int read_all(pano_query *q, const pano_jobs *jobs, const pano_json *query
                             .by_id = by_id, .slice = i, .nslices = nslices};
     pthread_t t;
     bool threaded = false;
-    if (nslices > 1) {
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &old);
-        threaded = pthread_create(&t, NULL, read_slice, &s[1]) == 0;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-    }
+    if (nslices > 1)
+        threaded = pano_thread_start(&t, read_slice, &s[1]);
     read_slice(&s[0]);
     if (threaded)
         pthread_join(t, NULL);

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "mem.h"
 #include "store_sqlite.h"
+#include "thread.h"
 #include "summary.h"
 
 #include <math.h>
@@ -406,8 +407,7 @@ int store_composite_each(pano_query *q, const pano_jobs *jobs, const char *const
 
 void store_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
 {
-    if (n > 1)
-        qsort(base, n, size, cmp);
+    pano_sort(base, n, size, cmp);
 }
 
 void *store_find(const void *key, const void *base, size_t n, size_t size,

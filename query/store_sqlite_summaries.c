@@ -8,9 +8,8 @@
 #include "buf.h"
 #include "mem.h"
 #include "store.h"
+#include "thread.h"
 
-#include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,12 +146,7 @@ static int fill(sqlite3_stmt *st, chunk *c)
 /* A thread parsing c's rows (false when none could start). */
 static bool start_parser(pthread_t *t, chunk *c)
 {
-    sigset_t all, old;
-    sigfillset(&all); /* signals stay the main thread's */
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    bool started = c->n > 0 && pthread_create(t, NULL, parser, c) == 0;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return started;
+    return c->n > 0 && pano_thread_start(t, parser, c);
 }
 
 int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_failed,
