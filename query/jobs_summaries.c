@@ -312,9 +312,18 @@ static void *read_slice(void *arg)
 /* The runs of from added to into (from is left empty). */
 static void move_runs(collect *into, collect *from)
 {
-    for (size_t i = 0; i < from->n; i++)
-        *runs_add(into) = from->runs[i];
-    free(from->runs);
+    if (into->n == 0) { /* taken whole */
+        free(into->runs);
+        *into = *from;
+    } else {
+        if (into->cap < into->n + from->n) {
+            into->cap = into->n + from->n;
+            into->runs = pano_reallocarray(into->runs, into->cap, sizeof *into->runs);
+        }
+        memcpy(into->runs + into->n, from->runs, from->n * sizeof *from->runs);
+        into->n += from->n;
+        free(from->runs);
+    }
     memset(from, 0, sizeof *from);
 }
 
