@@ -320,7 +320,8 @@ static void move_runs(collect *into, collect *from)
             into->cap = into->n + from->n;
             into->runs = pano_reallocarray(into->runs, into->cap, sizeof *into->runs);
         }
-        memcpy(into->runs + into->n, from->runs, from->n * sizeof *from->runs);
+        if (from->n) /* (from->runs may be NULL) */
+            memcpy(into->runs + into->n, from->runs, from->n * sizeof *from->runs);
         into->n += from->n;
         free(from->runs);
     }
