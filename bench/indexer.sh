@@ -22,10 +22,10 @@
 #    is to the mean of the two ceiling runs.
 #
 # Environment: PANO_ES_URL, PANO_KAFKA_BROKERS (default the local stack),
-# BENCH_EVENTS, BENCH_SHAPE, BENCH_JOBS, BENCH_CLIENTS (4), BENCH_BULK_DOCS (documents per ceiling
-# body; default batch_docs / concurrency, the size of the indexer's
-# requests), BUILD, and any PANO_INDEXER_*
-# setting for the indexer run.
+# BENCH_EVENTS, BENCH_SHAPE, BENCH_JOBS, BENCH_CLIENTS (4), BENCH_BULK_DOCS
+# (documents per ceiling body; default batch_docs / concurrency, the size
+# of the indexer's requests), BUILD, and any PANO_INDEXER_* setting for
+# the indexer run.
 # Last line: RESULT indexer shape=synthetic|monitor|pegasus docs_per_s=... ratio_to_ceiling=...
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -47,19 +47,20 @@ void pano_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const
     size_t na = first.n, nb = n - first.n;
     qsort(b, nb, size, cmp);
     pthread_join(t, NULL);
-    /* the first half comes first among equals */
     char *out = pano_reallocarray(NULL, n, size), *o = out;
-    while (na && nb) {
-        char **from = cmp(b, a) < 0 ? &b : &a;
-        memcpy(o, *from, size);
-        o += size;
-        *from += size;
-        if (from == &a)
-            na--;
-        else
+    for (; na && nb; o += size) {
+        if (cmp(b, a) < 0) {
+            memcpy(o, b, size);
+            b += size;
             nb--;
+        } else {
+            memcpy(o, a, size);
+            a += size;
+            na--;
+        }
     }
-    memcpy(o, na ? a : b, (na ? na : nb) * size);
+    memcpy(o, a, na * size); /* what is left of either half */
+    memcpy(o + na * size, b, nb * size);
     memcpy(base, out, n * size);
     free(out);
 }

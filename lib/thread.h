@@ -17,9 +17,10 @@
  * could not start, and the caller does the work itself. */
 bool pano_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
-/* qsort(3), on two threads for a large array: each sorts half, and the
- * halves are merged. Elements that compare equal come in no set order,
- * as with qsort. */
+/* qsort(3) for an array that may be empty (and NULL, which qsort must not
+ * be given), on two threads when it is large: each sorts half, and the
+ * halves are merged. Elements that compare equal come in no set order, as
+ * with qsort. */
 void pano_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
 #endif

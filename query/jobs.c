@@ -23,6 +23,7 @@
 #include "store_es.h"
 #include "store_sqlite.h"
 #include "summary.h"
+#include "thread.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -723,7 +724,7 @@ void runs_sort(collect *c)
 {
     for (size_t i = 1; i < c->n; i++)
         if (in_run_order(&c->runs[i - 1], &c->runs[i]) > 0) {
-            store_sort(c->runs, c->n, sizeof *c->runs, in_run_order);
+            pano_sort(c->runs, c->n, sizeof *c->runs, in_run_order);
             return;
         }
 }
@@ -834,7 +835,7 @@ static void make_rows(collect *c, pano_jobs *out, double ingest_delay)
         }
         i = end;
     }
-    store_sort(out->jobs, out->n, sizeof *out->jobs, by_start_then_id);
+    pano_sort(out->jobs, out->n, sizeof *out->jobs, by_start_then_id);
 }
 
 int runs_query_jobs(pano_query *q, const char *wf_uuid, double now, runs_scope scope,

@@ -19,6 +19,7 @@
 #include "mem.h"
 #include "query.h"
 #include "store_es.h"
+#include "thread.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -407,7 +408,7 @@ static bool has(char **sorted, size_t n, const char *key)
 /* Distinct strings of a list (sorted in place). */
 static size_t distinct(char **list, size_t n)
 {
-    store_sort(list, n, sizeof *list, by_key);
+    pano_sort(list, n, sizeof *list, by_key);
     size_t d = 0;
     for (size_t i = 0; i < n; i++)
         d += i == 0 || strcmp(list[i], list[i - 1]) != 0;
@@ -437,7 +438,7 @@ static void count_jobs(fetched *f, bool dags, pano_pegasus_counts *c)
 
 static void count_tasks(fetched *f, pano_pegasus_counts *c)
 {
-    store_sort(f->task_maps, f->nmaps, sizeof *f->task_maps, by_key);
+    pano_sort(f->task_maps, f->nmaps, sizeof *f->task_maps, by_key);
     for (size_t i = 0; i < f->ntasks; i++)
         c->total += !f->tasks[i].dag && has(f->task_maps, f->nmaps, f->tasks[i].key);
     /* The invocations of tasks: of the last instance of a job (not a
@@ -474,7 +475,7 @@ static void count_tasks(fetched *f, pano_pegasus_counts *c)
 
 static void wall_times(fetched *f, pano_pegasus *out)
 {
-    store_sort(f->subwf_insts, f->nsubwf, sizeof *f->subwf_insts, by_key);
+    pano_sort(f->subwf_insts, f->nsubwf, sizeof *f->subwf_insts, by_key);
     /* as kickstart saw them: the jobs' own invocations (not their PRE and
      * POST scripts, not a sub-workflow's DAGMan), times the cores */
     for (size_t i = 0; i < f->ninvs; i++) {
@@ -519,7 +520,7 @@ static void breakdown(fetched *f, pano_pegasus *out)
     pinv **sorted = pano_calloc(f->ninvs + 1, sizeof *sorted);
     for (size_t i = 0; i < f->ninvs; i++)
         sorted[i] = &f->invs[i];
-    store_sort(sorted, f->ninvs, sizeof *sorted, by_transformation);
+    pano_sort(sorted, f->ninvs, sizeof *sorted, by_transformation);
     double *rt = pano_calloc(f->ninvs + 1, sizeof *rt), *mem = pano_calloc(f->ninvs + 1, sizeof *mem);
     double *cpu = pano_calloc(f->ninvs + 1, sizeof *cpu);
     for (size_t from = 0, to; from < f->ninvs; from = to) {
@@ -669,8 +670,8 @@ int pano_query_pegasus(pano_query *q, const char *wf_uuid, pano_pegasus *out, ch
         rc = fetch_runs(q, uuid, &dags, &ndags, err, errlen);
     if (rc == 0 && f.njobs > 0) {
         out->present = true;
-        store_sort(f.jobs, f.njobs, sizeof *f.jobs, by_key);
-        store_sort(f.insts, f.ninsts, sizeof *f.insts, by_key_then_inst);
+        pano_sort(f.jobs, f.njobs, sizeof *f.jobs, by_key);
+        pano_sort(f.insts, f.ninsts, sizeof *f.insts, by_key_then_inst);
         for (size_t i = 0; i < f.ninsts; i++) {
             pjob *j = find_job(&f, f.insts[i].key);
             if (!j)

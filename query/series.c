@@ -24,6 +24,7 @@
 #include "query.h"
 #include "runs.h"
 #include "store_es.h"
+#include "thread.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -272,7 +273,7 @@ static void run_index_build(run_index *x, const pano_jobs *jobs)
     for (size_t i = 0; i < jobs->n; i++)
         if (jobs->jobs[i].from_monitor)
             x->e[x->n++] = (run_entry){job_key(&jobs->jobs[i]), &jobs->jobs[i], false};
-    store_sort(x->e, x->n, sizeof *x->e, by_key);
+    pano_sort(x->e, x->n, sizeof *x->e, by_key);
 }
 
 static run_entry *run_index_find(const run_index *x, char *key)

@@ -5,7 +5,6 @@
 #include "log.h"
 #include "mem.h"
 #include "store_sqlite.h"
-#include "thread.h"
 #include "summary.h"
 
 #include <math.h>
@@ -403,11 +402,6 @@ int store_composite_each(pano_query *q, const pano_jobs *jobs, const char *const
     free(path);
     pano_json_free(body);
     return rc;
-}
-
-void store_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *))
-{
-    pano_sort(base, n, size, cmp);
 }
 
 void *store_find(const void *key, const void *base, size_t n, size_t size,

@@ -125,9 +125,8 @@ int store_composite_each(pano_query *q, const pano_jobs *jobs, const char *const
                          void (*each)(const pano_json *bucket, void *user), void *user,
                          char *err, size_t errlen);
 
-/* qsort and bsearch for arrays that may be empty (and NULL), which the C
- * library's own must not be given. */
-void store_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+/* bsearch for arrays that may be empty (and NULL), which the C library's
+ * own must not be given (pano_sort, thread.h, sorts them). */
 void *store_find(const void *key, const void *base, size_t n, size_t size,
                  int (*cmp)(const void *, const void *));
 

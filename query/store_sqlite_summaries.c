@@ -191,10 +191,11 @@ int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_f
                 pano_summary_clear(cur);
                 continue;
             }
-            if (holding)
+            if (holding) {
                 each(&held, user);
-            pano_summary_clear(&held);
-            holding = false;
+                pano_summary_clear(&held);
+                holding = false;
+            }
             /* held (copied) only when the next document may be of its run */
             const char *id = done->text.data + done->id[i];
             if (i + 1 < done->n && strcmp(done->text.data + done->id[i + 1], id) != 0) {

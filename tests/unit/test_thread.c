@@ -69,7 +69,7 @@ static void sorts_as_qsort(size_t n, uint32_t range)
     ck_assert_msg(memcmp(a, b, n * sizeof *a) == 0, "n=%zu range=%u", n, range);
     /* with ties: ordered by key, each item once */
     memcpy(a, b, n * sizeof *a);
-    for (size_t i = 0; i < n; i++) /* shuffle back */
+    for (size_t i = 0; i < n; i++) /* out of order again: 7919, a prime, divides no n here */
         a[i] = b[(i * 7919) % n];
     pano_sort(a, n, sizeof *a, by_key);
     char *seen = calloc(n, 1);
