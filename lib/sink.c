@@ -51,28 +51,26 @@ static bool file_is_copy(const pano_sink *s)
     return s->has_url || s->store;
 }
 
-/* Held events of the store are committed once this many wait. */
-#define HOLD_EVENTS 10000
-
-/* Commit the events held in the store's transaction: 0, or -1 with the
- * message (also logged) in err, those events then counted as failed. */
+/* Commit the events held in the store's batch: 0, or -1 with the message
+ * (also logged) in err, the events not stored then counted as failed. */
 static int store_commit(pano_sink *s, char *err, size_t errlen)
 {
     if (!s->store_open)
         return 0;
     char why[512];
-    int rc = pano_store_commit(s->store, why, sizeof why);
-    if (rc == 0)
-        s->stats.sent += s->store_pending;
-    else {
-        s->stats.failed += s->store_pending;
-        snprintf(err, errlen, "%zu held event(s) not stored in %s: %s", s->store_pending,
+    size_t lost = (size_t)pano_store_commit(s->store, why, sizeof why);
+    if (lost > s->store_pending)
+        lost = s->store_pending;
+    s->stats.sent += s->store_pending - lost;
+    s->stats.failed += lost;
+    if (lost) {
+        snprintf(err, errlen, "%zu held event(s) not stored in %s: %s", lost,
                  pano_store_file(s->store), why);
         pano_error("%s", err);
     }
     s->store_pending = 0;
     s->store_open = false;
-    return rc;
+    return lost ? -1 : 0;
 }
 
 /* Held lines are written once this much is waiting. */
@@ -303,13 +301,15 @@ static int store_event(pano_sink *s, const char *key, const char *json, size_t l
     char why[512];
     if (s->hold_store && !s->store_open)
         s->store_open = pano_store_begin(s->store, why, sizeof why) == 0; /* else one by one */
-    switch (pano_store_put(s->store, key, json, len, why, sizeof why)) {
+    /* held: written by the store's writer thread while the next are checked */
+    switch (s->store_open ? pano_store_queue(s->store, key, json, len, why, sizeof why)
+                          : pano_store_put(s->store, key, json, len, why, sizeof why)) {
     case PANO_STORE_STORED:
     case PANO_STORE_DUPLICATE:
         if (!s->store_open)
             s->stats.sent++;
-        else if (++s->store_pending >= HOLD_EVENTS)
-            store_commit(s, why, sizeof why); /* a failure is logged */
+        else
+            s->store_pending++;
         return 0;
     case PANO_STORE_REJECTED:
         s->stats.rejected++;

@@ -6,6 +6,7 @@
 #include "mem.h"
 #include "normalize.h"
 #include "partition.h"
+#include "pipe.h"
 #include "run_delta.h"
 #include "schema.h"
 #include "store_figures.h"
@@ -29,12 +30,24 @@
 #define EXPORT_ZSTD_LEVEL 3 /* zstd's default: 60 bytes a sample, at 300 MB/s */
 #define READER_MMAP_BYTES (1LL << 40) /* SQLite caps it at its build's maximum */
 
+#define STORE_QUEUE_SLOTS 256 /* events checked ahead of the writer thread */
+
 #define FIRST_FIELD 6 /* the insert's parameter of the first field; doc's follows the last */
 
 typedef struct {
     const char *name;
     int column;
 } field_column;
+
+/* A batch (pano_store_begin .. pano_store_commit), as its events are
+ * written: on the writer thread while events are queued. */
+typedef struct {
+    bool open;
+    bool broken;        /* a transaction could not begin: the rest is lost */
+    size_t uncommitted; /* events written in the open transaction */
+    size_t lost;        /* events of the batch not stored */
+    char why[512];      /* the first reason */
+} store_batch;
 
 struct pano_store {
     sqlite3 *db;
@@ -52,7 +65,9 @@ struct pano_store {
     store_runs *runs;            /* the runs' states this writer knows */
     sqlite3_stmt *data_version;  /* whether another connection wrote since */
     int64_t seen_version;
-    bool in_batch;
+    bool in_transaction;
+    store_batch batch;
+    pano_pipe *pipe; /* the queue to the writer thread, once used */
 };
 
 const char *const pano_store_fields[] = {
@@ -73,6 +88,7 @@ const char *const pano_store_summed_fields[] = {
     "delta.utime", "delta.stime", "delta.iowait", "delta.vm",    "delta.rss",
     "delta.procs", "delta.threads", "delta.bread", "delta.bwrite", "delta.rchar",
     "delta.wchar", "delta.syscr", "delta.syscw", NULL};
+#define STORE_FIELDS (sizeof pano_store_fields / sizeof *pano_store_fields - 1)
 #define SUMMED_FIELDS (sizeof pano_store_summed_fields / sizeof *pano_store_summed_fields - 1)
 
 /* The columns of the index of a workflow's events (events_by_workflow):
@@ -148,6 +164,12 @@ static char *event_columns(void)
     return b.data;
 }
 
+/* A field's value, for its column of the insert. */
+typedef struct {
+    int column;
+    const pano_json *value;
+} field_value;
+
 static int by_field_name(const void *a, const void *b)
 {
     return strcmp(((const field_column *)a)->name, ((const field_column *)b)->name);
@@ -164,12 +186,35 @@ static void index_fields(pano_store *s)
     qsort(s->fields, s->nfields, sizeof *s->fields, by_field_name);
 }
 
-/* The insert's parameter of a field: 0 for none. */
-static int column_of(const pano_store *s, const char *name)
+/* strcmp(name, key), or strcmp(name, "key.member") when member is not
+ * NULL. */
+static int compare_field(const char *name, const char *key, const char *member)
 {
-    field_column key = {.name = name};
-    const field_column *f = bsearch(&key, s->fields, s->nfields, sizeof key, by_field_name);
-    return f ? f->column : 0;
+    if (!member)
+        return strcmp(name, key);
+    size_t n = strlen(key);
+    int c = strncmp(name, key, n);
+    if (c == 0)
+        c = (unsigned char)name[n] - '.';
+    return c ? c : strcmp(name + n + 1, member);
+}
+
+/* The insert's parameter of field key (of its member when member is not
+ * NULL: "delta.utime"): 0 for none. */
+static int column_of(const pano_store *s, const char *key, const char *member)
+{
+    size_t lo = 0, hi = s->nfields;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = compare_field(s->fields[mid].name, key, member);
+        if (c == 0)
+            return s->fields[mid].column;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
 }
 
 /* True when a field is a member of the object name ("delta.utime"). */
@@ -200,25 +245,25 @@ static void bind_value(sqlite3_stmt *st, int col, const pano_json *v)
     }
 }
 
-/* Every field of the event into its column: one walk over its members
- * (and those of an object a dotted field names), not a search per field. */
-static void bind_fields(pano_store *s, const pano_json *doc)
+/* The event's fields that have a column, with their values, in out (room
+ * for STORE_FIELDS): one walk over its members (and those of an object a
+ * dotted field names), not a search per field. Their number. */
+static size_t field_values(const pano_store *s, const pano_json *doc, field_value *out)
 {
-    char name[128];
-    for (size_t i = 0; i < doc->u.items.len; i++) {
+    size_t n = 0;
+    for (size_t i = 0; i < doc->u.items.len && n < STORE_FIELDS; i++) {
         const char *key = doc->u.items.keys[i];
         const pano_json *v = doc->u.items.values[i];
-        int col = column_of(s, key);
+        int col = column_of(s, key, NULL);
         if (col > 0)
-            bind_value(s->insert, col, v);
+            out[n++] = (field_value){col, v};
         if (v->type != PANO_JSON_OBJECT || !has_members(key))
             continue;
-        for (size_t j = 0; j < v->u.items.len; j++) {
-            int n = snprintf(name, sizeof name, "%s.%s", key, v->u.items.keys[j]);
-            if (n > 0 && (size_t)n < sizeof name && (col = column_of(s, name)) > 0)
-                bind_value(s->insert, col, v->u.items.values[j]);
-        }
+        for (size_t j = 0; j < v->u.items.len && n < STORE_FIELDS; j++)
+            if ((col = column_of(s, key, v->u.items.keys[j])) > 0)
+                out[n++] = (field_value){col, v->u.items.values[j]};
     }
+    return n;
 }
 
 int pano_store_path(const pano_config *cfg, char *out, size_t size, char *err, size_t errlen)
@@ -672,12 +717,29 @@ static void bind_str(sqlite3_stmt *st, int i, const char *v)
         sqlite3_bind_null(st, i);
 }
 
+/* Open the writer's transaction. */
+static int begin_transaction(pano_store *s, char *err, size_t errlen)
+{
+    if (exec(s->db, "BEGIN IMMEDIATE", err, errlen) < 0)
+        return -1;
+    s->in_transaction = true;
+    /* another connection's commits: the runs' states known may be stale */
+    int64_t version = -1;
+    if (sqlite3_step(s->data_version) == SQLITE_ROW)
+        version = sqlite3_column_int64(s->data_version, 0);
+    sqlite3_reset(s->data_version);
+    if (version < 0 || version != s->seen_version)
+        store_runs_forget(s->runs);
+    s->seen_version = version;
+    return 0;
+}
+
 /* End the writer's transaction: the summaries it changed written and
  * COMMIT when ok, else ROLLBACK and their changes forgotten. 0 when
  * committed. */
 static int end_transaction(pano_store *s, bool ok, char *err, size_t errlen)
 {
-    s->in_batch = false;
+    s->in_transaction = false;
     int rc = ok ? store_summaries_flush(s->sums, err, errlen) : -1;
     for (int i = 0; i < 2 && rc == 0 && s->counted_to >= 0; i++) {
         sqlite3_bind_int64(s->count[i], 1, s->counted_to);
@@ -698,8 +760,8 @@ static int end_transaction(pano_store *s, bool ok, char *err, size_t errlen)
 /* One statement, in its own transaction unless a batch is open. */
 static int run(pano_store *s, sqlite3_stmt *st, char *err, size_t errlen)
 {
-    bool own = !s->in_batch;
-    if (own && pano_store_begin(s, err, errlen) < 0)
+    bool own = !s->in_transaction;
+    if (own && begin_transaction(s, err, errlen) < 0)
         return -1;
     int rc = 0;
     if (sqlite3_step(st) != SQLITE_DONE)
@@ -747,13 +809,14 @@ static pano_store_outcome dead_letter(pano_store *s, const char *json, size_t le
 }
 
 /* Insert an event placed at place, its document body (len bytes) and doc
- * (its tree), and count it in its summary, in its own transaction unless a
- * batch is open. */
+ * (its tree, whose fields with a column are fv[0..nfv)), and count it in
+ * its summary, in its own transaction unless one is open. */
 static pano_store_outcome insert(pano_store *s, const pano_place *place, const char *body,
-                                 size_t len, const pano_json *doc, char *err, size_t errlen)
+                                 size_t len, const pano_json *doc, const field_value *fv,
+                                 size_t nfv, char *err, size_t errlen)
 {
-    bool own = !s->in_batch;
-    if (own && pano_store_begin(s, err, errlen) < 0)
+    bool own = !s->in_transaction;
+    if (own && begin_transaction(s, err, errlen) < 0)
         return PANO_STORE_FAILED;
     /* each value outlives the statement's step */
     sqlite3_bind_text(s->insert, 1, place->event_id, -1, SQLITE_STATIC);
@@ -762,7 +825,8 @@ static pano_store_outcome insert(pano_store *s, const pano_place *place, const c
     sqlite3_bind_text(s->insert, 4, place->event, -1, SQLITE_STATIC);
     sqlite3_bind_double(s->insert, 5, place->ts);
     sqlite3_bind_text(s->insert, FIRST_FIELD + (int)s->nfields, body, (int)len, SQLITE_STATIC);
-    bind_fields(s, doc);
+    for (size_t i = 0; i < nfv; i++)
+        bind_value(s->insert, fv[i].column, fv[i].value);
     pano_store_outcome o = PANO_STORE_STORED;
     if (sqlite3_step(s->insert) != SQLITE_DONE) {
         sql_fail(s->db, s->file, err, errlen);
@@ -814,6 +878,9 @@ static int run_state(pano_store *s, const pano_run_event *e, pano_run_state *r, 
     return out;
 }
 
+static pano_store_outcome put_one(pano_store *s, const char *routing_key, const char *json,
+                                  size_t len, char *err, size_t errlen);
+
 /* A run event (run_delta.h) that may make a delta or a closing sample:
  * the run's state read, the event stored as it makes it, and the closing
  * sample after it, in one transaction. */
@@ -821,8 +888,8 @@ static pano_store_outcome put_run_event(pano_store *s, const pano_run_event *e,
                                         const pano_place *place, const pano_normalized *n,
                                         char *err, size_t errlen)
 {
-    bool own = !s->in_batch;
-    if (own && pano_store_begin(s, err, errlen) < 0)
+    bool own = !s->in_transaction;
+    if (own && begin_transaction(s, err, errlen) < 0)
         return PANO_STORE_FAILED;
     pano_run_state r;
     pano_run_change ch = {0};
@@ -844,14 +911,14 @@ static pano_store_outcome put_run_event(pano_store *s, const pano_run_event *e,
             goto out;
         }
     }
-    o = insert(s, place, body, len, tree, err, errlen);
+    field_value fv[STORE_FIELDS];
+    o = insert(s, place, body, len, tree, fv, field_values(s, tree, fv), err, errlen);
     if (o == PANO_STORE_STORED && e->kind == PANO_RUN_SAMPLE)
         store_runs_stored(s->runs, e->key, place->ts, tree);
     pano_json_free(made);
     if (o != PANO_STORE_FAILED && ch.closing) {
         char why[256];
-        pano_store_outcome c =
-            pano_store_put(s, NULL, ch.closing, strlen(ch.closing), why, sizeof why);
+        pano_store_outcome c = put_one(s, NULL, ch.closing, strlen(ch.closing), why, sizeof why);
         if (c != PANO_STORE_STORED && c != PANO_STORE_DUPLICATE) {
             /* the end waits for its closing sample */
             snprintf(err, errlen, "its closing sample: %s", why);
@@ -866,77 +933,230 @@ out:
     return o;
 }
 
+/* What the checks made of one message, before anything is written: what
+ * write_checked writes. It points into the message and into the state of
+ * the normalizer that checked it. */
+typedef struct {
+    const char *json; /* the message as it came */
+    size_t len;
+    bool normalized;   /* n holds what pano_normalize made (to free) */
+    pano_normalized n;
+    pano_place place;
+    pano_run_event *e;   /* a run event whose state it follows, else NULL */
+    field_value fv[STORE_FIELDS]; /* not a run event: its fields with a column */
+    size_t nfv;
+    const char *refused; /* why it is refused, else NULL */
+    char reason[256];
+} checked;
+
+/* Check a message with normalizer nz (any thread: the store's connection
+ * is not used). */
+static void check(const pano_store *s, pano_normalizer *nz, const char *routing_key,
+                  const char *json, size_t len, checked *c)
+{
+    *c = (checked){.json = json, .len = len};
+    if (len > INT_MAX) {
+        c->len = 0; /* not kept */
+        c->refused = "message too large";
+        return;
+    }
+    c->normalized = true;
+    if (!pano_normalize(nz, routing_key ? routing_key : "", json, len, &c->n)) {
+        c->refused = c->n.reason;
+        return;
+    }
+    if (pano_event_place(c->n.doc, s->policies, pano_now(), &c->place, c->reason,
+                         sizeof c->reason) != PANO_PLACE_OK) {
+        c->refused = c->reason;
+        return;
+    }
+    /* what may make a delta or a closing sample: a sample without delta, an end */
+    if (strcmp(c->place.event, "kickstart.inv.end") == 0 ||
+        (strcmp(c->place.event, "kickstart.inv.online") == 0 && !pano_json_get(c->n.doc, "delta")))
+        c->e = pano_run_event_read(c->n.doc, c->place.wf_uuid, -1, -1);
+    if (!c->e)
+        c->nfv = field_values(s, c->n.doc, c->fv);
+}
+
+static void checked_free(checked *c)
+{
+    pano_run_event_free(c->e);
+    c->e = NULL;
+    if (c->normalized)
+        pano_normalized_free(&c->n);
+    c->normalized = false;
+}
+
+/* Write what check made: the event, or its dead letter. */
+static pano_store_outcome write_checked(pano_store *s, checked *c, char *err, size_t errlen)
+{
+    if (c->refused)
+        return dead_letter(s, c->json, c->len, c->refused, err, errlen);
+    if (c->e)
+        return put_run_event(s, c->e, &c->place, &c->n, err, errlen);
+    /* a run's start or sample that its state does not follow */
+    if (strcmp(c->place.event, "kickstart.inv.start") == 0 ||
+        strcmp(c->place.event, "kickstart.inv.online") == 0)
+        store_runs_forget(s->runs);
+    return insert(s, &c->place, c->n.body, c->n.len, c->n.doc, c->fv, c->nfv, err, errlen);
+}
+
+/* The batch's count of events written in its open transaction, which its
+ * commit makes stored. */
+static void counted(pano_store *s, pano_store_outcome o)
+{
+    if (s->in_transaction && (o == PANO_STORE_STORED || o == PANO_STORE_DUPLICATE))
+        s->batch.uncommitted++;
+}
+
+/* Everything queued written (the writer thread idle): before the store's
+ * connection is used on the caller's thread. */
+static void drain(pano_store *s)
+{
+    if (s->pipe)
+        pano_pipe_drain(s->pipe);
+}
+
+static pano_store_outcome put_one(pano_store *s, const char *routing_key, const char *json,
+                                  size_t len, char *err, size_t errlen)
+{
+    checked c;
+    check(s, s->nz, routing_key, json, len, &c);
+    pano_store_outcome o = write_checked(s, &c, err, errlen);
+    checked_free(&c);
+    return o;
+}
+
 pano_store_outcome pano_store_put(pano_store *s, const char *routing_key, const char *json,
                                   size_t len, char *err, size_t errlen)
 {
-    if (len > INT_MAX)
-        return dead_letter(s, json, 0, "message too large", err, errlen);
-    pano_normalized n;
-    if (!pano_normalize(s->nz, routing_key ? routing_key : "", json, len, &n)) {
-        pano_store_outcome o = dead_letter(s, json, len, n.reason, err, errlen);
-        pano_normalized_free(&n);
-        return o;
+    drain(s);
+    pano_store_outcome o = put_one(s, routing_key, json, len, err, errlen);
+    counted(s, o);
+    return o;
+}
+
+/* ---- the queue: checked on the caller's thread, written on the writer's ------------- */
+
+/* A slot of the queue: a copy of the message, which its tree may point
+ * into, and the slot's own normalizer, whose tree lives until the slot
+ * comes round again. */
+typedef struct {
+    pano_normalizer *nz;
+    pano_buf copy;
+    checked c;
+} queued;
+
+/* The first failure of a batch, kept for its commit to tell. */
+static void batch_failed(pano_store *s, size_t events, const char *why)
+{
+    if (!s->batch.why[0])
+        snprintf(s->batch.why, sizeof s->batch.why, "%s", why);
+    s->batch.lost += events;
+}
+
+/* End the writer's transaction; the events it held are stored, or lost. */
+static int batch_transaction_end(pano_store *s)
+{
+    char why[256];
+    int rc = end_transaction(s, true, why, sizeof why);
+    if (rc < 0)
+        batch_failed(s, s->batch.uncommitted, why);
+    s->batch.uncommitted = 0;
+    return rc;
+}
+
+/* The writer thread's work on one slot. */
+static void write_queued(void *slot, void *user)
+{
+    queued *q = slot;
+    pano_store *s = user;
+    char why[512];
+    if (s->batch.broken) { /* no transaction to write in */
+        if (!q->c.refused)
+            batch_failed(s, 1, "no transaction open");
+    } else {
+        pano_store_outcome o = write_checked(s, &q->c, why, sizeof why);
+        if (o == PANO_STORE_FAILED && q->c.refused)
+            pano_error("store %s: %s", s->file, why); /* the refusal was told already */
+        else if (o == PANO_STORE_FAILED)
+            batch_failed(s, 1, why);
+        counted(s, o);
     }
-    char reason[256];
-    pano_place place;
-    pano_place_status st =
-        pano_event_place(n.doc, s->policies, pano_now(), &place, reason, sizeof reason);
-    pano_store_outcome o;
-    pano_run_event *e = NULL;
-    /* what may make a delta or a closing sample: a sample without delta, an end */
-    bool run_event = st == PANO_PLACE_OK &&
-                     (strcmp(place.event, "kickstart.inv.end") == 0 ||
-                      (strcmp(place.event, "kickstart.inv.online") == 0 &&
-                       !pano_json_get(n.doc, "delta")));
-    if (st != PANO_PLACE_OK)
-        o = dead_letter(s, json, len, reason, err, errlen);
-    else if (run_event && (e = pano_run_event_read(n.doc, place.wf_uuid, -1, -1)))
-        o = put_run_event(s, e, &place, &n, err, errlen);
-    else {
-        /* a run's start or sample that its state does not follow */
-        if (strcmp(place.event, "kickstart.inv.start") == 0 ||
-            strcmp(place.event, "kickstart.inv.online") == 0)
-            store_runs_forget(s->runs);
-        o = insert(s, &place, n.body, n.len, n.doc, err, errlen);
+    checked_free(&q->c);
+    if (s->batch.uncommitted < PANO_STORE_QUEUE_COMMIT || s->batch.broken)
+        return;
+    /* a transaction's worth written: committed, and the next one begun */
+    if (batch_transaction_end(s) == 0 && begin_transaction(s, why, sizeof why) < 0) {
+        s->batch.broken = true;
+        batch_failed(s, 0, why);
     }
-    pano_run_event_free(e);
-    pano_normalized_free(&n);
+}
+
+pano_store_outcome pano_store_queue(pano_store *s, const char *routing_key, const char *json,
+                                    size_t len, char *err, size_t errlen)
+{
+    if (!s->batch.open || len > INT_MAX)
+        return pano_store_put(s, routing_key, json, len, err, errlen);
+    if (!s->pipe)
+        s->pipe = pano_pipe_new(STORE_QUEUE_SLOTS, sizeof(queued), write_queued, s);
+    queued *q = pano_pipe_next(s->pipe);
+    if (!q->nz)
+        q->nz = pano_normalizer_new(&s->nopts);
+    pano_buf_clear(&q->copy);
+    pano_buf_append(&q->copy, json, len);
+    check(s, q->nz, routing_key, q->copy.data, len, &q->c);
+    pano_store_outcome o = PANO_STORE_STORED;
+    if (q->c.refused) {
+        snprintf(err, errlen, "%s", q->c.refused);
+        o = PANO_STORE_REJECTED; /* its dead letter written with the rest */
+    }
+    pano_pipe_push(s->pipe);
     return o;
 }
 
 int pano_store_begin(pano_store *s, char *err, size_t errlen)
 {
-    if (s->in_batch)
+    drain(s);
+    if (s->batch.open)
         return 0;
-    if (exec(s->db, "BEGIN IMMEDIATE", err, errlen) < 0)
+    if (begin_transaction(s, err, errlen) < 0)
         return -1;
-    s->in_batch = true;
-    /* another connection's commits: the runs' states known may be stale */
-    int64_t version = -1;
-    if (sqlite3_step(s->data_version) == SQLITE_ROW)
-        version = sqlite3_column_int64(s->data_version, 0);
-    sqlite3_reset(s->data_version);
-    if (version < 0 || version != s->seen_version)
-        store_runs_forget(s->runs);
-    s->seen_version = version;
+    s->batch = (store_batch){.open = true};
     return 0;
 }
 
 int pano_store_commit(pano_store *s, char *err, size_t errlen)
 {
-    if (!s->in_batch)
+    drain(s);
+    if (!s->batch.open)
         return 0;
-    return end_transaction(s, true, err, errlen);
+    if (s->in_transaction)
+        batch_transaction_end(s);
+    int lost = s->batch.lost > INT_MAX ? INT_MAX : (int)s->batch.lost;
+    if (lost)
+        snprintf(err, errlen, "%s", s->batch.why);
+    s->batch = (store_batch){0};
+    return lost;
 }
 
 void pano_store_close(pano_store *s)
 {
     if (!s)
         return;
-    if (s->in_batch) {
+    if (s->batch.open) {
         char err[256];
-        if (pano_store_commit(s, err, sizeof err) < 0)
-            pano_error("store %s: the last events were not stored: %s", s->file, err);
+        int lost = pano_store_commit(s, err, sizeof err);
+        if (lost)
+            pano_error("store %s: %d of the last events were not stored: %s", s->file, lost, err);
+    }
+    if (s->pipe) {
+        for (size_t i = 0; i < pano_pipe_slots(s->pipe); i++) {
+            queued *q = pano_pipe_slot(s->pipe, i);
+            pano_normalizer_free(q->nz);
+            pano_buf_free(&q->copy);
+        }
+        pano_pipe_free(s->pipe);
     }
     sqlite3_finalize(s->insert);
     sqlite3_finalize(s->dead);

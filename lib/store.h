@@ -94,7 +94,7 @@ typedef enum {
 } pano_store_outcome;
 
 /* Check one event (routing_key may be NULL: the event's own name) and store
- * it, or its dead letter. */
+ * it, or its dead letter (within a batch, in its transaction). */
 pano_store_outcome pano_store_put(pano_store *s, const char *routing_key, const char *json,
                                   size_t len, char *err, size_t errlen);
 
@@ -105,9 +105,26 @@ pano_store_outcome pano_store_keep_refused(pano_store *s, double received, const
                                            const char *wf_uuid, const char *body, size_t len,
                                            char *err, size_t errlen);
 
-/* Group the next puts in one transaction until pano_store_commit (a burst
- * of events, one disk sync). 0, or -1 with a message in err. */
+/* Group the next events in a batch until pano_store_commit (a burst of
+ * events, one disk sync): the puts in one transaction. 0, or -1 with a
+ * message in err. */
 int pano_store_begin(pano_store *s, char *err, size_t errlen);
+
+/* Many events, written at the pace of the disk: within a batch, an event is
+ * checked at once on the caller's thread (PANO_STORE_REJECTED: the reason
+ * in err, its dead letter written with the rest) and written by the
+ * store's writer thread while the caller checks the next ones
+ * (PANO_STORE_STORED then only says that it was accepted; an event_id
+ * stored already is left out as by pano_store_put). The writer commits
+ * every PANO_STORE_QUEUE_COMMIT events, and pano_store_commit the rest.
+ * Outside a batch, pano_store_put. */
+#define PANO_STORE_QUEUE_COMMIT 10000
+pano_store_outcome pano_store_queue(pano_store *s, const char *routing_key, const char *json,
+                                    size_t len, char *err, size_t errlen);
+
+/* End the batch: every event queued written, and committed. 0, or how
+ * many of the batch's accepted events were not stored (a transaction that
+ * could not commit, a disk full), with the first reason in err. */
 int pano_store_commit(pano_store *s, char *err, size_t errlen);
 
 void pano_store_close(pano_store *s);

@@ -132,7 +132,7 @@ static int put(pano_store *s, pano_json *ev, pano_redactor *r, char *err, size_t
     size_t len;
     char *json = pano_json_serialize(ev, &len);
     char why[512];
-    pano_store_outcome o = pano_store_put(s, NULL, json, len, why, sizeof why);
+    pano_store_outcome o = pano_store_queue(s, NULL, json, len, why, sizeof why);
     free(json);
     if (o == PANO_STORE_FAILED) {
         snprintf(err, errlen, "%s", why);
@@ -314,8 +314,8 @@ static int export_via_scratch(pano_query *q, const char *const *wfs, size_t n,
     /* a dead letter is a message as it came, which cannot be redacted */
     if (rc == 0 && !q->db && !r)
         rc = copy_dead_letters(q, s, all, nall, err, errlen);
-    if (rc == 0)
-        rc = pano_store_commit(s, err, errlen);
+    if (rc == 0 && pano_store_commit(s, err, errlen) != 0)
+        rc = -1;
     pano_store_close(s);
     const char *paths[] = {dir};
     if (rc == 0 && !(db = pano_store_open_reader(paths, 1, err, errlen)))

@@ -278,6 +278,48 @@ START_TEST(the_store_without_a_broker)
 }
 END_TEST
 
+/* Held events go into the store on its writer thread: a refusal is told at
+ * once, the others count as sent once flushed. */
+START_TEST(held_events_in_the_store_count_once_flushed)
+{
+    pano_config *cfg = pano_config_new();
+    char err[256], store[128];
+    snprintf(store, sizeof store, "%s/store", dir);
+    ck_assert(pano_config_set(cfg, "pano.store", store, PANO_CFG_CLI, err, sizeof err) == 0);
+    ck_assert(pano_config_set(cfg, "pano.hostname", "n1", PANO_CFG_CLI, err, sizeof err) == 0);
+    pano_sink *s = pano_sink_open(cfg, err, sizeof err);
+    ck_assert_msg(s != NULL, "%s", err);
+    pano_config_free(cfg);
+    pano_sink_hold(s, true);
+    for (int i = 1; i <= 3; i++) {
+        char json[256];
+        int n = snprintf(json, sizeof json,
+                         "{\"event\":\"stampede.xwf.start\",\"ts\":%d,\"event_id\":\"e%d\","
+                         "\"wf_uuid\":\"0b5c8a6e-1111-2222-3333-444455556666\"}",
+                         1764000000 + i, i);
+        for (int copy = 0; copy < (i == 3 ? 2 : 1); copy++) /* the last sent twice */
+            ck_assert_msg(pano_sink_send_raw(s, "stampede.xwf.start", NULL, json, (size_t)n, err,
+                                             sizeof err) == 0,
+                          "%s", err);
+    }
+    const char *bad = "{\"event\":\"stampede.xwf.start\"}";
+    ck_assert_int_eq(pano_sink_send_raw(s, "stampede.xwf.start", NULL, bad, strlen(bad), err,
+                                        sizeof err),
+                     -1);
+    ck_assert_msg(strstr(err, "refused") && strstr(err, "wf_uuid"), "%s", err);
+    pano_sink_stats st = pano_sink_get_stats(s);
+    ck_assert_uint_eq(st.sent, 0);
+    ck_assert_uint_eq(st.rejected, 1);
+    ck_assert_int_eq(pano_sink_flush(s, err, sizeof err), 0);
+    st = pano_sink_get_stats(s);
+    ck_assert_uint_eq(st.sent, 4);
+    ck_assert_uint_eq(st.failed, 0);
+    ck_assert_int_eq(stored("events"), 3);
+    ck_assert_int_eq(stored("dead_letters"), 1);
+    pano_sink_close(s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sink");
@@ -290,6 +332,7 @@ int main(void)
     tcase_add_test(tc, write_failures);
     tcase_add_test(tc, output_file_beside_a_broker);
     tcase_add_test(tc, the_store_without_a_broker);
+    tcase_add_test(tc, held_events_in_the_store_count_once_flushed);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }

@@ -771,6 +771,123 @@ START_TEST(a_writer_waits_for_a_file_being_made)
 }
 END_TEST
 
+/* One integer of sql over the file of host "put", with that of host
+ * "queued" attached as q. */
+static long long ask_both(const char *sql)
+{
+    char path[256], attach[320];
+    snprintf(path, sizeof path, "%s/put" PANO_STORE_SUFFIX, dir);
+    snprintf(attach, sizeof attach, "ATTACH '%s/queued" PANO_STORE_SUFFIX "' AS q", dir);
+    sqlite3 *db;
+    ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_exec(db, attach, NULL, NULL, NULL), SQLITE_OK);
+    return one_integer(db, sql);
+}
+
+/* Event i of a stream of jobs, one after the other: per job a run (start,
+ * 8 samples without delta, end) and its instance (start, end); a copy of
+ * every 7th job's end, an unreadable message after every 50th job. NULL
+ * past the last. */
+#define STREAM_JOBS 1100
+#define JOB_EVENTS 15
+static const char *stream_event(int i, char *buf, size_t size)
+{
+    int job = i / JOB_EVENTS, k = i % JOB_EVENTS;
+    if (job >= STREAM_JOBS)
+        return NULL;
+    int as = k == 13 ? 9 : k; /* a copy of the end is the end */
+    char name[16], id[32];
+    snprintf(name, sizeof name, "j%d", job);
+    snprintf(id, sizeof id, "%d-%d", job, as);
+    double t = 100 + job * 2 + as * 0.1;
+    const char *end = "\"exitcode\":0,\"signal\":0,\"duration\":1,\"final\":{}";
+    const char *e;
+    char values[256];
+    snprintf(values, sizeof values, VALUES(%d, %d, %d), k, 100 * k, 100 * k, 10 * k); /* rss twice */
+    if (k == 0)
+        e = run_event("start", name, t, id, "\"argv\":[\"x\"]");
+    else if (k <= 8)
+        e = run_event("online", name, t, id, values);
+    else if (k == 9 || (k == 13 && job % 7 == 0))
+        e = run_event("end", name, t, id, end);
+    else if (k == 10 || k == 11) {
+        snprintf(buf, size,
+                 "{\"event\":\"stampede.job_inst.main.%s\",\"ts\":%.3f,\"event_id\":\"%s\","
+                 "\"wf_uuid\":\"" WF "\",\"job_id\":\"%s\",\"job_inst_id\":1%s}",
+                 k == 10 ? "start" : "end", base + t, id, name, k == 11 ? ",\"exitcode\":0" : "");
+        return buf;
+    } else if (k == 12 && job % 50 == 0)
+        e = "{\"event\":\"x\", oops";
+    else
+        return "";
+    snprintf(buf, size, "%s", e);
+    return buf;
+}
+
+/* Events queued in a batch are written as pano_store_put writes them, the
+ * transactions committed on the way (readers see them before the batch
+ * ends); a refusal is told at once. */
+START_TEST(queued_events_are_written_as_put_writes_them)
+{
+    base = (double)(time(NULL) / 1000 * 1000) - 10000;
+    char buf[1024], err[512];
+    int events = 0, refused = 0;
+    for (int queued = 0; queued < 2; queued++) {
+        pano_store *s = writer(queued ? "queued" : "put", NULL);
+        ck_assert_int_eq(pano_store_begin(s, err, sizeof err), 0);
+        const char *e;
+        for (int i = 0; (e = stream_event(i, buf, sizeof buf)); i++) {
+            if (!*e)
+                continue;
+            const char *msg = e;
+            pano_store_outcome o = queued ? pano_store_queue(s, NULL, msg, strlen(msg), err, sizeof err)
+                                          : pano_store_put(s, NULL, msg, strlen(msg), err, sizeof err);
+            if (strstr(msg, "oops")) {
+                ck_assert_int_eq(o, PANO_STORE_REJECTED);
+                ck_assert_msg(strstr(err, "invalid JSON"), "%s", err);
+                refused += queued;
+            } else {
+                ck_assert_msg(o == PANO_STORE_STORED || o == PANO_STORE_DUPLICATE, "%s: %s", msg, err);
+                events += queued;
+            }
+        }
+        if (queued) {
+            /* the writer commits every PANO_STORE_QUEUE_COMMIT events on its own */
+            long long seen = 0;
+            for (int wait = 0; wait < 200 && seen < PANO_STORE_QUEUE_COMMIT; wait++) {
+                usleep(50000);
+                seen = ask_file("queued", "SELECT count(*) FROM events");
+            }
+            ck_assert_int_ge(seen, PANO_STORE_QUEUE_COMMIT);
+        }
+        ck_assert_int_eq(pano_store_commit(s, err, sizeof err), 0);
+        pano_store_close(s);
+    }
+    ck_assert_int_gt(events, PANO_STORE_QUEUE_COMMIT);
+    ck_assert_int_eq(refused, STREAM_JOBS / 50);
+    /* the same rows: events (with the deltas and closing samples the store
+     * makes), summaries, dead letters */
+    long long n = ask_both("SELECT count(*) FROM events");
+    ck_assert_int_eq(n, ask_both("SELECT count(*) FROM q.events"));
+    ck_assert_int_eq(n, ask_both("SELECT count(*) FROM events a JOIN q.events b USING (event_id)"
+                                 " WHERE a.doc = b.doc AND a.ts = b.ts AND a.\"delta.rss\" IS b.\"delta.rss\""));
+    /* per job: 10 of the run, its closing sample, 2 of the instance */
+    ck_assert_int_eq(n, STREAM_JOBS * 13);
+    ck_assert_int_eq(ask_both("SELECT count(*) FROM events WHERE json_extract(doc, '$.delta_source') = 'store'"),
+                     STREAM_JOBS * 9); /* the 8 samples' and the closing one's */
+    long long sums = ask_both("SELECT count(*) FROM summaries");
+    ck_assert_int_eq(sums, STREAM_JOBS * 2);
+    ck_assert_int_eq(sums, ask_both("SELECT count(*) FROM summaries a JOIN q.summaries b USING (id)"
+                                    " WHERE a.doc = b.doc AND a.n = b.n AND a.closing = b.closing"));
+    ck_assert_int_eq(ask_both("SELECT count(*) FROM dead_letters"), STREAM_JOBS / 50);
+    ck_assert_int_eq(ask_both("SELECT count(*) FROM q.dead_letters"), STREAM_JOBS / 50);
+    ck_assert_int_eq(ask_both("SELECT count(*) FROM (SELECT reason, body FROM dead_letters"
+                              " EXCEPT SELECT reason, body FROM q.dead_letters)"),
+                     0);
+    ck_assert_int_eq(ask_file("queued", FIGURES_ASTRAY), 0);
+}
+END_TEST
+
 START_TEST(default_path)
 {
     pano_config *cfg = pano_config_new();
@@ -808,6 +925,7 @@ int main(void)
     tcase_add_test(tc, summaries_count_exactly_the_events_written);
     tcase_add_test(tc, figures_count_exactly_the_events);
     tcase_add_test(tc, a_writer_waits_for_a_file_being_made);
+    tcase_add_test(tc, queued_events_are_written_as_put_writes_them);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }

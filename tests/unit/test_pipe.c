@@ -1,0 +1,97 @@
+/* A pipe to a helper thread (lib/pipe.c): every slot worked on once, in
+ * the order pushed, never more than its slots in hand, a slot's contents
+ * kept from one round to the next. */
+#include "mem.h"
+#include "pipe.h"
+#include "testutil.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+typedef struct {
+    long seq;
+    bool in_hand; /* pushed, not yet worked on */
+    char *kept;   /* made once per slot by the producer */
+} slot;
+
+typedef struct {
+    long next;     /* the sequence number expected next */
+    long out_of_order;
+    long worked;
+} helper_state;
+
+static void work(void *s, void *user)
+{
+    slot *sl = s;
+    helper_state *h = user;
+    if (sl->seq != h->next)
+        h->out_of_order++;
+    h->next = sl->seq + 1;
+    if (sl->seq % 1000 == 0)
+        usleep(2000); /* a slow one now and then: the producer waits for slots */
+    h->worked++;
+    sl->in_hand = false;
+}
+
+START_TEST(slots_are_worked_on_in_order_and_never_overtaken)
+{
+    helper_state h = {0};
+    pano_pipe *p = pano_pipe_new(8, sizeof(slot), work, &h);
+    long made = 0, overtaken = 0;
+    for (long i = 0; i < 20000; i++) {
+        slot *s = pano_pipe_next(p);
+        if (s->in_hand)
+            overtaken++;
+        if (!s->kept) {
+            s->kept = pano_strdup("scratch");
+            made++;
+        }
+        s->seq = i;
+        s->in_hand = true;
+        pano_pipe_push(p);
+        if (i == 9999) {
+            pano_pipe_drain(p);
+            ck_assert_int_eq(h.worked, 10000);
+        }
+    }
+    pano_pipe_drain(p);
+    ck_assert_int_eq(h.worked, 20000);
+    ck_assert_int_eq(h.out_of_order, 0);
+    ck_assert_int_eq(overtaken, 0);
+    ck_assert_int_eq(made, 8);
+    ck_assert_int_eq(pano_pipe_slots(p), 8);
+    for (size_t i = 0; i < pano_pipe_slots(p); i++) {
+        slot *s = pano_pipe_slot(p, i);
+        ck_assert_str_eq(s->kept, "scratch");
+        free(s->kept);
+    }
+    pano_pipe_free(p);
+}
+END_TEST
+
+/* Freeing a pipe works on what is still pushed first. */
+START_TEST(free_finishes_what_was_pushed)
+{
+    helper_state h = {0};
+    pano_pipe *p = pano_pipe_new(4, sizeof(slot), work, &h);
+    for (long i = 0; i < 3; i++) {
+        slot *s = pano_pipe_next(p);
+        s->seq = i * 1000; /* each one slow */
+        h.next = 0;
+        pano_pipe_push(p);
+    }
+    pano_pipe_free(p);
+    ck_assert_int_eq(h.worked, 3);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("pipe");
+    TCase *tc = tcase_create("pipe");
+    tcase_add_test(tc, slots_are_worked_on_in_order_and_never_overtaken);
+    tcase_add_test(tc, free_finishes_what_was_pushed);
+    suite_add_tcase(s, tc);
+    return pano_test_run(s);
+}
