@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,11 +191,24 @@ void pano_uuid4(char out[37])
              b[14], b[15]);
 }
 
+/* SHA-256 fetched once: EVP_sha256() makes libcrypto look it up at each
+ * digest, which cost more than the digest of a short key. Kept for the
+ * life of the process. */
+static EVP_MD *sha256;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void fetch_sha256(void)
+{
+    sha256 = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
 void pano_event_id_of(const void *data, size_t len, char out[33])
 {
     unsigned char digest[EVP_MAX_MD_SIZE];
     unsigned int dlen = 0;
-    if (!EVP_Digest(data, len, digest, &dlen, EVP_sha256(), NULL) || dlen < 16) {
+    pthread_once(&sha256_once, fetch_sha256);
+    if (!EVP_Digest(data, len, digest, &dlen, sha256 ? sha256 : EVP_sha256(), NULL) ||
+        dlen < 16) {
         /* libcrypto cannot fail here short of memory exhaustion. */
         pano_error("SHA-256 failed");
         abort();

@@ -34,10 +34,15 @@
 
 #define FIRST_FIELD 6 /* the insert's parameter of the first field; doc's follows the last */
 
+/* A field's name in the table of the fields by name (a hash table), with
+ * its column, and whether it is an object some fields are members of. */
 typedef struct {
-    const char *name;
-    int column;
-} field_column;
+    const char *name; /* len bytes of it */
+    size_t len;
+    int column;   /* 0: none (an object of fields only) */
+    bool members; /* "delta" of "delta.utime" */
+} field_slot;
+#define FIELD_SLOTS 256 /* a power of two, over twice the fields and their objects */
 
 /* A batch (pano_store_begin .. pano_store_commit), as its events are
  * written: on the writer thread while events are queued. */
@@ -51,8 +56,7 @@ typedef struct {
 
 struct pano_store {
     sqlite3 *db;
-    field_column *fields; /* pano_store_fields by name */
-    size_t nfields;
+    field_slot fields[FIELD_SLOTS]; /* pano_store_fields by name */
     char *file;
     pano_schema_set *schemas;
     pano_normalizer *nz;
@@ -170,61 +174,51 @@ typedef struct {
     const pano_json *value;
 } field_value;
 
-static int by_field_name(const void *a, const void *b)
+/* FNV-1a of p[0..n), from h. */
+static uint32_t fnv1a(uint32_t h, const char *p, size_t n)
 {
-    return strcmp(((const field_column *)a)->name, ((const field_column *)b)->name);
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+#define FNV_START 2166136261u
+
+/* The slot of a name given as key, or as key "." member when member is
+ * not NULL: where it is, or the empty one where it goes. */
+static size_t field_slot_of(const field_slot *table, const char *key, size_t klen,
+                            const char *member)
+{
+    size_t mlen = member ? strlen(member) : 0, len = member ? klen + 1 + mlen : klen;
+    uint32_t h = fnv1a(FNV_START, key, klen);
+    if (member)
+        h = fnv1a(fnv1a(h, ".", 1), member, mlen);
+    for (size_t i = h & (FIELD_SLOTS - 1);; i = (i + 1) & (FIELD_SLOTS - 1)) {
+        const field_slot *f = &table[i];
+        if (!f->name || (f->len == len && memcmp(f->name, key, klen) == 0 &&
+                         (!member || (f->name[klen] == '.' &&
+                                      memcmp(f->name + klen + 1, member, mlen) == 0))))
+            return i;
+    }
 }
 
-/* The fields by name, for bind_fields. */
+/* The fields by name, and the objects that hold some ("delta" of
+ * "delta.utime"), for field_values. */
 static void index_fields(pano_store *s)
 {
-    while (pano_store_fields[s->nfields])
-        s->nfields++;
-    s->fields = pano_calloc(s->nfields, sizeof *s->fields);
-    for (size_t i = 0; i < s->nfields; i++)
-        s->fields[i] = (field_column){pano_store_fields[i], FIRST_FIELD + (int)i};
-    qsort(s->fields, s->nfields, sizeof *s->fields, by_field_name);
-}
-
-/* strcmp(name, key), or strcmp(name, "key.member") when member is not
- * NULL. */
-static int compare_field(const char *name, const char *key, const char *member)
-{
-    if (!member)
-        return strcmp(name, key);
-    size_t n = strlen(key);
-    int c = strncmp(name, key, n);
-    if (c == 0)
-        c = (unsigned char)name[n] - '.';
-    return c ? c : strcmp(name + n + 1, member);
-}
-
-/* The insert's parameter of field key (of its member when member is not
- * NULL: "delta.utime"): 0 for none. */
-static int column_of(const pano_store *s, const char *key, const char *member)
-{
-    size_t lo = 0, hi = s->nfields;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = compare_field(s->fields[mid].name, key, member);
-        if (c == 0)
-            return s->fields[mid].column;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+    for (size_t i = 0; i < STORE_FIELDS; i++) {
+        const char *name = pano_store_fields[i];
+        field_slot *f = &s->fields[field_slot_of(s->fields, name, strlen(name), NULL)];
+        *f = (field_slot){name, strlen(name), FIRST_FIELD + (int)i, f->members};
+        const char *dot = strchr(name, '.');
+        if (dot) {
+            f = &s->fields[field_slot_of(s->fields, name, (size_t)(dot - name), NULL)];
+            if (!f->name)
+                *f = (field_slot){name, (size_t)(dot - name), 0, false};
+            f->members = true;
+        }
     }
-    return 0;
-}
-
-/* True when a field is a member of the object name ("delta.utime"). */
-static bool has_members(const char *name)
-{
-    size_t n = strlen(name);
-    for (size_t i = 0; pano_store_fields[i]; i++)
-        if (strncmp(pano_store_fields[i], name, n) == 0 && pano_store_fields[i][n] == '.')
-            return true;
-    return false;
 }
 
 /* A field's value in the column of its own, as SQLite's json_extract gives
@@ -254,14 +248,19 @@ static size_t field_values(const pano_store *s, const pano_json *doc, field_valu
     for (size_t i = 0; i < doc->u.items.len && n < STORE_FIELDS; i++) {
         const char *key = doc->u.items.keys[i];
         const pano_json *v = doc->u.items.values[i];
-        int col = column_of(s, key, NULL);
-        if (col > 0)
-            out[n++] = (field_value){col, v};
-        if (v->type != PANO_JSON_OBJECT || !has_members(key))
+        size_t klen = strlen(key);
+        const field_slot *f = &s->fields[field_slot_of(s->fields, key, klen, NULL)];
+        if (!f->name)
             continue;
-        for (size_t j = 0; j < v->u.items.len && n < STORE_FIELDS; j++)
-            if ((col = column_of(s, key, v->u.items.keys[j])) > 0)
-                out[n++] = (field_value){col, v->u.items.values[j]};
+        if (f->column > 0)
+            out[n++] = (field_value){f->column, v};
+        if (v->type != PANO_JSON_OBJECT || !f->members)
+            continue;
+        for (size_t j = 0; j < v->u.items.len && n < STORE_FIELDS; j++) {
+            const field_slot *m = &s->fields[field_slot_of(s->fields, key, klen, v->u.items.keys[j])];
+            if (m->name && m->column > 0)
+                out[n++] = (field_value){m->column, v->u.items.values[j]};
+        }
     }
     return n;
 }
@@ -654,7 +653,7 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
     char *cols = event_columns();
     pano_buf ins = {0};
     pano_buf_appendf(&ins, "INSERT INTO events (%s) VALUES (?", cols);
-    for (size_t i = 1; i < FIRST_FIELD + s->nfields; i++) /* doc's too */
+    for (size_t i = 1; i < FIRST_FIELD + STORE_FIELDS; i++) /* doc's too */
         pano_buf_append_str(&ins, ", ?");
     pano_buf_append_str(&ins, ") ON CONFLICT (event_id) DO NOTHING");
     rc = sqlite3_prepare_v2(s->db, ins.data, -1, &s->insert, NULL);
@@ -808,12 +807,12 @@ static pano_store_outcome dead_letter(pano_store *s, const char *json, size_t le
     return o;
 }
 
-/* Insert an event placed at place, its document body (len bytes) and doc
- * (its tree, whose fields with a column are fv[0..nfv)), and count it in
- * its summary, in its own transaction unless one is open. */
+/* Insert an event placed at place, its document body (len bytes) whose
+ * fields with a column are fv[0..nfv), and count it in its summary (sp,
+ * its contribution, cleared), in its own transaction unless one is open. */
 static pano_store_outcome insert(pano_store *s, const pano_place *place, const char *body,
-                                 size_t len, const pano_json *doc, const field_value *fv,
-                                 size_t nfv, char *err, size_t errlen)
+                                 size_t len, const field_value *fv, size_t nfv,
+                                 store_summary_part *sp, char *err, size_t errlen)
 {
     bool own = !s->in_transaction;
     if (own && begin_transaction(s, err, errlen) < 0)
@@ -824,7 +823,7 @@ static pano_store_outcome insert(pano_store *s, const pano_place *place, const c
     sqlite3_bind_text(s->insert, 3, pano_streams[place->stream], -1, SQLITE_STATIC);
     sqlite3_bind_text(s->insert, 4, place->event, -1, SQLITE_STATIC);
     sqlite3_bind_double(s->insert, 5, place->ts);
-    sqlite3_bind_text(s->insert, FIRST_FIELD + (int)s->nfields, body, (int)len, SQLITE_STATIC);
+    sqlite3_bind_text(s->insert, FIRST_FIELD + (int)STORE_FIELDS, body, (int)len, SQLITE_STATIC);
     for (size_t i = 0; i < nfv; i++)
         bind_value(s->insert, fv[i].column, fv[i].value);
     pano_store_outcome o = PANO_STORE_STORED;
@@ -838,7 +837,7 @@ static pano_store_outcome insert(pano_store *s, const pano_place *place, const c
     if (o == PANO_STORE_STORED && s->counted_to < 0)
         s->counted_to = sqlite3_last_insert_rowid(s->db) - 1;
     if (o == PANO_STORE_STORED &&
-        store_summaries_add(s->sums, doc, place, sqlite3_last_insert_rowid(s->db), err, errlen) < 0)
+        store_summaries_add(s->sums, sp, sqlite3_last_insert_rowid(s->db), err, errlen) < 0)
         o = PANO_STORE_FAILED;
     if (own && end_transaction(s, o != PANO_STORE_FAILED, err, errlen) < 0)
         o = PANO_STORE_FAILED;
@@ -912,7 +911,10 @@ static pano_store_outcome put_run_event(pano_store *s, const pano_run_event *e,
         }
     }
     field_value fv[STORE_FIELDS];
-    o = insert(s, place, body, len, tree, fv, field_values(s, tree, fv), err, errlen);
+    store_summary_part sp;
+    store_summaries_part(tree, place, &sp);
+    o = insert(s, place, body, len, fv, field_values(s, tree, fv), &sp, err, errlen);
+    store_summaries_part_clear(&sp);
     if (o == PANO_STORE_STORED && e->kind == PANO_RUN_SAMPLE)
         store_runs_stored(s->runs, e->key, place->ts, tree);
     pano_json_free(made);
@@ -945,6 +947,7 @@ typedef struct {
     pano_run_event *e;   /* a run event whose state it follows, else NULL */
     field_value fv[STORE_FIELDS]; /* not a run event: its fields with a column */
     size_t nfv;
+    store_summary_part sp; /* and its contribution to its run's summary */
     const char *refused; /* why it is refused, else NULL */
     char reason[256];
 } checked;
@@ -974,14 +977,17 @@ static void check(const pano_store *s, pano_normalizer *nz, const char *routing_
     if (strcmp(c->place.event, "kickstart.inv.end") == 0 ||
         (strcmp(c->place.event, "kickstart.inv.online") == 0 && !pano_json_get(c->n.doc, "delta")))
         c->e = pano_run_event_read(c->n.doc, c->place.wf_uuid, -1, -1);
-    if (!c->e)
+    if (!c->e) {
         c->nfv = field_values(s, c->n.doc, c->fv);
+        store_summaries_part(c->n.doc, &c->place, &c->sp);
+    }
 }
 
 static void checked_free(checked *c)
 {
     pano_run_event_free(c->e);
     c->e = NULL;
+    store_summaries_part_clear(&c->sp);
     if (c->normalized)
         pano_normalized_free(&c->n);
     c->normalized = false;
@@ -998,7 +1004,7 @@ static pano_store_outcome write_checked(pano_store *s, checked *c, char *err, si
     if (strcmp(c->place.event, "kickstart.inv.start") == 0 ||
         strcmp(c->place.event, "kickstart.inv.online") == 0)
         store_runs_forget(s->runs);
-    return insert(s, &c->place, c->n.body, c->n.len, c->n.doc, c->fv, c->nfv, err, errlen);
+    return insert(s, &c->place, c->n.body, c->n.len, c->fv, c->nfv, &c->sp, err, errlen);
 }
 
 /* The batch's count of events written in its open transaction, which its
@@ -1170,7 +1176,6 @@ void pano_store_close(pano_store *s)
         sqlite3_close(s->db);
     pano_normalizer_free(s->nz);
     pano_schema_set_free(s->schemas);
-    free(s->fields);
     free(s->file);
     free(s);
 }

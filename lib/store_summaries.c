@@ -133,16 +133,31 @@ static int read_doc(store_summaries *ss, const char *wf, const char *id, slot *s
     return out;
 }
 
-int store_summaries_add(store_summaries *ss, const pano_json *doc, const pano_place *place,
-                        int64_t rowid, char *err, size_t errlen)
+void store_summaries_part(const pano_json *doc, const pano_place *place, store_summary_part *out)
 {
     const char *sample = pano_json_get_str(doc, "sample");
-    bool closing = sample && strcmp(sample, "closing") == 0;
+    out->closing = sample && strcmp(sample, "closing") == 0;
+    out->has = pano_summary_of_event(doc, place->wf_uuid, place->ts, "", &out->part);
+}
+
+void store_summaries_part_clear(store_summary_part *p)
+{
+    if (p->has)
+        pano_summary_clear(&p->part);
+    p->has = false;
+}
+
+int store_summaries_add(store_summaries *ss, store_summary_part *p, int64_t rowid, char *err,
+                        size_t errlen)
+{
+    if (!p->has)
+        return 0;
+    bool closing = p->closing;
     char arrival[24];
     snprintf(arrival, sizeof arrival, "%020lld", (long long)rowid);
-    pano_run_summary part;
-    if (!pano_summary_of_event(doc, place->wf_uuid, place->ts, arrival, &part))
-        return 0;
+    pano_run_summary part = p->part; /* taken: cleared below */
+    p->has = false;
+    pano_summary_set_arrival(&part, arrival);
     if (2 * (ss->n + 1) > ss->cap)
         grow(ss);
     slot *sl = find(ss, part.id);

@@ -30,6 +30,7 @@
 
 #include "json.h"
 #include "partition.h"
+#include "summary.h"
 
 #include <sqlite3.h>
 #include <stdint.h>
@@ -54,14 +55,24 @@ typedef struct store_summaries store_summaries;
  * table). NULL with a message in err. */
 store_summaries *store_summaries_new(sqlite3 *db, char *err, size_t errlen);
 
-/* An event just stored (doc, its tree; place, where store.c put it;
- * rowid, its row, which orders it after the events written before it)
- * counted in its run's summary, when it belongs to one: its document read
- * from the file at the transaction's first touch. A closing sample
- * (run_delta.h) is counted apart, in closing. 0, or -1 with a message in
- * err. */
-int store_summaries_add(store_summaries *ss, const pano_json *doc, const pano_place *place,
-                        int64_t rowid, char *err, size_t errlen);
+/* An event's contribution to its run's summary, made before it is
+ * written (on any thread): doc, its tree; place, where store.c puts it.
+ * has is false when it belongs to none. */
+typedef struct {
+    bool has;
+    bool closing; /* a closing sample (run_delta.h): counted apart */
+    pano_run_summary part;
+} store_summary_part;
+void store_summaries_part(const pano_json *doc, const pano_place *place, store_summary_part *out);
+void store_summaries_part_clear(store_summary_part *p);
+
+/* An event just stored (p, its contribution, which this clears; rowid, its
+ * row, which orders it after the events written before it) counted in its
+ * run's summary, when it belongs to one: its document read from the file
+ * at the transaction's first touch. A closing sample is counted apart, in
+ * closing. 0, or -1 with a message in err. */
+int store_summaries_add(store_summaries *ss, store_summary_part *p, int64_t rowid, char *err,
+                        size_t errlen);
 
 /* Write the documents the transaction changed (before its COMMIT), and
  * forget them. 0, or -1 with a message in err. */

@@ -209,6 +209,13 @@ static pano_summary_latest *latest(pano_run_summary *s, pano_summary_latest_name
     return l;
 }
 
+void pano_summary_set_arrival(pano_run_summary *s, const char *arrival)
+{
+    for (int i = 0; i < PANO_SL_COUNT; i++)
+        if (s->latest[i].has)
+            snprintf(s->latest[i].i, sizeof s->latest[i].i, "%s", arrival);
+}
+
 /* The id: a letter, '-', and 128 bits of SHA-256 over the kind, the stream
  * and the key, each ended by a unit separator. */
 static void make_id(pano_run_summary *s, const char *const *key, size_t n)

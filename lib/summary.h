@@ -168,6 +168,9 @@ void pano_summary_clear(pano_run_summary *s);
 bool pano_summary_of_event(const pano_json *event, const char *wf_uuid, double ts,
                            const char *arrival, pano_run_summary *out);
 
+/* The arrival of a contribution made before it was known (given as ""). */
+void pano_summary_set_arrival(pano_run_summary *s, const char *arrival);
+
 /* Merge from into into (of one document); add's counts only when
  * with_counts. The key (kind, id, wf, set) is taken from from when into
  * has none. */
