@@ -912,6 +912,114 @@ static const yajl_callbacks parse_callbacks = {
     .yajl_end_array = on_close,
 };
 
+/* ---- peeking at an object's string members ---------------------------------------- */
+
+typedef struct {
+    pano_json_peek *want;
+    size_t n, missing;
+    uint64_t found; /* bit i: want[i] */
+    size_t depth;
+    bool object;       /* the text opened as an object */
+    pano_json_peek *at; /* the member whose value comes next, at the top level */
+} peek_state;
+
+/* Any value but a string or an object: at the top, buf is no object. */
+static int peek_value(void *ctx)
+{
+    peek_state *p = ctx;
+    p->at = NULL;
+    return p->depth > 0;
+}
+static int peek_bool(void *ctx, int b) { (void)b; return peek_value(ctx); }
+static int peek_number(void *ctx, const char *s, size_t len)
+{
+    (void)s;
+    (void)len;
+    return peek_value(ctx);
+}
+
+static int peek_string(void *ctx, const unsigned char *s, size_t len)
+{
+    peek_state *p = ctx;
+    pano_json_peek *w = p->depth == 1 ? p->at : NULL;
+    if (!peek_value(ctx))
+        return 0;
+    if (!w)
+        return 1;
+    p->found |= UINT64_C(1) << (w - p->want);
+    if (len < w->size) {
+        memcpy(w->out, s, len);
+        w->out[len] = '\0';
+    }
+    return --p->missing > 0; /* all found: stop there */
+}
+
+static int peek_open(void *ctx)
+{
+    peek_state *p = ctx;
+    p->object |= p->depth == 0;
+    p->at = NULL;
+    p->depth++;
+    return 1;
+}
+
+static int peek_open_array(void *ctx)
+{
+    peek_state *p = ctx;
+    p->at = NULL;
+    return p->depth++ > 0;
+}
+
+static int peek_key(void *ctx, const unsigned char *s, size_t len)
+{
+    peek_state *p = ctx;
+    p->at = NULL;
+    if (p->depth != 1)
+        return 1;
+    for (size_t i = 0; i < p->n; i++)
+        if (!(p->found & (UINT64_C(1) << i)) && strlen(p->want[i].key) == len &&
+            memcmp(p->want[i].key, s, len) == 0)
+            p->at = &p->want[i];
+    return 1;
+}
+
+static int peek_close(void *ctx)
+{
+    peek_state *p = ctx;
+    p->at = NULL;
+    p->depth--;
+    return 1;
+}
+
+static const yajl_callbacks peek_callbacks = {
+    .yajl_null = peek_value,
+    .yajl_boolean = peek_bool,
+    .yajl_number = peek_number,
+    .yajl_string = peek_string,
+    .yajl_start_map = peek_open,
+    .yajl_map_key = peek_key,
+    .yajl_end_map = peek_close,
+    .yajl_start_array = peek_open_array,
+    .yajl_end_array = peek_close,
+};
+
+bool pano_json_peek_strings(const char *buf, size_t len, pano_json_peek *want, size_t n)
+{
+    peek_state p = {.want = want, .n = n, .missing = n};
+    if (n == 0 || n > 64)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        want[i].out[0] = '\0';
+    yajl_handle h = yajl_alloc(&peek_callbacks, &yajl_memory, &p);
+    if (!h)
+        return false;
+    yajl_status s = yajl_parse(h, (const unsigned char *)buf, len);
+    if (s == yajl_status_ok)
+        s = yajl_complete_parse(h);
+    yajl_free(h);
+    return p.object && (s == yajl_status_ok || (s == yajl_status_client_canceled && !p.missing));
+}
+
 /* yajl's buffers in the arena: a size header before each block, so that
  * realloc knows what to copy; free does nothing. */
 static void *arena_malloc(void *ctx, size_t size)

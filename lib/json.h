@@ -189,4 +189,20 @@ typedef struct {
 pano_json *pano_json_parse_with(const char *buf, size_t len, const pano_json_parse_options *o,
                                 char *err, size_t errlen);
 
+/* A string member of an object, wanted by pano_json_peek_strings. */
+typedef struct {
+    const char *key;
+    char *out; /* its value, NUL-terminated; "" when absent, not a string or
+                  longer than size - 1 bytes */
+    size_t size; /* at least 1 */
+} pano_json_peek;
+
+/* Read the object in buf[0..len) only as far as needed to find the string
+ * values of its members want[0..n).key (at its top level): no tree is
+ * made, and what follows the last one found is not checked (for a reader
+ * that only routes what another will check); n at most 64. False when buf
+ * does not start as a JSON object, or is not JSON up to where they were
+ * found. */
+bool pano_json_peek_strings(const char *buf, size_t len, pano_json_peek *want, size_t n);
+
 #endif

@@ -589,6 +589,36 @@ START_TEST(parse_reads_numbers_exactly)
 }
 END_TEST
 
+/* Peek at "event" and "event_id" of a line. */
+static bool peek(const char *json, char *name, char *id)
+{
+    pano_json_peek want[] = {{"event", name, 16}, {"event_id", id, 16}};
+    return pano_json_peek_strings(json, strlen(json), want, 2);
+}
+
+START_TEST(peek_reads_only_as_far_as_the_members_wanted)
+{
+    char name[16], id[16];
+    /* both found: what follows is not read */
+    ck_assert(peek("{\"event\":\"a.b\",\"x\":[1,{\"event\":\"no\"}],\"event_id\":\"i\\u00e9\", oops", name, id));
+    ck_assert_str_eq(name, "a.b");
+    ck_assert_str_eq(id, "i\xc3\xa9");
+    /* one missing: the whole object read; a nested member is not the top's */
+    ck_assert(peek("{\"x\":{\"event_id\":\"nested\"},\"event\":\"a\"}", name, id));
+    ck_assert_str_eq(name, "a");
+    ck_assert_str_eq(id, "");
+    /* not a string, or too long: "" */
+    ck_assert(peek("{\"event\":7,\"event_id\":\"0123456789abcdefXYZ\"}", name, id));
+    ck_assert_str_eq(name, "");
+    ck_assert_str_eq(id, "");
+    /* not an object, or not JSON before both were found */
+    ck_assert(!peek("[\"event\",\"a\"]", name, id));
+    ck_assert(!peek("\"event\"", name, id));
+    ck_assert(!peek("{\"event\":\"a\", oops", name, id));
+    ck_assert(!peek("", name, id));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("json");
@@ -616,6 +646,7 @@ int main(void)
     tcase_add_test(tc, get_array_only_finds_arrays);
     tcase_add_test(tc, truncate_frees_the_tail);
     tcase_add_test(tc, sort_is_stable);
+    tcase_add_test(tc, peek_reads_only_as_far_as_the_members_wanted);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }
