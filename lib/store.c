@@ -28,7 +28,11 @@
 #define APPLICATION_ID 0x70616e6f /* "pano" */
 #define PURGE_EVERY 3600.0
 #define EXPORT_ZSTD_LEVEL 3 /* zstd's default: 60 bytes a sample, at 300 MB/s */
-#define READER_MMAP_BYTES (1LL << 40) /* SQLite caps it at its build's maximum */
+/* Files read through a memory map (SQLite caps it at its build's maximum):
+ * no copy of each page read, and the pages shared by every process of the
+ * host instead of each keeping its own cache. */
+#define MMAP_BYTES (1LL << 40)
+#define WAL_CHECKPOINT_PAGES 16000 /* of 4 KiB */
 
 #define STORE_QUEUE_SLOTS 256 /* events checked ahead of the writer thread */
 
@@ -623,7 +627,10 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
     s->nz = pano_normalizer_new(&s->nopts);
 
     mode_t old = umask(077);
-    int rc = sqlite3_open_v2(s->file, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    /* one thread at a time uses the connection (the writer thread while
+     * events are queued, else the caller's): no mutex on each call */
+    int rc = sqlite3_open_v2(s->file, &s->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     umask(old);
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "cannot open store file %s: %s", s->file,
@@ -632,9 +639,15 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
     }
     sqlite3_busy_timeout(s->db, (int)(pano_config_double(cfg, "pano.store.busy_timeout") * 1000));
     bool network = network_fs(dir);
-    char mode[128];
-    snprintf(mode, sizeof mode, "PRAGMA journal_mode = %s; PRAGMA synchronous = %s",
-             network ? "DELETE" : "WAL", network ? "FULL" : "NORMAL");
+    char mode[224];
+    /* A map only where no other host can shorten the file under it; the
+     * WAL copied into the file every 64 MB rather than SQLite's 4 (a page
+     * that every transaction changes, of an index, copied once). */
+    snprintf(mode, sizeof mode,
+             "PRAGMA journal_mode = %s; PRAGMA synchronous = %s; PRAGMA mmap_size = %lld;"
+             " PRAGMA wal_autocheckpoint = %d",
+             network ? "DELETE" : "WAL", network ? "FULL" : "NORMAL", network ? 0 : MMAP_BYTES,
+             WAL_CHECKPOINT_PAGES);
     char why[256];
     /* Writers opening a new file at once: the one that loses the race to
      * make it a WAL file (two readers of it both asking to write) is told at
@@ -1323,7 +1336,7 @@ static int attach_plain(sqlite3 *db, const char *path, const char *file, const c
     free(dir);
     if (!local)
         return 0;
-    sql = sqlite3_mprintf("PRAGMA %s.mmap_size = %lld", schema, READER_MMAP_BYTES);
+    sql = sqlite3_mprintf("PRAGMA %s.mmap_size = %lld", schema, MMAP_BYTES);
     rc = exec(db, sql, err, errlen);
     sqlite3_free(sql);
     return rc;
