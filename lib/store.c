@@ -783,10 +783,18 @@ static int run(pano_store *s, sqlite3_stmt *st, char *err, size_t errlen)
     return own ? end_transaction(s, rc == 0, err, errlen) : rc;
 }
 
-pano_store_outcome pano_store_keep_refused(pano_store *s, double received, const char *reason,
-                                           const char *event, const char *event_id,
-                                           const char *wf_uuid, const char *body, size_t len,
-                                           char *err, size_t errlen)
+/* Everything queued written (the writer thread idle): before the store's
+ * connection is used on the caller's thread. */
+static void drain(pano_store *s)
+{
+    if (s->pipe)
+        pano_pipe_drain(s->pipe);
+}
+
+static pano_store_outcome keep_refused(pano_store *s, double received, const char *reason,
+                                       const char *event, const char *event_id,
+                                       const char *wf_uuid, const char *body, size_t len,
+                                       char *err, size_t errlen)
 {
     if (len > INT_MAX)
         len = 0;
@@ -805,6 +813,15 @@ pano_store_outcome pano_store_keep_refused(pano_store *s, double received, const
     return PANO_STORE_REJECTED;
 }
 
+pano_store_outcome pano_store_keep_refused(pano_store *s, double received, const char *reason,
+                                           const char *event, const char *event_id,
+                                           const char *wf_uuid, const char *body, size_t len,
+                                           char *err, size_t errlen)
+{
+    drain(s);
+    return keep_refused(s, received, reason, event, event_id, wf_uuid, body, len, err, errlen);
+}
+
 static pano_store_outcome dead_letter(pano_store *s, const char *json, size_t len,
                                       const char *reason, char *err, size_t errlen)
 {
@@ -812,7 +829,7 @@ static pano_store_outcome dead_letter(pano_store *s, const char *json, size_t le
     char perr[64];
     pano_json *ev = pano_json_parse(json, len, PANO_JSON_DEFAULT_DEPTH, perr, sizeof perr);
     bool obj = ev && ev->type == PANO_JSON_OBJECT;
-    pano_store_outcome o = pano_store_keep_refused(
+    pano_store_outcome o = keep_refused(
         s, pano_now(), reason, obj ? pano_json_get_str(ev, "event") : NULL,
         obj ? pano_json_get_str(ev, "event_id") : NULL,
         obj ? pano_json_get_str(ev, "wf_uuid") : NULL, json, len, err, errlen);
@@ -1026,14 +1043,6 @@ static void counted(pano_store *s, pano_store_outcome o)
 {
     if (s->in_transaction && (o == PANO_STORE_STORED || o == PANO_STORE_DUPLICATE))
         s->batch.uncommitted++;
-}
-
-/* Everything queued written (the writer thread idle): before the store's
- * connection is used on the caller's thread. */
-static void drain(pano_store *s)
-{
-    if (s->pipe)
-        pano_pipe_drain(s->pipe);
 }
 
 static pano_store_outcome put_one(pano_store *s, const char *routing_key, const char *json,

@@ -46,6 +46,27 @@ MWF=$(cat /proc/sys/kernel/random/uuid)
 into "$STORE" "$TEST_DIR/monitor.jsonl"
 workflows+=("$MWF")
 
+# ---- lines pano-emit --events cannot send: each told with its line number,
+# counted, the file's exit status 1; the valid lines stored, a refused one
+# kept as a dead letter
+BAD=$TEST_DIR/bad.jsonl
+{
+    printf '%s\n' 'this is not json' '["event","x"]'
+    printf '{"event":"custom.bad","ts":%s,"event_id":"bad-%s","wf_uuid":"%s"}\n' "$(date +%s)" "$TEST_ID" "$MWF"
+    printf '{"event":"custom.bad","ts":"soon","event_id":"bad2-%s","wf_uuid":"%s", oops\n' "$TEST_ID" "$MWF"
+} >"$BAD"
+BADSTORE=$TEST_DIR/badstore
+"$EMIT" --set pano.store="$BADSTORE" --events "$BAD" 2>"$TEST_DIR/bad.log" && fail "pano-emit --events of bad lines succeeded"
+for n in 1 2 4; do
+    grep -q "bad.jsonl:$n: " "$TEST_DIR/bad.log" || fail "line $n not told: $(cat "$TEST_DIR/bad.log")"
+done
+grep -q "bad.jsonl:3: " "$TEST_DIR/bad.log" && fail "line 3 refused: $(cat "$TEST_DIR/bad.log")"
+grep -q "1 event(s) of .* sent to .*, 3 not" "$TEST_DIR/bad.log" || fail "counts: $(cat "$TEST_DIR/bad.log")"
+[[ $(sqlite3 "$BADSTORE"/*.pano.sqlite "SELECT count(*) FROM events WHERE event_id = 'bad-$TEST_ID'") == 1 ]] ||
+    fail "the valid line is not stored"
+[[ $(sqlite3 "$BADSTORE"/*.pano.sqlite "SELECT count(*) FROM dead_letters WHERE reason LIKE 'invalid JSON%'") == 1 ]] ||
+    fail "the refused line is not a dead letter: $(sqlite3 "$BADSTORE"/*.pano.sqlite "SELECT reason FROM dead_letters")"
+
 # ---- export: one file of all six, and one of the monitor's workflow alone
 ARCHIVE=$TEST_DIR/ro/six.pano
 mkdir -p "$TEST_DIR/ro"

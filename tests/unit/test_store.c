@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -839,6 +841,10 @@ START_TEST(queued_events_are_written_as_put_writes_them)
         for (int i = 0; (e = stream_event(i, buf, sizeof buf)); i++) {
             if (!*e)
                 continue;
+            if (i == 5000) /* another store's dead letter, amid the queued events */
+                ck_assert_int_eq(pano_store_keep_refused(s, 1764000000, "elsewhere", "x", "x1", WF,
+                                                         "{}", 2, err, sizeof err),
+                                 PANO_STORE_REJECTED);
             const char *msg = e;
             pano_store_outcome o = queued ? pano_store_queue(s, NULL, msg, strlen(msg), err, sizeof err)
                                           : pano_store_put(s, NULL, msg, strlen(msg), err, sizeof err);
@@ -879,12 +885,56 @@ START_TEST(queued_events_are_written_as_put_writes_them)
     ck_assert_int_eq(sums, STREAM_JOBS * 2);
     ck_assert_int_eq(sums, ask_both("SELECT count(*) FROM summaries a JOIN q.summaries b USING (id)"
                                     " WHERE a.doc = b.doc AND a.n = b.n AND a.closing = b.closing"));
-    ck_assert_int_eq(ask_both("SELECT count(*) FROM dead_letters"), STREAM_JOBS / 50);
-    ck_assert_int_eq(ask_both("SELECT count(*) FROM q.dead_letters"), STREAM_JOBS / 50);
+    ck_assert_int_eq(ask_both("SELECT count(*) FROM dead_letters"), STREAM_JOBS / 50 + 1);
+    ck_assert_int_eq(ask_both("SELECT count(*) FROM q.dead_letters"), STREAM_JOBS / 50 + 1);
     ck_assert_int_eq(ask_both("SELECT count(*) FROM (SELECT reason, body FROM dead_letters"
                               " EXCEPT SELECT reason, body FROM q.dead_letters)"),
                      0);
     ck_assert_int_eq(ask_file("queued", FIGURES_ASTRAY), 0);
+}
+END_TEST
+
+/* A disk that fills while events are queued: the batch's commit says how
+ * many were not stored (the others are), and the file stays readable. In
+ * a child, whose files may not grow past 8 MiB: the first transaction's
+ * 10,000 events fit, not the rest. */
+START_TEST(a_full_disk_under_the_queue_is_told_at_commit)
+{
+    int told[2];
+    ck_assert_int_eq(pipe(told), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct rlimit small = {8 << 20, 8 << 20};
+        signal(SIGXFSZ, SIG_IGN); /* a write past it fails instead */
+        if (setrlimit(RLIMIT_FSIZE, &small) < 0)
+            _exit(2);
+        pano_store *s = writer("node1", NULL);
+        char err[512], id[32];
+        if (pano_store_begin(s, err, sizeof err) < 0)
+            _exit(3);
+        for (int i = 0; i < 30000; i++) {
+            snprintf(id, sizeof id, "full-%d", i);
+            const char *e = event(id, 1764000000 + i * 0.001);
+            if (pano_store_queue(s, NULL, e, strlen(e), err, sizeof err) != PANO_STORE_STORED)
+                _exit(4);
+        }
+        int lost = pano_store_commit(s, err, sizeof err);
+        pano_store_close(s);
+        _exit(lost > 0 && strstr(err, "I/O error") && write(told[1], &lost, sizeof lost) ==
+                                                          (ssize_t)sizeof lost
+                  ? 0
+                  : 5);
+    }
+    int status, lost = -1;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+    ck_assert_int_eq(read(told[0], &lost, sizeof lost), (ssize_t)sizeof lost);
+    close(told[0]);
+    close(told[1]);
+    long long stored = ask("SELECT count(*) FROM events");
+    ck_assert_int_ge(stored, 10000);
+    ck_assert_int_eq(stored + lost, 30000);
 }
 END_TEST
 
@@ -926,6 +976,7 @@ int main(void)
     tcase_add_test(tc, figures_count_exactly_the_events);
     tcase_add_test(tc, a_writer_waits_for_a_file_being_made);
     tcase_add_test(tc, queued_events_are_written_as_put_writes_them);
+    tcase_add_test(tc, a_full_disk_under_the_queue_is_told_at_commit);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }
