@@ -261,7 +261,8 @@ static size_t field_values(const pano_store *s, const pano_json *doc, field_valu
         if (v->type != PANO_JSON_OBJECT || !f->members)
             continue;
         for (size_t j = 0; j < v->u.items.len && n < STORE_FIELDS; j++) {
-            const field_slot *m = &s->fields[field_slot_of(s->fields, key, klen, v->u.items.keys[j])];
+            size_t at = field_slot_of(s->fields, key, klen, v->u.items.keys[j]);
+            const field_slot *m = &s->fields[at];
             if (m->name && m->column > 0)
                 out[n++] = (field_value){m->column, v->u.items.values[j]};
         }
@@ -629,8 +630,8 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
     mode_t old = umask(077);
     /* one thread at a time uses the connection (the writer thread while
      * events are queued, else the caller's): no mutex on each call */
-    int rc = sqlite3_open_v2(s->file, &s->db,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    int rc = sqlite3_open_v2(s->file, &s->db, flags, NULL);
     umask(old);
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "cannot open store file %s: %s", s->file,

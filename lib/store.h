@@ -31,13 +31,17 @@
  *       written in their transactions (store_figures.h).
  *
  * Writing: one transaction per pano_store_put (or per held batch,
- * pano_store_begin/commit), BEGIN IMMEDIATE, waiting up to pano.store.
+ * pano_store_begin/commit; a batch's queued events, pano_store_queue, on
+ * the store's writer thread in transactions of PANO_STORE_QUEUE_COMMIT),
+ * BEGIN IMMEDIATE, waiting up to pano.store.
  * busy_timeout for other writers (opening a file that others are making
  * or changing waits as long); an event counts as stored once its
  * transaction committed. On a local file system the file is in WAL mode
  * (readers never block writers; a killed writer loses only what it had
  * not committed); on a network or cluster file system (NFS, Lustre, GPFS,
- * CIFS, ...) in rollback-journal mode, which needs no shared memory.
+ * CIFS, ...) in rollback-journal mode, which needs no shared memory. A
+ * writer's connection is used by one thread at a time: the caller's
+ * functions below wait for the queued events to be written first.
  * Events older than their stream's retention (pano.indexer.retention) are
  * refused as dead letters, and deleted from the file when it is opened for
  * writing (at most once an hour).
