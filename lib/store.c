@@ -35,6 +35,9 @@
 #define WAL_CHECKPOINT_PAGES 16000 /* of 4 KiB */
 
 #define STORE_QUEUE_SLOTS 256 /* events checked ahead of the writer thread */
+/* A bigger event is written on the caller's thread once the queue is
+ * written: the slots hold at most 256 of 64 KiB, and keep no more. */
+#define STORE_QUEUE_MAX_EVENT (64 * 1024)
 
 #define FIRST_FIELD 6 /* the insert's parameter of the first field; doc's follows the last */
 
@@ -1125,7 +1128,7 @@ static void write_queued(void *slot, void *user)
 pano_store_outcome pano_store_queue(pano_store *s, const char *routing_key, const char *json,
                                     size_t len, char *err, size_t errlen)
 {
-    if (!s->batch.open || len > INT_MAX)
+    if (!s->batch.open || len > STORE_QUEUE_MAX_EVENT)
         return pano_store_put(s, routing_key, json, len, err, errlen);
     if (!s->pipe)
         s->pipe = pano_pipe_new(STORE_QUEUE_SLOTS, sizeof(queued), write_queued, s);

@@ -119,7 +119,8 @@ int pano_store_begin(pano_store *s, char *err, size_t errlen);
  * in err, its dead letter written with the rest) and written by the
  * store's writer thread while the caller checks the next ones
  * (PANO_STORE_STORED then only says that it was accepted; an event_id
- * stored already is left out as by pano_store_put). The writer commits
+ * stored already is left out as by pano_store_put; an event over 64 KiB
+ * is written by pano_store_put, after those queued). The writer commits
  * every PANO_STORE_QUEUE_COMMIT events, and pano_store_commit the rest.
  * Outside a batch, pano_store_put. */
 #define PANO_STORE_QUEUE_COMMIT 10000

@@ -845,6 +845,17 @@ START_TEST(queued_events_are_written_as_put_writes_them)
                 ck_assert_int_eq(pano_store_keep_refused(s, 1764000000, "elsewhere", "x", "x1", WF,
                                                          "{}", 2, err, sizeof err),
                                  PANO_STORE_REJECTED);
+            if (i == 7000) { /* an event too big for the queue: written in its turn */
+                char *big = pano_asprintf("{\"event\":\"stampede.xwf.start\",\"ts\":%.3f,"
+                                          "\"event_id\":\"big\",\"wf_uuid\":\"" WF "\","
+                                          "\"pad\":\"%0100000d\"}",
+                                          base + 100, 0);
+                pano_store_outcome o =
+                    queued ? pano_store_queue(s, NULL, big, strlen(big), err, sizeof err)
+                           : pano_store_put(s, NULL, big, strlen(big), err, sizeof err);
+                ck_assert_msg(o == PANO_STORE_STORED, "%s", err);
+                free(big);
+            }
             const char *msg = e;
             pano_store_outcome o = queued ? pano_store_queue(s, NULL, msg, strlen(msg), err, sizeof err)
                                           : pano_store_put(s, NULL, msg, strlen(msg), err, sizeof err);
@@ -877,8 +888,8 @@ START_TEST(queued_events_are_written_as_put_writes_them)
     ck_assert_int_eq(n, ask_both("SELECT count(*) FROM q.events"));
     ck_assert_int_eq(n, ask_both("SELECT count(*) FROM events a JOIN q.events b USING (event_id)"
                                  " WHERE a.doc = b.doc AND a.ts = b.ts AND a.\"delta.rss\" IS b.\"delta.rss\""));
-    /* per job: 10 of the run, its closing sample, 2 of the instance */
-    ck_assert_int_eq(n, STREAM_JOBS * 13);
+    /* per job: 10 of the run, its closing sample, 2 of the instance; the big one */
+    ck_assert_int_eq(n, STREAM_JOBS * 13 + 1);
     ck_assert_int_eq(ask_both("SELECT count(*) FROM events WHERE json_extract(doc, '$.delta_source') = 'store'"),
                      STREAM_JOBS * 9); /* the 8 samples' and the closing one's */
     long long sums = ask_both("SELECT count(*) FROM summaries");
