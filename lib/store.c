@@ -1045,44 +1045,6 @@ static pano_store_outcome write_checked(pano_store *s, checked *c, char *err, si
     return insert(s, &c->place, c->n.body, c->n.len, c->fv, c->nfv, &c->sp, err, errlen);
 }
 
-/* The batch's count of events written in its open transaction, which its
- * commit makes stored. */
-static void counted(pano_store *s, pano_store_outcome o)
-{
-    if (s->in_transaction && (o == PANO_STORE_STORED || o == PANO_STORE_DUPLICATE))
-        s->batch.uncommitted++;
-}
-
-static pano_store_outcome put_one(pano_store *s, const char *routing_key, const char *json,
-                                  size_t len, char *err, size_t errlen)
-{
-    checked c;
-    check(s, s->nz, routing_key, json, len, &c);
-    pano_store_outcome o = write_checked(s, &c, err, errlen);
-    checked_free(&c);
-    return o;
-}
-
-pano_store_outcome pano_store_put(pano_store *s, const char *routing_key, const char *json,
-                                  size_t len, char *err, size_t errlen)
-{
-    drain(s);
-    pano_store_outcome o = put_one(s, routing_key, json, len, err, errlen);
-    counted(s, o);
-    return o;
-}
-
-/* ---- the queue: checked on the caller's thread, written on the writer's ------------- */
-
-/* A slot of the queue: a copy of the message, which its tree may point
- * into, and the slot's own normalizer, whose tree lives until the slot
- * comes round again. */
-typedef struct {
-    pano_normalizer *nz;
-    pano_buf copy;
-    checked c;
-} queued;
-
 /* The first failure of a batch, kept for its commit to tell. */
 static void batch_failed(pano_store *s, size_t events, const char *why)
 {
@@ -1102,6 +1064,54 @@ static int batch_transaction_end(pano_store *s)
     return rc;
 }
 
+/* An event of a batch written (put or queued): counted in the open
+ * transaction, which is committed, and the next one begun, once it holds
+ * PANO_STORE_BATCH_COMMIT events. */
+static void batch_wrote(pano_store *s, pano_store_outcome o)
+{
+    if (!s->in_transaction || s->batch.broken)
+        return;
+    if (o == PANO_STORE_STORED || o == PANO_STORE_DUPLICATE)
+        s->batch.uncommitted++;
+    if (s->batch.uncommitted < PANO_STORE_BATCH_COMMIT)
+        return;
+    char why[256];
+    if (batch_transaction_end(s) == 0 && begin_transaction(s, why, sizeof why) < 0) {
+        s->batch.broken = true; /* a queued event then counts as lost */
+        batch_failed(s, 0, why);
+    }
+}
+
+static pano_store_outcome put_one(pano_store *s, const char *routing_key, const char *json,
+                                  size_t len, char *err, size_t errlen)
+{
+    checked c;
+    check(s, s->nz, routing_key, json, len, &c);
+    pano_store_outcome o = write_checked(s, &c, err, errlen);
+    checked_free(&c);
+    return o;
+}
+
+pano_store_outcome pano_store_put(pano_store *s, const char *routing_key, const char *json,
+                                  size_t len, char *err, size_t errlen)
+{
+    drain(s);
+    pano_store_outcome o = put_one(s, routing_key, json, len, err, errlen);
+    batch_wrote(s, o);
+    return o;
+}
+
+/* ---- the queue: checked on the caller's thread, written on the writer's ------------- */
+
+/* A slot of the queue: a copy of the message, which its tree may point
+ * into, and the slot's own normalizer, whose tree lives until the slot
+ * comes round again. */
+typedef struct {
+    pano_normalizer *nz;
+    pano_buf copy;
+    checked c;
+} queued;
+
 /* The writer thread's work on one slot. */
 static void write_queued(void *slot, void *user)
 {
@@ -1117,16 +1127,9 @@ static void write_queued(void *slot, void *user)
             pano_error("store %s: %s", s->file, why); /* the refusal was told already */
         else if (o == PANO_STORE_FAILED)
             batch_failed(s, 1, why);
-        counted(s, o);
+        batch_wrote(s, o);
     }
     checked_free(&q->c);
-    if (s->batch.uncommitted < PANO_STORE_QUEUE_COMMIT || s->batch.broken)
-        return;
-    /* a transaction's worth written: committed, and the next one begun */
-    if (batch_transaction_end(s) == 0 && begin_transaction(s, why, sizeof why) < 0) {
-        s->batch.broken = true;
-        batch_failed(s, 0, why);
-    }
 }
 
 pano_store_outcome pano_store_queue(pano_store *s, const char *routing_key, const char *json,

@@ -30,9 +30,9 @@
  *       as a whole and per second (with the samples' changes summed),
  *       written in their transactions (store_figures.h).
  *
- * Writing: one transaction per pano_store_put (or per held batch,
- * pano_store_begin/commit; a batch's queued events, pano_store_queue, on
- * the store's writer thread in transactions of PANO_STORE_QUEUE_COMMIT),
+ * Writing: one transaction per pano_store_put (or, in a batch,
+ * pano_store_begin/commit, per PANO_STORE_BATCH_COMMIT events; a batch's
+ * queued events, pano_store_queue, on the store's writer thread),
  * BEGIN IMMEDIATE, waiting up to pano.store.
  * busy_timeout for other writers (opening a file that others are making
  * or changing waits as long); an event counts as stored once its
@@ -110,8 +110,9 @@ pano_store_outcome pano_store_keep_refused(pano_store *s, double received, const
                                            char *err, size_t errlen);
 
 /* Group the next events in a batch until pano_store_commit (a burst of
- * events, one disk sync): the puts in one transaction. 0, or -1 with a
- * message in err. */
+ * events, few disk syncs): in one transaction, committed and begun again
+ * every PANO_STORE_BATCH_COMMIT events. 0, or -1 with a message in err. */
+#define PANO_STORE_BATCH_COMMIT 10000
 int pano_store_begin(pano_store *s, char *err, size_t errlen);
 
 /* Many events, written at the pace of the disk: within a batch, an event is
@@ -120,10 +121,8 @@ int pano_store_begin(pano_store *s, char *err, size_t errlen);
  * store's writer thread while the caller checks the next ones
  * (PANO_STORE_STORED then only says that it was accepted; an event_id
  * stored already is left out as by pano_store_put; an event over 64 KiB
- * is written by pano_store_put, after those queued). The writer commits
- * every PANO_STORE_QUEUE_COMMIT events, and pano_store_commit the rest.
- * Outside a batch, pano_store_put. */
-#define PANO_STORE_QUEUE_COMMIT 10000
+ * is written by pano_store_put, after those queued). Outside a batch,
+ * pano_store_put. */
 pano_store_outcome pano_store_queue(pano_store *s, const char *routing_key, const char *json,
                                     size_t len, char *err, size_t errlen);
 

@@ -869,18 +869,18 @@ START_TEST(queued_events_are_written_as_put_writes_them)
             }
         }
         if (queued) {
-            /* the writer commits every PANO_STORE_QUEUE_COMMIT events on its own */
+            /* the writer commits every PANO_STORE_BATCH_COMMIT events on its own */
             long long seen = 0;
-            for (int wait = 0; wait < 200 && seen < PANO_STORE_QUEUE_COMMIT; wait++) {
+            for (int wait = 0; wait < 200 && seen < PANO_STORE_BATCH_COMMIT; wait++) {
                 usleep(50000);
                 seen = ask_file("queued", "SELECT count(*) FROM events");
             }
-            ck_assert_int_ge(seen, PANO_STORE_QUEUE_COMMIT);
+            ck_assert_int_ge(seen, PANO_STORE_BATCH_COMMIT);
         }
         ck_assert_int_eq(pano_store_commit(s, err, sizeof err), 0);
         pano_store_close(s);
     }
-    ck_assert_int_gt(events, PANO_STORE_QUEUE_COMMIT);
+    ck_assert_int_gt(events, PANO_STORE_BATCH_COMMIT);
     ck_assert_int_eq(refused, STREAM_JOBS / 50);
     /* the same rows: events (with the deltas and closing samples the store
      * makes), summaries, dead letters */
