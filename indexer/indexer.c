@@ -104,6 +104,8 @@ void indexer_publish_status(indexer *ix)
     COUNTER("expired_total", "Events older than their stream's retention, dead-lettered.",
             n->expired);
     COUNTER("indices_deleted_total", "Indices deleted by retention.", n->indices_deleted);
+    COUNTER("summary_compactions_total",
+            "Summary indices force-merged without their deleted documents.", n->compactions);
     COUNTER("unassigned_total", "Events without a valid wf_uuid, in the fallback index.",
             n->unassigned);
     COUNTER("item_retries_total", "Bulk items retried (429, 5xx).", n->retries);
@@ -393,6 +395,10 @@ static void settle_summaries(indexer *ix)
         backoff = backoff_next(backoff, ix->max_backoff);
     }
     intake_set_paused(ix, false);
+    double now = pano_monotonic();
+    for (size_t i = 0; i < r->n; i++)
+        if (r->docs[i].found)
+            upkeep_note_update(ix, r->docs[i].index, now);
     summaries_clear(r);
 }
 
@@ -451,6 +457,7 @@ static int run(indexer *ix)
             upkeep_retention_pass(ix, false);
             ix->last_retention = now;
         }
+        upkeep_compact_summaries(ix, now, false);
     }
     /* Drain: the batch in hand was settled (or given up) above, and one
      * sent ahead, its requests out already, is settled too; messages
@@ -463,6 +470,7 @@ static int run(indexer *ix)
     for (int k = 0; k < 2; k++)
         outlet_land(ix, &ix->batches[k]);
     intake_drop_partitions(ix, NULL);
+    upkeep_compact_summaries(ix, pano_monotonic(), true);
     log_stats(ix);
     return 0;
 }

@@ -76,6 +76,8 @@
 /* A batch is split into concurrent bulk requests of at least this many
  * documents. */
 #define MIN_SLICE 1000
+/* The summary indices awaiting compaction that the indexer keeps in mind. */
+#define COMPACT_INDICES 16
 
 /* Only what the outcome needs comes back: much less to read. */
 #define BULK_PATH "/_bulk?filter_path=errors,items.*.status,items.*.error.type,items.*.error.reason"
@@ -83,7 +85,7 @@
 typedef struct {
     uint64_t consumed, indexed, duplicates, dead, unassigned, retries;
     uint64_t bulk_requests, bulk_failures, rebalances, dropped_revoked;
-    uint64_t bridge_dead, expired, indices_deleted;
+    uint64_t bridge_dead, expired, indices_deleted, compactions;
     uint64_t offsets_stored, sent_ahead;
     uint64_t closings; /* closing samples stored (created, or there already) */
     double bulk_seconds;
@@ -139,6 +141,14 @@ typedef struct {
     bool cooperative; /* the assignment strategy configured is cooperative */
     bool was_assigned; /* the group gave this member an assignment (even an empty one) */
     double last_prepared; /* when the coming partitions were last created (monotonic) */
+    /* the summary indices updated since they were last compacted (upkeep.h) */
+    struct {
+        char name[256];
+        double first, last; /* the first and last update since (monotonic) */
+        bool pending;       /* updated since */
+        bool configured;    /* its merge policy set by this process */
+    } compact[COMPACT_INDICES];
+    size_t ncompact;
     int replicas;         /* pano.indexer.replicas, or PANO_REPLICAS_AUTO */
     counters n;
     pano_histogram stages[N_STAGES];

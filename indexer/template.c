@@ -275,6 +275,9 @@ static pano_json *settings(const pano_template_options *opt, index_kind kind)
         pano_json_set_str(s, "refresh_interval", opt->refresh_interval);
     pano_json_set_int(pano_json_set_object(pano_json_set_object(s, "mapping"), "total_fields"),
                       "limit", opt->total_fields_limit);
+    if (kind == INDEX_SUMMARIES) /* compacted whole (upkeep.h): any deleted copy goes */
+        pano_json_set_int(pano_json_set_object(pano_json_set_object(s, "merge"), "policy"),
+                          "expunge_deletes_allowed", 0);
     pano_json *norm = pano_json_set_object(
         pano_json_set_object(pano_json_set_object(s, "analysis"), "normalizer"),
         "pano_lowercase");

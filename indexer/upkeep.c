@@ -1,6 +1,6 @@
 /*
  * upkeep.c - the upkeep of pano's indices: partitions made ahead of their
- * events, retention, the shard budget
+ * events, retention, the shard budget, summary indices compacted
  * (upkeep.h, docs/indexer.md).
  */
 #include "upkeep.h"
@@ -218,4 +218,79 @@ void upkeep_prepare_partitions(indexer *ix)
                            index, st);
             free(answer);
         }
+}
+
+/* ---- summaries compacted ------------------------------------------------------ */
+
+/* Force-merge the i-th index noted without its deleted documents, in the
+ * background; asked again later when Elasticsearch did not take it. */
+static void compact(indexer *ix, size_t i, double now)
+{
+    const char *name = ix->compact[i].name;
+    char path[512], *answer = NULL;
+    long st;
+    if (!ix->compact[i].configured) { /* an index made before its template said so */
+        snprintf(path, sizeof path, "/%s/_settings", name);
+        st = es_send(ix, "PUT", path, "{\"index.merge.policy.expunge_deletes_allowed\":0}",
+                     &answer);
+        free(answer);
+        answer = NULL;
+        ix->compact[i].configured = st == 200;
+    }
+    /* a merge keeps what came after the last commit (Elasticsearch's safe
+     * commit): committed first */
+    snprintf(path, sizeof path, "/%s/_flush", name);
+    st = es_send(ix, "POST", path, NULL, &answer);
+    free(answer);
+    answer = NULL;
+    snprintf(path, sizeof path, "/%s/_forcemerge?only_expunge_deletes=true&wait_for_completion=false",
+             name);
+    if (st == 200)
+        st = es_send(ix, "POST", path, NULL, &answer);
+    if (st == 200 || st == 404) { /* 404: deleted meanwhile (retention) */
+        ix->n.compactions += st == 200;
+        ix->compact[i].pending = false;
+        if (st == 200)
+            pano_info("summaries: compacting %s", name);
+    } else {
+        pano_warn("summaries: cannot compact %s (HTTP %ld): %.200s", name, st,
+                  answer ? answer : "");
+        ix->compact[i].first = ix->compact[i].last = now;
+    }
+    free(answer);
+}
+
+void upkeep_note_update(indexer *ix, const char *index, double now)
+{
+    size_t i = 0;
+    while (i < ix->ncompact && strcmp(ix->compact[i].name, index) != 0)
+        i++;
+    if (i == ix->ncompact && ix->ncompact < COMPACT_INDICES)
+        ix->ncompact++;
+    else if (i == ix->ncompact) { /* full: an index compacted, else the longest quiet, makes room */
+        i = 0;
+        for (size_t k = 1; k < ix->ncompact; k++)
+            if (ix->compact[i].pending &&
+                (!ix->compact[k].pending || ix->compact[k].last < ix->compact[i].last))
+                i = k;
+        if (ix->compact[i].pending)
+            compact(ix, i, now);
+    }
+    if (strcmp(ix->compact[i].name, index) != 0) {
+        snprintf(ix->compact[i].name, sizeof ix->compact[i].name, "%s", index);
+        ix->compact[i].configured = ix->compact[i].pending = false;
+    }
+    if (!ix->compact[i].pending)
+        ix->compact[i].first = now;
+    ix->compact[i].pending = true;
+    ix->compact[i].last = now;
+}
+
+void upkeep_compact_summaries(indexer *ix, double now, bool all)
+{
+    for (size_t i = 0; i < ix->ncompact; i++)
+        if (ix->compact[i].pending &&
+            (all || now - ix->compact[i].last >= UPKEEP_COMPACT_QUIET ||
+             now - ix->compact[i].first >= UPKEEP_COMPACT_EVERY))
+            compact(ix, i, now);
 }

@@ -2,8 +2,8 @@
  * upkeep.h - pano-indexer's upkeep of its indices in Elasticsearch: the
  * partitions of now and of the next hour made ahead of their events, the
  * deletion of partitions past their stream's retention (retention.h
- * decides which), and the refusal of a configuration over the cluster's shard
- * budget. Requests go through the indexer's client (ix->es) and note
+ * decides which), the refusal of a configuration over the cluster's shard
+ * budget, and the compaction of summary indices. Requests go through the indexer's client (ix->es) and note
  * whether Elasticsearch answered (ix->es_up). docs/indexer.md says when
  * each runs.
  */
@@ -26,5 +26,20 @@ bool upkeep_any_retention(const indexer *ix);
 long upkeep_retention_pass(indexer *ix, bool dry_run);
 /* Refuse (-1) a configuration needing more shards than the cluster allows. */
 int upkeep_check_shard_budget(indexer *ix);
+
+/* Summary indices compacted. Elasticsearch reads a page of documents whose
+ * numbers in the index follow one another about ten times faster than one
+ * with a gap, and each update of a summary leaves a deleted copy, a gap.
+ * note: index had a summary updated (written over an existing one).
+ * compact: those quiet for UPKEEP_COMPACT_QUIET seconds, or updated for
+ * UPKEEP_COMPACT_EVERY seconds since their last compaction, are
+ * force-merged without their deleted documents, in the background (every
+ * one at once when all). A merge keeps the copies deleted after the last
+ * commit (the index is flushed first) and those the shard's retention lease,
+ * renewed every 30 s, has not passed yet: hence a quiet minute. */
+#define UPKEEP_COMPACT_QUIET 60.0
+#define UPKEEP_COMPACT_EVERY 600.0
+void upkeep_note_update(indexer *ix, const char *index, double now);
+void upkeep_compact_summaries(indexer *ix, double now, bool all);
 
 #endif

@@ -55,7 +55,13 @@ static size_t collect(char *data, size_t size, size_t n, void *user)
 {
     pano_es_response *r = user;
     size_t add = size * n;
-    r->body = pano_realloc(r->body, r->len + add + 1);
+    if (r->len + add + 1 > r->cap) { /* doubling: a 7 MB answer is not copied at every piece */
+        size_t cap = r->cap ? r->cap : 16384;
+        while (cap < r->len + add + 1)
+            cap *= 2;
+        r->body = pano_realloc(r->body, cap);
+        r->cap = cap;
+    }
     memcpy(r->body + r->len, data, add);
     r->len += add;
     r->body[r->len] = '\0';
@@ -285,7 +291,7 @@ void pano_es_response_free(pano_es_response *resp)
 {
     free(resp->body);
     resp->body = NULL;
-    resp->len = 0;
+    resp->len = resp->cap = 0;
 }
 
 long pano_es_send(pano_es *es, const char *method, const char *path, const char *body,

@@ -20,7 +20,7 @@ typedef struct pano_es pano_es;
 typedef struct {
     long status;    /* HTTP status, 0 if no response arrived */
     char *body;     /* NUL-terminated response body (free with free()) */
-    size_t len;
+    size_t len, cap;
 } pano_es_response;
 
 /* Build a client from pano.es.* keys. NULL with a message in err. */

@@ -256,8 +256,8 @@ static void *read_slice(void *arg)
 {
     slice_read *s = arg;
     s->last_pit = pano_strdup(s->pit);
-    pano_arena arena;
-    pano_arena_init(&arena, 1 << 20);
+    pano_arena arena; /* one chunk a page's tree fits in, kept from page to page */
+    pano_arena_init(&arena, 32 << 20);
     pano_json *after = NULL;
     pano_run_summary held; /* the last document read: the next may be of its run */
     bool holding = false;

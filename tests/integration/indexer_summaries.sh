@@ -148,6 +148,18 @@ diff "$TEST_DIR/a.json" "$TEST_DIR/b.json" >"$TEST_DIR/ab.diff" ||
     fail "the summaries of events sent twice, out of order, differ: $(head -c 2000 "$TEST_DIR/ab.diff")"
 log "$runs runs, $insts instances, $sides side documents: the same from $N events once in order and twice shuffled"
 
+# A late sample of a run that ended updates its summary, leaving a deleted
+# copy; once no summary of the index was updated for a minute, the indexer
+# compacts it (upkeep.h; checked at the end). A's answers below count it.
+compactions() { grep -c "summaries: compacting ${P}summary-kickstart-" "$TEST_DIR/a.log" || true; }
+compacted_before=$(compactions)
+jq -c 'select(.event == "kickstart.inv.online" and .dag_job_id == "work_ID03") | .event_id = "late-sample" | .ts += 0.5' \
+    "$TEST_DIR/events.jsonl" | head -1 >"$TEST_DIR/late-sample.jsonl"
+produce "$PANO_KAFKA_TOPIC_PREFIX" "$TEST_DIR/late-sample.jsonl"
+NA=$((N + 1)) # A's events from now on
+wait_until 30 indexed "$P" "$NA" || fail "the late sample: $(events_sent "$P") of $NA events"
+
+
 # pano-query: the same answers from the summaries and from the events.
 compare() { # PREFIX WHAT: the --json of each command, both ways
     local cmd norm='walk(if type == "object" then del(.now) else . end)'
@@ -243,6 +255,19 @@ compare "${P}d-" "a workflow across two partitions"
 unset PANO_INDEXER_PARTITION
 log "a workflow across two days, $split runs with a document in each: the same answers"
 
+deleted_in() { es "$ES/_cat/indices/$1?h=docs.deleted&format=json" | jq '[.[]."docs.deleted" | tonumber] | add'; }
+compacted() { (($(compactions) > compacted_before)) && refresh && [[ $(deleted_in "${P}summary-*") == 0 ]]; }
+wait_until 100 compacted || {
+    es "$ES/_cat/indices/${P}summary-*?v&h=index,docs.count,docs.deleted" >&2
+    es "$ES/${P}summary-*/_stats?level=shards&filter_path=**.retention_leases,**.seq_no" >&2
+    date >&2
+    fail "A: $(($(compactions) - compacted_before)) compactions, $(deleted_in "${P}summary-*") deleted summaries left"
+}
+es "$ES/${P}summary-*/_settings/index.merge.policy.expunge_deletes_allowed" |
+    jq -e '[.[].settings.index.merge.policy.expunge_deletes_allowed] | all(. == "0")' >/dev/null ||
+    fail "the summary indices do not drop every deleted document when compacted"
+log "A's updated summary index compacted once quiet: no deleted copy left"
+
 # Summaries not yet searchable when their events are: pano-query refreshes
 # them. Refreshes of A's summaries are turned off; the open run's end is
 # indexed, its summary written (a real-time GET sees it) but not
@@ -258,15 +283,17 @@ jq -cn --arg wf "$WF" --argjson t "$start" '{event: "kickstart.inv.end", ts: ($t
     >"$TEST_DIR/late.jsonl"
 produce "$PANO_KAFKA_TOPIC_PREFIX" "$TEST_DIR/late.jsonl"
 realtime() { es "$ES/$(jq -r ._index <<<"$doc")/_doc/$(jq -r ._id <<<"$doc")?routing=$WF"; }
-wait_until 30 sent_are "$P" $((N + 1)) || fail "the late end was not indexed"
+wait_until 30 sent_are "$P" $((NA + 1)) || fail "the late end was not indexed"
 wait_until 30 bash -c "$(declare -f es realtime); doc='$doc' ES='$ES' WF='$WF'; realtime | jq -e '._source.max.end == 1' >/dev/null" ||
     fail "the late end's summary was not written: $(realtime)"
-[[ $(summaries "$P" | jq '[.[].add.n] | add') == "$N" ]] || fail "the summaries were refreshed on their own"
+[[ $(summaries "$P" | jq '[.[].add.n] | add') == "$NA" ]] || fail "the summaries were refreshed on their own"
 PANO_INDEXER_INDEX_PREFIX=$P "$QUERY" jobs "$WF" --json --log-level debug >"$TEST_DIR/late.json" 2>"$TEST_DIR/late.log" ||
     fail "jobs: $(tail -3 "$TEST_DIR/late.log")"
 jq -e '[.jobs[] | select(.id == "work_ID11")][0] | .state == "succeeded" and .exitcode == 0' "$TEST_DIR/late.json" >/dev/null ||
     fail "the run whose summary was not searchable: $(jq -c '.jobs[] | select(.id == "work_ID11")' "$TEST_DIR/late.json")"
 grep -q "POST /.*${P}summary-.*_refresh" "$TEST_DIR/late.log" || fail "pano-query did not refresh the summaries"
 log "summaries written after their events: refreshed by pano-query when they hold fewer events"
+
+
 stop_all
 log "PASS"
