@@ -780,6 +780,33 @@ static double read_decimal(const char *s, size_t len, const char *dot)
     return s[0] == '-' ? -v : v;
 }
 
+/* A number's text (yajl's, at most 127 bytes) read as the tree keeps it:
+ * an int64 when it is one (true), else *d and its decimals (-1: printed
+ * as %.17g). */
+static bool number_text(const char *buf, size_t len, int64_t *integer, double *d, int *decimals)
+{
+    const char *dot = NULL;
+    bool exponent = false;
+    for (size_t i = 0; i < len; i++) {
+        if (buf[i] == '.')
+            dot = buf + i;
+        else if (buf[i] == 'e' || buf[i] == 'E')
+            exponent = true;
+    }
+    if (!dot && !exponent && read_int(buf, len, integer))
+        return true;
+    /* Out of int64 range, or not an integer. A plain decimal ("1.250")
+     * keeps its number of decimals, so that it serializes to the same
+     * text. */
+    bool plain = dot && !exponent;
+    *d = plain ? read_decimal(buf, len, dot) : strtod(buf, NULL);
+    *decimals = plain ? (int)(len - (size_t)(dot + 1 - buf)) : -1;
+    return false;
+}
+
+/* 1e400: JSON has no infinity, and Elasticsearch would refuse it */
+#define OUT_OF_RANGE "number out of range (larger than a double can hold)"
+
 static int on_number(void *ctx, const char *s, size_t len)
 {
     parse_state *st = ctx;
@@ -790,33 +817,21 @@ static int on_number(void *ctx, const char *s, size_t len)
     }
     memcpy(buf, s, len);
     buf[len] = '\0';
-    const char *dot = NULL;
-    bool exponent = false;
-    for (size_t i = 0; i < len; i++) {
-        if (buf[i] == '.')
-            dot = buf + i;
-        else if (buf[i] == 'e' || buf[i] == 'E')
-            exponent = true;
-    }
     int64_t i;
-    if (!dot && !exponent && read_int(buf, len, &i)) {
+    double d;
+    int decimals;
+    if (number_text(buf, len, &i, &d, &decimals)) {
         pano_json *v = st_value(st, PANO_JSON_INT);
         v->u.integer = i;
         return attach(st, v);
     }
-    /* Out of int64 range, or not an integer. A plain decimal ("1.250")
-     * keeps its number of decimals, so that it serializes to the same
-     * text. */
-    pano_json *v = st_value(st, PANO_JSON_DOUBLE);
-    bool plain = dot && !exponent;
-    v->u.real.value = plain ? read_decimal(buf, len, dot) : strtod(buf, NULL);
-    v->u.real.decimals = plain ? (int)(len - (size_t)(dot + 1 - buf)) : -1;
-    if (!isfinite(v->u.real.value)) {
-        /* 1e400: JSON has no infinity, and Elasticsearch would refuse it */
-        st->error = "number out of range (larger than a double can hold)";
-        st_free(st, v);
+    if (!isfinite(d)) {
+        st->error = OUT_OF_RANGE;
         return 0;
     }
+    pano_json *v = st_value(st, PANO_JSON_DOUBLE);
+    v->u.real.value = d;
+    v->u.real.decimals = decimals;
     return attach(st, v);
 }
 
@@ -911,6 +926,137 @@ static const yajl_callbacks parse_callbacks = {
     .yajl_start_array = on_array_open,
     .yajl_end_array = on_close,
 };
+
+/* ---- reading as a stream of events -------------------------------------------------- */
+
+typedef struct {
+    const pano_json_events *ev;
+    void *user;
+    const char *error;
+} stream_state;
+
+static int stream_map(void *c) { return ((stream_state *)c)->ev->open(((stream_state *)c)->user, false); }
+static int stream_array(void *c) { return ((stream_state *)c)->ev->open(((stream_state *)c)->user, true); }
+static int stream_close(void *c) { return ((stream_state *)c)->ev->close(((stream_state *)c)->user); }
+static int stream_null(void *c) { return ((stream_state *)c)->ev->literal(((stream_state *)c)->user, -1); }
+
+static int stream_bool(void *c, int b)
+{
+    return ((stream_state *)c)->ev->literal(((stream_state *)c)->user, b != 0);
+}
+
+static int stream_key(void *c, const unsigned char *k, size_t n)
+{
+    return ((stream_state *)c)->ev->key(((stream_state *)c)->user, (const char *)k, n);
+}
+
+static int stream_string(void *c, const unsigned char *v, size_t n)
+{
+    return ((stream_state *)c)->ev->string(((stream_state *)c)->user, (const char *)v, n);
+}
+
+static int stream_number(void *c, const char *t, size_t n)
+{
+    stream_state *s = c;
+    /* the usual case, a whole number of up to 15 digits: exact in a double */
+    size_t neg = n > 0 && t[0] == '-', at = neg;
+    uint64_t whole = 0;
+    while (at < n && at - neg < 15 && t[at] >= '0' && t[at] <= '9')
+        whole = whole * 10 + (uint64_t)(t[at++] - '0');
+    if (at == n && n > neg)
+        return s->ev->number(s->user, neg && whole ? -(double)whole : (double)whole);
+    char buf[128];
+    if (n >= sizeof buf) {
+        s->error = "number too long";
+        return 0;
+    }
+    memcpy(buf, t, n);
+    buf[n] = '\0';
+    int64_t i;
+    double d;
+    int decimals;
+    if (number_text(buf, n, &i, &d, &decimals))
+        d = (double)i;
+    else if (!isfinite(d)) {
+        s->error = OUT_OF_RANGE;
+        return 0;
+    }
+    return s->ev->number(s->user, d);
+}
+
+static const yajl_callbacks stream_callbacks = {
+    .yajl_null = stream_null,
+    .yajl_boolean = stream_bool,
+    .yajl_number = stream_number,
+    .yajl_string = stream_string,
+    .yajl_start_map = stream_map,
+    .yajl_map_key = stream_key,
+    .yajl_end_map = stream_close,
+    .yajl_start_array = stream_array,
+    .yajl_end_array = stream_close,
+};
+
+int pano_json_stream(const char *buf, size_t len, const pano_json_events *ev, void *user,
+                     char *err, size_t errlen)
+{
+    stream_state s = {.ev = ev, .user = user};
+    yajl_handle h = yajl_alloc(&stream_callbacks, &yajl_memory, &s);
+    if (!h) {
+        snprintf(err, errlen, "cannot allocate a JSON parser");
+        return -1;
+    }
+    yajl_status st = yajl_parse(h, (const unsigned char *)buf, len);
+    if (st == yajl_status_ok)
+        st = yajl_complete_parse(h);
+    int rc = 0;
+    if (st != yajl_status_ok) {
+        rc = -1;
+        if (s.error)
+            snprintf(err, errlen, "%s", s.error);
+        else if (st == yajl_status_client_canceled)
+            snprintf(err, errlen, "stopped by its reader");
+        else {
+            unsigned char *msg = yajl_get_error(h, 0, (const unsigned char *)buf, len);
+            snprintf(err, errlen, "%s", msg ? (const char *)msg : "invalid JSON");
+            if (msg)
+                yajl_free_error(h, msg);
+        }
+    }
+    yajl_free(h);
+    return rc;
+}
+
+bool pano_json_walk(const pano_json *v, const pano_json_events *ev, void *user)
+{
+    switch (v->type) {
+    case PANO_JSON_NULL:
+        return ev->literal(user, -1);
+    case PANO_JSON_BOOL:
+        return ev->literal(user, v->u.boolean);
+    case PANO_JSON_INT:
+        return ev->number(user, (double)v->u.integer);
+    case PANO_JSON_DOUBLE:
+        return ev->number(user, v->u.real.value);
+    case PANO_JSON_STRING:
+        return ev->string(user, v->u.string.text, v->u.string.len);
+    case PANO_JSON_ARRAY:
+    case PANO_JSON_OBJECT:
+        break;
+    }
+    bool object = v->type == PANO_JSON_OBJECT;
+    if (!ev->open(user, !object))
+        return false;
+    for (size_t i = 0; i < pano_json_len(v); i++) {
+        if (object) {
+            const char *k = pano_json_key_at(v, i);
+            if (!ev->key(user, k, strlen(k)))
+                return false;
+        }
+        if (!pano_json_walk(pano_json_at(v, i), ev, user))
+            return false;
+    }
+    return ev->close(user);
+}
 
 /* ---- peeking at an object's string members ---------------------------------------- */
 

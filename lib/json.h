@@ -189,6 +189,27 @@ typedef struct {
 pano_json *pano_json_parse_with(const char *buf, size_t len, const pano_json_parse_options *o,
                                 char *err, size_t errlen);
 
+/* JSON read as a stream of events, with no tree made: for a reader of many
+ * documents that keeps a few values of each. Each callback returns false
+ * to stop the reading; user is the reader's. Keys and strings are not
+ * NUL-terminated (strings as yajl decodes them, not repaired); a number
+ * comes as the double the tree would hold (an int64's converted). */
+typedef struct {
+    bool (*open)(void *user, bool array); /* an object, or an array */
+    bool (*close)(void *user);
+    bool (*key)(void *user, const char *key, size_t len);
+    bool (*number)(void *user, double value);
+    bool (*string)(void *user, const char *s, size_t len);
+    bool (*literal)(void *user, int value); /* 1 true, 0 false, -1 null */
+} pano_json_events;
+
+/* Read buf[0..len), one JSON value, as events: 0, or -1 with a message in
+ * err (not JSON, a number no double holds, or stopped by a callback). */
+int pano_json_stream(const char *buf, size_t len, const pano_json_events *ev, void *user,
+                     char *err, size_t errlen);
+/* The same events from a tree: false when a callback stopped it. */
+bool pano_json_walk(const pano_json *v, const pano_json_events *ev, void *user);
+
 /* A string member of an object, wanted by pano_json_peek_strings. */
 typedef struct {
     const char *key;

@@ -116,16 +116,12 @@ static int read_doc(store_summaries *ss, const char *wf, const char *id, slot *s
     sqlite3_bind_text(ss->read, 2, id, -1, SQLITE_STATIC);
     int rc = sqlite3_step(ss->read), out = 0;
     if (rc == SQLITE_ROW) {
-        char why[128];
-        pano_json *j = pano_json_parse((const char *)sqlite3_column_text(ss->read, 0),
-                                       (size_t)sqlite3_column_bytes(ss->read, 0),
-                                       PANO_JSON_DEFAULT_DEPTH, why, sizeof why);
-        if (!j || !pano_summary_read(j, doc)) {
-            snprintf(err, errlen, "summary %s is damaged: %s", id, j ? "not a summary" : why);
+        if (!pano_summary_parse((const char *)sqlite3_column_text(ss->read, 0),
+                                (size_t)sqlite3_column_bytes(ss->read, 0), doc)) {
+            snprintf(err, errlen, "summary %s is damaged: not a summary's JSON", id);
             out = -1;
         }
         sl->closing = sqlite3_column_int64(ss->read, 1);
-        pano_json_free(j);
     } else if (rc != SQLITE_DONE)
         out = sql_fail(ss->db, "reading a summary", err, errlen);
     sqlite3_reset(ss->read);

@@ -4,6 +4,7 @@
 #include "mem.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -638,18 +639,6 @@ void pano_summary_write(const pano_run_summary *s, pano_buf *out)
     pano_json_writer_free(w);
 }
 
-static double json_number(const pano_json *v)
-{
-    return v && v->type == PANO_JSON_INT      ? (double)v->u.integer
-           : v && v->type == PANO_JSON_DOUBLE ? v->u.real.value
-                                              : NAN;
-}
-
-static char *json_text(const pano_json *v)
-{
-    return v && v->type == PANO_JSON_STRING ? pano_strdup(v->u.string.text) : NULL;
-}
-
 const char *pano_summary_kind_name(pano_summary_kind kind)
 {
     return kind_names[kind];
@@ -665,65 +654,347 @@ bool pano_summary_kind_parse(const char *name, pano_summary_kind *out)
     return false;
 }
 
-bool pano_summary_read(const pano_json *doc, pano_run_summary *out)
+/* ---- reading a document back ------------------------------------------------------ */
+
+/* What a key names, by where it is: the names of every place a reader
+ * keeps something, in one hash table made once. */
+typedef enum { AT_DOC, AT_GROUP, AT_LATEST = AT_GROUP + 5, AT_ENTRY, AT_V, AT_PUT = AT_V + PANO_SL_COUNT } key_place;
+typedef enum {
+    K_GROUP, K_LATEST, K_PUT, K_OPS,      /* of the document */
+    K_KIND, K_ID, K_WF, K_NUMBER, K_TEXT, /* of a group */
+    K_ENTRY,                              /* of latest */
+    K_O, K_I, K_V,                        /* of a latest entry */
+    K_VALUE, K_VTEXT,                     /* of an entry's v */
+    K_INV,                                /* of put */
+} key_kind;
+
+typedef struct {
+    const char *name; /* NULL: a free slot */
+    int place;
+    key_kind kind;
+    int index;
+} key_slot;
+
+#define KEY_SLOTS 256 /* a power of two, over twice the names */
+static key_slot key_slots[KEY_SLOTS];
+static pthread_once_t key_slots_once = PTHREAD_ONCE_INIT;
+
+static uint32_t key_hash(int place, const char *name, size_t len)
 {
-    pano_summary_init(out);
-    const pano_json *set = pano_json_get(doc, "set");
-    const char *id = pano_json_get_str(set, "id");
-    pano_summary_kind kind;
-    if (!pano_summary_kind_parse(pano_json_get_str(set, "k"), &kind) || !id)
-        return false;
-    out->kind = kind;
-    snprintf(out->id, sizeof out->id, "%s", id);
-    const char *wf = pano_json_get_str(set, "wf");
-    snprintf(out->wf, sizeof out->wf, "%s", wf ? wf : "");
-    const pano_json *groups[5];
+    uint32_t h = 2166136261u ^ (uint32_t)place; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)name[i]) * 16777619u;
+    return h;
+}
+
+static void add_key(int place, const char *name, key_kind kind, int index)
+{
+    uint32_t h = key_hash(place, name, strlen(name));
+    while (key_slots[h % KEY_SLOTS].name)
+        h++;
+    key_slots[h % KEY_SLOTS] = (key_slot){name, place, kind, index};
+}
+
+static void make_key_slots(void)
+{
     for (group g = G_SET; g <= G_LEAST; g++)
-        groups[g] = pano_json_get(doc, group_names[g]);
+        add_key(AT_DOC, group_names[g], K_GROUP, g);
+    add_key(AT_DOC, "latest", K_LATEST, 0);
+    add_key(AT_DOC, "put", K_PUT, 0);
+    add_key(AT_DOC, "ops", K_OPS, 0);
+    add_key(AT_GROUP + G_SET, "k", K_KIND, 0);
+    add_key(AT_GROUP + G_SET, "id", K_ID, 0);
+    add_key(AT_GROUP + G_SET, "wf", K_WF, 0);
     for (int f = 0; f < PANO_SF_COUNT; f++)
-        out->v[f] = json_number(pano_json_get(groups[numbers[f].g], numbers[f].name));
+        add_key(AT_GROUP + (int)numbers[f].g, numbers[f].name, K_NUMBER, f);
     for (int t = 0; t < PANO_ST_COUNT; t++)
-        out->t[t] = json_text(pano_json_get(groups[texts[t].g], texts[t].name));
-    const pano_json *lat = pano_json_get(doc, "latest");
+        add_key(AT_GROUP + (int)texts[t].g, texts[t].name, K_TEXT, t);
     for (int l = 0; l < PANO_SL_COUNT; l++) {
-        const pano_json *e = pano_json_get(lat, latests[l].name);
-        if (!e)
-            continue;
-        pano_summary_latest *x = &out->latest[l];
-        x->has = true;
-        const pano_json *o = pano_json_get_array(e, "o");
-        for (int i = 0; i < 2 && (size_t)i < pano_json_len(o); i++)
-            x->o[i] = json_number(pano_json_at(o, i));
-        const char *arrival = pano_json_get_str(e, "i");
-        snprintf(x->i, sizeof x->i, "%s", arrival ? arrival : "");
-        const pano_json *v = pano_json_get(e, "v");
+        add_key(AT_LATEST, latests[l].name, K_ENTRY, l);
         for (int i = 0; i < PANO_SUMMARY_VALUES; i++)
             if (latests[l].v[i])
-                x->v[i] = json_number(pano_json_get(v, latests[l].v[i]));
+                add_key(AT_V + l, latests[l].v[i], K_VALUE, i);
         for (int i = 0; i < PANO_SUMMARY_TEXTS; i++)
             if (latests[l].t[i])
-                x->t[i] = json_text(pano_json_get(v, latests[l].t[i]));
+                add_key(AT_V + l, latests[l].t[i], K_VTEXT, i);
     }
-    const pano_json *inv = pano_json_get(pano_json_get(doc, "put"), "inv");
-    for (size_t i = 0; i < pano_json_len(inv); i++) {
-        const pano_json *f = pano_json_at(inv, i);
-        if (out->ninv == out->cap_inv) { /* keys of an object: no need to look for it */
+    add_key(AT_ENTRY, "o", K_O, 0);
+    add_key(AT_ENTRY, "i", K_I, 0);
+    add_key(AT_ENTRY, "v", K_V, 0);
+    add_key(AT_PUT, "inv", K_INV, 0);
+}
+
+static const key_slot *find_key_slot(int place, const char *name, size_t len)
+{
+    for (uint32_t h = key_hash(place, name, len);; h++) {
+        const key_slot *k = &key_slots[h % KEY_SLOTS];
+        if (!k->name)
+            return NULL;
+        if (k->place == place && strncmp(k->name, name, len) == 0 && k->name[len] == '\0')
+            return k;
+    }
+}
+
+/* The containers a reader is in (pano_summary_reader's frames). */
+enum {
+    IN_DOC, IN_GROUP, IN_LATEST, IN_ENTRY, IN_O, IN_V, IN_PUT, IN_INV, IN_INV_ENTRY, IN_OPS,
+    IN_SKIP, /* a container whose contents are not kept */
+};
+
+/* What the next value goes to (after a key, or in an array). */
+enum { TO_NOTHING, TO_NUMBER, TO_TEXT, TO_KIND, TO_ID, TO_WF, TO_I, TO_VALUE, TO_VTEXT, TO_INV };
+
+void pano_summary_reader_start(pano_summary_reader *r, pano_run_summary *out)
+{
+    pthread_once(&key_slots_once, make_key_slots);
+    pano_summary_init(out);
+    *r = (pano_summary_reader){.out = out, .want = -1};
+}
+
+/* The frame values go to, and the next value's place (a key's, or the
+ * array's next item). */
+static void value_target(pano_summary_reader *r, int *to, int *index)
+{
+    *to = r->to;
+    *index = r->to_index;
+    r->to = TO_NOTHING;
+    if (r->depth == 0 || r->depth > PANO_SUMMARY_READER_DEPTH)
+        return;
+    pano_summary_reader_frame *f = &r->frames[r->depth - 1];
+    if (f->in == IN_O) {
+        *to = f->count < 2 ? TO_NUMBER : TO_NOTHING;
+        *index = f->count++;
+    } else if (f->in == IN_INV_ENTRY) {
+        *to = f->count < 2 ? TO_INV : TO_NOTHING;
+        *index = f->count++;
+    } else if (f->in == IN_OPS) {
+        *to = TO_ID; /* (a token) */
+        *index = -1;
+    }
+}
+
+static bool reader_open(void *user, bool array)
+{
+    pano_summary_reader *r = user;
+    int to, index;
+    value_target(r, &to, &index);
+    int in = IN_SKIP, sub = 0;
+    int parent = r->depth == 0 ? -1
+                 : r->depth > PANO_SUMMARY_READER_DEPTH ? IN_SKIP
+                                                         : r->frames[r->depth - 1].in;
+    int want = r->want; /* what the key before it named */
+    r->want = -1;
+    if (r->depth == 0 && !array)
+        in = IN_DOC;
+    else if (parent == IN_DOC && !array && want >= 0) {
+        const key_slot *k = &key_slots[want];
+        in = k->kind == K_GROUP ? IN_GROUP : k->kind == K_LATEST ? IN_LATEST
+             : k->kind == K_PUT ? IN_PUT : IN_SKIP;
+        sub = k->index;
+    } else if (parent == IN_DOC && array && want >= 0 && key_slots[want].kind == K_OPS)
+        in = IN_OPS;
+    else if (parent == IN_LATEST && !array && want >= 0) {
+        in = IN_ENTRY;
+        sub = key_slots[want].index;
+    } else if (parent == IN_ENTRY && want >= 0) {
+        const key_slot *k = &key_slots[want];
+        in = k->kind == K_O && array ? IN_O : k->kind == K_V && !array ? IN_V : IN_SKIP;
+        sub = r->frames[r->depth - 1].sub;
+    } else if (parent == IN_PUT && !array && want >= 0 && key_slots[want].kind == K_INV)
+        in = IN_INV;
+    else if (parent == IN_INV && array && to == TO_INV && index == -1) {
+        in = IN_INV_ENTRY;
+        sub = (int)r->out->ninv - 1;
+    }
+    (void)index;
+    if (r->depth < PANO_SUMMARY_READER_DEPTH)
+        r->frames[r->depth] = (pano_summary_reader_frame){.in = in, .sub = sub};
+    r->depth++;
+    return true;
+}
+
+static bool reader_close(void *user)
+{
+    pano_summary_reader *r = user;
+    r->to = TO_NOTHING;
+    r->want = -1;
+    if (r->depth > 0 && --r->depth == 0)
+        r->done = true;
+    return true;
+}
+
+static bool reader_key(void *user, const char *key, size_t len)
+{
+    pano_summary_reader *r = user;
+    r->to = TO_NOTHING;
+    r->want = -1;
+    if (r->depth == 0 || r->depth > PANO_SUMMARY_READER_DEPTH)
+        return true;
+    pano_summary_reader_frame *f = &r->frames[r->depth - 1];
+    pano_run_summary *out = r->out;
+    int place = f->in == IN_DOC      ? AT_DOC
+                : f->in == IN_GROUP  ? AT_GROUP + f->sub
+                : f->in == IN_LATEST ? AT_LATEST
+                : f->in == IN_ENTRY  ? AT_ENTRY
+                : f->in == IN_V      ? AT_V + f->sub
+                : f->in == IN_PUT    ? AT_PUT
+                                     : -1;
+    if (f->in == IN_INV) { /* an invocation: its event_id */
+        if (out->ninv == out->cap_inv) {
             out->cap_inv = out->cap_inv ? out->cap_inv * 2 : 4;
             out->inv = pano_reallocarray(out->inv, out->cap_inv, sizeof *out->inv);
         }
-        out->inv[out->ninv++] = (pano_summary_inv){
-            pano_strdup(pano_json_key_at(inv, i)),
-            json_number(pano_json_len(f) > 0 ? pano_json_at(f, 0) : NULL),
-            json_number(pano_json_len(f) > 1 ? pano_json_at(f, 1) : NULL)};
+        char *id = pano_malloc(len + 1);
+        memcpy(id, key, len);
+        id[len] = '\0';
+        out->inv[out->ninv++] = (pano_summary_inv){id, NAN, NAN};
+        r->to = TO_INV;
+        r->to_index = -1;
+        return true;
     }
-    const pano_json *ops = pano_json_get_array(doc, "ops");
-    if (pano_json_len(ops))
-        out->ops = pano_calloc(PANO_SUMMARY_OPS, sizeof *out->ops);
-    for (size_t i = 0; i < pano_json_len(ops) && out->nops < PANO_SUMMARY_OPS; i++) {
-        const pano_json *op = pano_json_at(ops, i);
-        if (op->type == PANO_JSON_STRING)
-            snprintf(out->ops[out->nops++], sizeof out->ops[0], "%s", op->u.string.text);
+    const key_slot *k = place < 0 ? NULL : find_key_slot(place, key, len);
+    if (!k)
+        return true;
+    r->want = (int)(k - key_slots);
+    r->to_index = k->index;
+    switch (k->kind) {
+    case K_KIND: r->to = TO_KIND; break;
+    case K_ID: r->to = TO_ID; break;
+    case K_WF: r->to = TO_WF; break;
+    case K_NUMBER: r->to = TO_NUMBER; break;
+    case K_TEXT: r->to = TO_TEXT; break;
+    case K_I: r->to = TO_I; break;
+    case K_VALUE: r->to = TO_VALUE; break;
+    case K_VTEXT: r->to = TO_VTEXT; break;
+    case K_ENTRY: out->latest[k->index].has = true; break; /* whatever its value */
+    default: break;
     }
-    out->stream = -1;
     return true;
+}
+
+static bool reader_number(void *user, double v)
+{
+    pano_summary_reader *r = user;
+    int to, index;
+    value_target(r, &to, &index);
+    r->want = -1;
+    pano_run_summary *out = r->out;
+    const pano_summary_reader_frame *f = r->depth >= 1 && r->depth <= PANO_SUMMARY_READER_DEPTH
+                                             ? &r->frames[r->depth - 1]
+                                             : NULL;
+    if (to == TO_NUMBER && f && f->in == IN_GROUP)
+        out->v[index] = v;
+    else if (to == TO_NUMBER && f && f->in == IN_O)
+        out->latest[f->sub].o[index] = v;
+    else if (to == TO_VALUE && f && f->in == IN_V)
+        out->latest[f->sub].v[index] = v;
+    else if (to == TO_INV && f && f->in == IN_INV_ENTRY && f->sub >= 0) {
+        pano_summary_inv *inv = &out->inv[f->sub];
+        if (index == 0)
+            inv->dur = v;
+        else
+            inv->cpu = v;
+    }
+    return true;
+}
+
+static bool reader_string(void *user, const char *s, size_t len)
+{
+    pano_summary_reader *r = user;
+    int to, index;
+    value_target(r, &to, &index);
+    r->want = -1;
+    pano_run_summary *out = r->out;
+    const pano_summary_reader_frame *f = r->depth >= 1 && r->depth <= PANO_SUMMARY_READER_DEPTH
+                                             ? &r->frames[r->depth - 1]
+                                             : NULL;
+    if (!f)
+        return true;
+    char **text = NULL;
+    if (to == TO_TEXT && f->in == IN_GROUP)
+        text = &out->t[index];
+    else if (to == TO_VTEXT && f->in == IN_V)
+        text = &out->latest[f->sub].t[index];
+    if (text) {
+        free(*text);
+        *text = pano_malloc(len + 1);
+        memcpy(*text, s, len);
+        (*text)[len] = '\0';
+        return true;
+    }
+    char *into = NULL;
+    size_t size = 0;
+    if (to == TO_KIND && f->in == IN_GROUP) {
+        into = r->kind, size = sizeof r->kind;
+        r->has_kind = true;
+    } else if (to == TO_ID && f->in == IN_GROUP) {
+        into = out->id, size = sizeof out->id;
+        r->has_id = true;
+    } else if (to == TO_WF && f->in == IN_GROUP)
+        into = out->wf, size = sizeof out->wf;
+    else if (to == TO_I && f->in == IN_ENTRY)
+        into = out->latest[f->sub].i, size = sizeof out->latest[0].i;
+    else if (to == TO_ID && f->in == IN_OPS && out->nops < PANO_SUMMARY_OPS) {
+        if (!out->ops)
+            out->ops = pano_calloc(PANO_SUMMARY_OPS, sizeof *out->ops);
+        into = out->ops[out->nops++], size = sizeof out->ops[0];
+    }
+    if (into) {
+        size_t n = len < size - 1 ? len : size - 1;
+        memcpy(into, s, n);
+        into[n] = '\0';
+        if (to == TO_KIND && len >= size)
+            r->has_kind = false; /* no kind's name is that long */
+    }
+    return true;
+}
+
+static bool reader_literal(void *user, int value)
+{
+    pano_summary_reader *r = user;
+    int to, index;
+    value_target(r, &to, &index);
+    r->want = -1;
+    (void)value;
+    return true;
+}
+
+const pano_json_events pano_summary_reader_events = {
+    .open = reader_open,
+    .close = reader_close,
+    .key = reader_key,
+    .number = reader_number,
+    .string = reader_string,
+    .literal = reader_literal,
+};
+
+bool pano_summary_reader_finish(pano_summary_reader *r)
+{
+    pano_summary_kind kind;
+    if (!r->done || !r->has_kind || !r->has_id || !pano_summary_kind_parse(r->kind, &kind)) {
+        pano_summary_clear(r->out);
+        return false;
+    }
+    r->out->kind = kind;
+    return true;
+}
+
+bool pano_summary_read(const pano_json *doc, pano_run_summary *out)
+{
+    pano_summary_reader r;
+    pano_summary_reader_start(&r, out);
+    return doc && pano_json_walk(doc, &pano_summary_reader_events, &r) &&
+           pano_summary_reader_finish(&r);
+}
+
+bool pano_summary_parse(const char *json, size_t len, pano_run_summary *out)
+{
+    pano_summary_reader r;
+    char err[128];
+    pano_summary_reader_start(&r, out);
+    if (pano_json_stream(json, len, &pano_summary_reader_events, &r, err, sizeof err) < 0) {
+        pano_summary_clear(out);
+        return false;
+    }
+    return pano_summary_reader_finish(&r);
 }

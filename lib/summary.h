@@ -204,7 +204,33 @@ bool pano_summary_failed(const pano_run_summary *s);
 /* The document as JSON (one line), appended to out. */
 void pano_summary_write(const pano_run_summary *s, pano_buf *out);
 /* A document read back (its _source; fields left out of it stay absent)
- * into out (empty). False when it is not a summary. */
+ * into out (made empty first): from a tree, or from its text with no tree
+ * made. False, with out empty, when it is not a summary. */
 bool pano_summary_read(const pano_json *doc, pano_run_summary *out);
+bool pano_summary_parse(const char *json, size_t len, pano_run_summary *out);
+
+/* Reading a document from JSON events (json.h), for a reader that finds
+ * documents inside a larger answer (Elasticsearch's pages of hits): start,
+ * then pano_summary_reader_events with the reader as user from the
+ * document's opening brace to its closing one (done is then true), then
+ * finish, which says what pano_summary_read would. The fields are the
+ * reader's own. */
+#define PANO_SUMMARY_READER_DEPTH 8
+typedef struct {
+    int in, sub, count;
+} pano_summary_reader_frame;
+typedef struct {
+    pano_run_summary *out;
+    pano_summary_reader_frame frames[PANO_SUMMARY_READER_DEPTH];
+    int depth;
+    int want;          /* the key slot the last key named, -1: none */
+    int to, to_index;  /* where the next value goes */
+    char kind[8];
+    bool has_kind, has_id;
+    bool done;         /* the document's object closed */
+} pano_summary_reader;
+extern const pano_json_events pano_summary_reader_events;
+void pano_summary_reader_start(pano_summary_reader *r, pano_run_summary *out);
+bool pano_summary_reader_finish(pano_summary_reader *r);
 
 #endif

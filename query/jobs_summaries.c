@@ -226,86 +226,247 @@ static pano_json *page_body(const char *pit, const pano_json *query, bool by_id,
     return b;
 }
 
-/* One slice of the reading (or the whole when nslices is 1), on its own
- * client: its pages, the documents of one run merged, to on_document. */
+/* The slices [first, first + count) of the reading (or the whole when
+ * nslices is 1), one after the other on one client: their pages, the
+ * documents of one run merged, to on_document. */
 typedef struct {
     pano_es *es;
     const char *pit;      /* the point in time as opened */
     char *last_pit;       /* as the latest answer gave it (to close) */
     const pano_json *query;
     bool by_id;
-    int slice, nslices;
+    int first, count, nslices;
     reading rd;
     size_t read;
+    pano_run_summary held; /* the last document read: the next may be of its run */
+    bool holding;
     int rc;
     char err[512];
 } slice_read;
 
-static pano_json *slice_page(const slice_read *s, const pano_json *after)
+/* A document read: merged into the one held when of its run (another
+ * period's), else the one held is done with and this one held. */
+static void take_document(slice_read *s, pano_run_summary *cur)
+{
+    s->read++;
+    if (s->holding && strcmp(s->held.id, cur->id) == 0) {
+        pano_summary_merge(&s->held, cur, true);
+        pano_summary_clear(cur);
+        return;
+    }
+    if (s->holding)
+        on_document(&s->rd, &s->held);
+    pano_summary_clear(&s->held);
+    s->held = *cur;
+    s->holding = true;
+}
+
+/* ---- a page read as it streams ---------------------------------------------------- */
+
+/* {"pit_id": ..., "hits": {"hits": [{..., "_source": {...}, "sort": [...]}, ...]}}
+ * (and what else Elasticsearch says, passed over: asked for whole, the
+ * answer costs Elasticsearch less than filtered): each _source goes to a
+ * summary reader as it is parsed, no tree made; the last hit's sort values
+ * are kept. */
+#define SORT_VALUES 4
+typedef struct {
+    slice_read *s;
+    int depth;           /* containers open around the next event */
+    char key[5][16];     /* the last key at each depth (truncated) */
+    bool in_source;      /* events go to src */
+    pano_summary_reader src;
+    pano_run_summary cur;
+    int in_sort;         /* sort values of the hit being read (their count + 1), 0: none */
+    struct {
+        bool text;
+        double number;
+        char string[256];
+    } sort[SORT_VALUES], last_sort[SORT_VALUES];
+    int nsort, nlast;
+    size_t hits;
+    char *pit; /* pit_id */
+} page_reader;
+
+/* Where the next value is: a hit's member (hits.hits[i].KEY) or the top's. */
+static bool at_hit(const page_reader *p, const char *key)
+{
+    return p->depth == 4 && strcmp(p->key[1], "hits") == 0 && strcmp(p->key[2], "hits") == 0 &&
+           strcmp(p->key[4], key) == 0;
+}
+
+static bool page_open(void *user, bool array)
+{
+    page_reader *p = user;
+    if (p->in_source)
+        return pano_summary_reader_events.open(&p->src, array);
+    if (!array && at_hit(p, "_source")) {
+        p->in_source = true;
+        pano_summary_reader_start(&p->src, &p->cur);
+        return pano_summary_reader_events.open(&p->src, array);
+    }
+    if (array && at_hit(p, "sort"))
+        p->in_sort = 1;
+    if (p->depth == 3 && !array)
+        p->nsort = 0; /* a hit */
+    if (++p->depth < 5)
+        p->key[p->depth][0] = '\0';
+    return true;
+}
+
+static bool page_close(void *user)
+{
+    page_reader *p = user;
+    if (p->in_source) {
+        pano_summary_reader_events.close(&p->src);
+        if (p->src.done) {
+            p->in_source = false;
+            if (pano_summary_reader_finish(&p->src))
+                take_document(p->s, &p->cur);
+            else
+                pano_summary_clear(&p->cur);
+        }
+        return true;
+    }
+    if (p->in_sort && p->depth == 5)
+        p->in_sort = 0;
+    if (p->depth == 4) { /* a hit read: its sort values are the page's last */
+        p->hits++;
+        memcpy(p->last_sort, p->sort, sizeof p->sort);
+        p->nlast = p->nsort;
+    }
+    p->depth--;
+    return true;
+}
+
+static bool page_key(void *user, const char *key, size_t len)
+{
+    page_reader *p = user;
+    if (p->in_source)
+        return pano_summary_reader_events.key(&p->src, key, len);
+    if (p->depth >= 1 && p->depth < 5) {
+        size_t n = len < sizeof p->key[0] - 1 ? len : sizeof p->key[0] - 1;
+        memcpy(p->key[p->depth], key, n);
+        p->key[p->depth][n] = '\0';
+    }
+    return true;
+}
+
+static bool page_number(void *user, double v)
+{
+    page_reader *p = user;
+    if (p->in_source)
+        return pano_summary_reader_events.number(&p->src, v);
+    if (p->in_sort && p->depth == 5 && p->nsort < SORT_VALUES) {
+        p->sort[p->nsort].text = false;
+        p->sort[p->nsort++].number = v;
+    }
+    return true;
+}
+
+static bool page_string(void *user, const char *text, size_t len)
+{
+    page_reader *p = user;
+    if (p->in_source)
+        return pano_summary_reader_events.string(&p->src, text, len);
+    if (p->in_sort && p->depth == 5 && p->nsort < SORT_VALUES) {
+        if (len >= sizeof p->sort[0].string)
+            return false; /* no sort value of ours is that long */
+        p->sort[p->nsort].text = true;
+        memcpy(p->sort[p->nsort].string, text, len);
+        p->sort[p->nsort++].string[len] = '\0';
+    } else if (p->depth == 1 && strcmp(p->key[1], "pit_id") == 0) {
+        free(p->pit);
+        p->pit = pano_malloc(len + 1);
+        memcpy(p->pit, text, len);
+        p->pit[len] = '\0';
+    }
+    return true;
+}
+
+static bool page_literal(void *user, int v)
+{
+    page_reader *p = user;
+    return p->in_source ? pano_summary_reader_events.literal(&p->src, v) : true;
+}
+
+static const pano_json_events page_events = {page_open, page_close, page_key,
+                                             page_number, page_string, page_literal};
+
+/* The last hit's sort values, as search_after takes them. */
+static pano_json *last_sort(const page_reader *p)
+{
+    pano_json *a = pano_json_array();
+    for (int i = 0; i < p->nlast; i++) {
+        double v = p->last_sort[i].number;
+        pano_json_append(a, p->last_sort[i].text ? pano_json_string(p->last_sort[i].string)
+                            : v == trunc(v) && fabs(v) < 9e15 ? pano_json_int((int64_t)v)
+                                                              : pano_json_double(v, -1));
+    }
+    return a;
+}
+
+static pano_json *slice_page(const slice_read *s, int slice, const pano_json *after)
 {
     pano_json *b = page_body(s->last_pit, s->query, s->by_id, after);
     if (s->nslices > 1) {
         pano_json *sl = pano_json_set_object(b, "slice");
-        pano_json_set_int(sl, "id", s->slice);
+        pano_json_set_int(sl, "id", slice);
         pano_json_set_int(sl, "max", s->nslices);
     }
     return b;
+}
+
+/* The pages of one slice; false once reading failed (s->rc). */
+static bool read_one_slice(slice_read *s, int slice)
+{
+    pano_json *after = NULL;
+    for (;;) {
+        pano_json *body = slice_page(s, slice, after);
+        pano_es_response r;
+        int rc = store_post_raw(s->es, "/_search",
+                                body, &r, s->err, sizeof s->err);
+        pano_json_free(body);
+        if (rc < 0) {
+            s->rc = -1;
+            break;
+        }
+        page_reader p = {.s = s};
+        char why[256];
+        rc = pano_json_stream(r.body, r.len, &page_events, &p, why, sizeof why);
+        pano_es_response_free(&r);
+        if (p.in_source)
+            pano_summary_clear(&p.cur);
+        if (rc < 0) {
+            snprintf(s->err, sizeof s->err, "Elasticsearch's page of summaries is unreadable: %s",
+                     why);
+            free(p.pit);
+            s->rc = -1;
+            break;
+        }
+        if (p.pit && strcmp(p.pit, s->last_pit) != 0) {
+            free(s->last_pit);
+            s->last_pit = p.pit;
+        } else
+            free(p.pit);
+        pano_json_free(after);
+        after = p.hits && p.nlast ? last_sort(&p) : NULL;
+        if (p.hits < PAGE || !after)
+            break;
+    }
+    pano_json_free(after);
+    return s->rc == 0;
 }
 
 static void *read_slice(void *arg)
 {
     slice_read *s = arg;
     s->last_pit = pano_strdup(s->pit);
-    pano_arena arena; /* one chunk a page's tree fits in, kept from page to page */
-    pano_arena_init(&arena, 32 << 20);
-    pano_json *after = NULL;
-    pano_run_summary held; /* the last document read: the next may be of its run */
-    bool holding = false;
-    pano_summary_init(&held);
-    for (;;) {
-        pano_json *body = slice_page(s, after);
-        pano_arena_reset(&arena);
-        pano_json *answer =
-            store_post_on(s->es, "/_search?filter_path=pit_id,hits.hits._source,hits.hits.sort",
-                          body, &arena, s->err, sizeof s->err);
-        pano_json_free(body);
-        if (!answer) {
-            s->rc = -1;
-            break;
-        }
-        const char *next_pit = pano_json_get_str(answer, "pit_id");
-        if (next_pit && strcmp(next_pit, s->last_pit) != 0) {
-            free(s->last_pit);
-            s->last_pit = pano_strdup(next_pit);
-        }
-        const pano_json *hits = pano_json_get_array(pano_json_get(answer, "hits"), "hits");
-        size_t n = pano_json_len(hits);
-        s->read += n;
-        for (size_t i = 0; i < n; i++) {
-            pano_run_summary cur;
-            if (!pano_summary_read(pano_json_get(pano_json_at(hits, i), "_source"), &cur))
-                continue;
-            if (holding && strcmp(held.id, cur.id) == 0) { /* its run, another period */
-                pano_summary_merge(&held, &cur, true);
-                pano_summary_clear(&cur);
-                continue;
-            }
-            if (holding)
-                on_document(&s->rd, &held);
-            pano_summary_clear(&held);
-            held = cur;
-            holding = true;
-        }
-        pano_json_free(after);
-        after = n ? pano_json_clone(pano_json_get(pano_json_at(hits, n - 1), "sort")) : NULL;
-        if (n < PAGE || !after)
-            break;
-    }
-    if (holding && s->rc == 0)
-        on_document(&s->rd, &held);
-    pano_summary_clear(&held);
-    pano_json_free(after);
-    pano_arena_free(&arena);
+    pano_summary_init(&s->held);
+    for (int i = 0; i < s->count && read_one_slice(s, s->first + i); i++)
+        ;
+    if (s->holding && s->rc == 0)
+        on_document(&s->rd, &s->held);
+    pano_summary_clear(&s->held);
     return NULL;
 }
 
@@ -346,9 +507,11 @@ static void move_reading(reading *into, reading *from)
 /* Every summary document of the workflow that query matches, the documents
  * of one run merged, to on_document, counted in *read. When the workflow
  * lies in one partition of each summary stream (no run has two documents),
- * in two slices at once, one on each of the query's clients: Elasticsearch
- * fetches one slice's page while the other's is parsed. 0, or -1 with a
- * message in err. */
+ * by two readers at once, one on each of the query's clients, so that
+ * Elasticsearch fetches one's page while the other's is parsed: each
+ * reads one half of every shard (2 x shards slices; slice i is half i /
+ * shards of shard i % shards), however unlike the shards' sizes. 0, or -1
+ * with a message in err. */
 static int read_all(pano_query *q, const pano_jobs *jobs, const pano_json *query, reading *rd,
                     size_t *read, char *err, size_t errlen)
 {
@@ -371,22 +534,28 @@ static int read_all(pano_query *q, const pano_jobs *jobs, const pano_json *query
      * that they come one after the other; else in the order they are
      * stored, which Elasticsearch pages at less cost, and in slices. */
     bool by_id = !store_summary_one_period(q, jobs);
-    int nslices = by_id ? 1 : 2;
+    int64_t shards = 1;
+    pano_json_get_int(pano_json_get(opened, "_shards"), "total", &shards);
+    if (shards < 1 || shards > 1024)
+        shards = 1;
+    int readers = by_id ? 1 : 2;
     slice_read s[2];
-    for (int i = 0; i < nslices; i++)
+    for (int i = 0; i < readers; i++)
         s[i] = (slice_read){.es = i ? q->reader : q->es, .pit = id, .query = query,
-                            .by_id = by_id, .slice = i, .nslices = nslices};
+                            .by_id = by_id, .first = i * (int)shards,
+                            .count = by_id ? 1 : (int)shards,
+                            .nslices = by_id ? 1 : 2 * (int)shards};
     pthread_t t;
     bool threaded = false;
-    if (nslices > 1)
+    if (readers > 1)
         threaded = pano_thread_start(&t, read_slice, &s[1]);
     read_slice(&s[0]);
     if (threaded)
         pthread_join(t, NULL);
-    else if (nslices > 1)
+    else if (readers > 1)
         read_slice(&s[1]);
     int rc = 0;
-    for (int i = 0; i < nslices; i++) {
+    for (int i = 0; i < readers; i++) {
         if (s[i].rc < 0 && rc == 0) {
             snprintf(err, errlen, "%s", s[i].err);
             rc = -1;
@@ -402,7 +571,7 @@ static int read_all(pano_query *q, const pano_jobs *jobs, const pano_json *query
     if (pano_es_request(q->es, "DELETE", "/_pit", close, strlen(close), &r, why, sizeof why) == 0)
         pano_es_response_free(&r);
     free(close);
-    for (int i = 0; i < nslices; i++)
+    for (int i = 0; i < readers; i++)
         free(s[i].last_pit);
     pano_json_free(opened);
     return rc;

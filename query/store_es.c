@@ -280,41 +280,71 @@ pano_json *store_literal(const char *text)
     return v;
 }
 
-/* The search; the answer is parsed into arena when given (a read-only tree
- * that lives until the arena is reset), else onto the heap. */
-pano_json *store_post_on(pano_es *es, const char *path, const pano_json *body, pano_arena *arena,
-                         char *err, size_t errlen)
+/* An answer parsed (into arena when given: a read-only tree that lives
+ * until the arena is reset; else onto the heap), and freed; NULL, with
+ * Elasticsearch's reason in err, when its status is not 2xx. */
+static pano_json *parse_answer(pano_es *es, pano_es_response *r, pano_arena *arena, char *err,
+                               size_t errlen)
 {
-    size_t len;
-    char *text = pano_json_serialize(body, &len);
-    pano_es_response r = {0};
     char why[512];
-    double t0 = pano_now();
-    int rc = pano_es_request(es, "POST", path, text, len, &r, why, sizeof why);
-    pano_debug("POST %s (%zu bytes): HTTP %ld, %zu bytes in %.1f ms", path, len, r.status, r.len,
-               (pano_now() - t0) * 1000);
-    free(text);
-    if (rc < 0) {
-        snprintf(err, errlen, "Elasticsearch at %s does not answer: %s", pano_es_describe(es),
-                 why);
-        return NULL;
-    }
     pano_json_parse_options po = {.max_depth = 512, .arena = arena};
-    pano_json *answer = pano_json_parse_with(r.body ? r.body : "", r.len, &po, why, sizeof why);
-    if (r.status / 100 != 2 || !answer) {
+    pano_json *answer = pano_json_parse_with(r->body ? r->body : "", r->len, &po, why, sizeof why);
+    if (r->status / 100 != 2 || !answer) {
         char reason[300];
         if (answer)
             error_reason(answer, reason, sizeof reason);
         else
             snprintf(reason, sizeof reason, "unreadable answer: %.200s", why);
         snprintf(err, errlen, "Elasticsearch at %s refused a search (HTTP %ld): %s",
-                 pano_es_describe(es), r.status, reason);
+                 pano_es_describe(es), r->status, reason);
         if (!arena)
             pano_json_free(answer);
         answer = NULL;
     }
-    pano_es_response_free(&r);
+    pano_es_response_free(r);
     return answer;
+}
+
+/* POST body to path: 0 with the answer in *r, or -1 (nothing in *r) with a
+ * message in err when none came. */
+static int post(pano_es *es, const char *path, const pano_json *body, pano_es_response *r,
+                char *err, size_t errlen)
+{
+    size_t len;
+    char *text = pano_json_serialize(body, &len);
+    char why[512];
+    double t0 = pano_now();
+    int rc = pano_es_request(es, "POST", path, text, len, r, why, sizeof why);
+    pano_debug("POST %s (%zu bytes): HTTP %ld, %zu bytes in %.1f ms", path, len, r->status, r->len,
+               (pano_now() - t0) * 1000);
+    free(text);
+    if (rc < 0)
+        snprintf(err, errlen, "Elasticsearch at %s does not answer: %s", pano_es_describe(es),
+                 why);
+    return rc;
+}
+
+int store_post_raw(pano_es *es, const char *path, const pano_json *body, pano_es_response *r,
+                   char *err, size_t errlen)
+{
+    if (post(es, path, body, r, err, errlen) < 0)
+        return -1;
+    if (r->status / 100 == 2)
+        return 0;
+    pano_es_response failed = *r; /* the reason read from the answer as a tree */
+    memset(r, 0, sizeof *r);
+    pano_json *tree = parse_answer(es, &failed, NULL, err, errlen);
+    pano_json_free(tree);
+    return -1;
+}
+
+pano_json *store_post_on(pano_es *es, const char *path, const pano_json *body, pano_arena *arena,
+                         char *err, size_t errlen)
+{
+    pano_es_response r = {0};
+    if (post(es, path, body, &r, err, errlen) < 0)
+        return NULL;
+    return parse_answer(es, &r, arena, err, errlen);
 }
 
 pano_json *store_post(pano_query *q, const char *path, const pano_json *body, pano_arena *arena,

@@ -97,28 +97,17 @@ typedef struct {
     atomic_size_t next;      /* the next row to parse */
 } chunk;
 
-/* Parse the chunk's rows not yet taken, each tree in arena. */
-static void parse_rows(chunk *c, pano_arena *arena)
+/* Parse the chunk's rows not yet taken. */
+static void parse_rows(chunk *c)
 {
-    pano_json_parse_options in_arena = {.arena = arena};
     size_t i;
-    while ((i = atomic_fetch_add(&c->next, 1)) < c->n) {
-        char why[128];
-        pano_arena_reset(arena);
-        pano_json *j = pano_json_parse_with(c->text.data + c->doc[i], c->len[i], &in_arena, why,
-                                            sizeof why);
-        c->ok[i] = j && pano_summary_read(j, &c->sum[i]);
-        if (!j)
-            pano_summary_init(&c->sum[i]);
-    }
+    while ((i = atomic_fetch_add(&c->next, 1)) < c->n)
+        c->ok[i] = pano_summary_parse(c->text.data + c->doc[i], c->len[i], &c->sum[i]);
 }
 
 static void *parser(void *c)
 {
-    pano_arena arena;
-    pano_arena_init(&arena, 16384);
-    parse_rows(c, &arena);
-    pano_arena_free(&arena);
+    parse_rows(c);
     return NULL;
 }
 
@@ -162,9 +151,6 @@ int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_f
     pano_run_summary held; /* the last document read: the next may be of its run */
     bool holding = false;
     pano_summary_init(&held);
-    /* each document's tree in one arena, reused: no allocation per value */
-    pano_arena arena;
-    pano_arena_init(&arena, 16384);
     /* three chunks in turn: the one parsed, the one read, the one handed on */
     chunk *chunks = pano_calloc(3, sizeof *chunks), *c = &chunks[0], *done = NULL;
     int rc = fill(st, c), out = 0;
@@ -206,7 +192,7 @@ int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_f
             held = *cur;
             holding = true;
         }
-        parse_rows(c, &arena);
+        parse_rows(c);
         if (threaded)
             pthread_join(t, NULL);
         done = c->n ? c : NULL;
@@ -220,7 +206,6 @@ int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_f
     for (int i = 0; i < 3; i++)
         pano_buf_free(&chunks[i].text);
     free(chunks);
-    pano_arena_free(&arena);
     sqlite3_finalize(st);
     return out;
 }

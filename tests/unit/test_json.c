@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -619,6 +620,64 @@ START_TEST(peek_reads_only_as_far_as_the_members_wanted)
 }
 END_TEST
 
+/* Events written down as text, to compare a stream with a tree's walk. */
+typedef struct {
+    char log[1024];
+    int stop_after; /* stop at this event (0: never) */
+    int n;
+} event_log;
+
+static bool log_event(event_log *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool log_event(event_log *l, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    size_t used = strlen(l->log);
+    vsnprintf(l->log + used, sizeof l->log - used, fmt, ap);
+    va_end(ap);
+    return ++l->n != l->stop_after;
+}
+
+static bool ev_open(void *u, bool array) { return log_event(u, array ? "[" : "{"); }
+static bool ev_close(void *u) { return log_event(u, ")"); }
+static bool ev_key(void *u, const char *k, size_t n) { return log_event(u, "k:%.*s ", (int)n, k); }
+static bool ev_number(void *u, double v) { return log_event(u, "n:%.17g ", v); }
+static bool ev_string(void *u, const char *s, size_t n) { return log_event(u, "s:%.*s ", (int)n, s); }
+static bool ev_literal(void *u, int v) { return log_event(u, "l:%d ", v); }
+static const pano_json_events logged = {ev_open, ev_close, ev_key, ev_number, ev_string, ev_literal};
+
+START_TEST(a_stream_gives_the_events_a_tree_walk_gives)
+{
+    const char *text = "{\"a\":[1,-2.50,3e2,9223372036854775807,18446744073709551616,0.1],"
+                       "\"b\":{\"c\":\"x\\u00e9\",\"d\":null,\"e\":true,\"f\":false},\"g\":[]}";
+    event_log streamed = {0}, walked = {0};
+    char err[128];
+    ck_assert_int_eq(pano_json_stream(text, strlen(text), &logged, &streamed, err, sizeof err), 0);
+    pano_json *j = pano_json_parse(text, strlen(text), 0, err, sizeof err);
+    ck_assert(pano_json_walk(j, &logged, &walked));
+    ck_assert_str_eq(streamed.log, walked.log);
+    ck_assert_str_eq(streamed.log, "{k:a [n:1 n:-2.5 n:300 n:9.2233720368547758e+18 "
+                                   "n:1.8446744073709552e+19 n:0.10000000000000001 )"
+                                   "k:b {k:c s:x\xc3\xa9 k:d l:-1 k:e l:1 k:f l:0 )k:g [))");
+    /* a callback stops it, on either side */
+    event_log stopped = {.stop_after = 3}, stopped_walk = {.stop_after = 3};
+    ck_assert_int_eq(pano_json_stream(text, strlen(text), &logged, &stopped, err, sizeof err), -1);
+    ck_assert_str_eq(err, "stopped by its reader");
+    ck_assert(!pano_json_walk(j, &logged, &stopped_walk));
+    ck_assert_str_eq(stopped.log, "{k:a [");
+    ck_assert_str_eq(stopped_walk.log, stopped.log);
+    pano_json_free(j);
+    /* what the tree refuses, the stream refuses */
+    const char *bad[] = {"{\"a\":1e400}", "{\"a\":", "[1] 2", "{\"a\":\"\xff\"}"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        event_log l = {0};
+        ck_assert_msg(pano_json_stream(bad[i], strlen(bad[i]), &logged, &l, err, sizeof err) == -1,
+                      "%s", bad[i]);
+        ck_assert(err[0]);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("json");
@@ -647,6 +706,7 @@ int main(void)
     tcase_add_test(tc, truncate_frees_the_tail);
     tcase_add_test(tc, sort_is_stable);
     tcase_add_test(tc, peek_reads_only_as_far_as_the_members_wanted);
+    tcase_add_test(tc, a_stream_gives_the_events_a_tree_walk_gives);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }

@@ -36,19 +36,40 @@ static pano_run_summary part_of(const char *event, long arrival)
     return p;
 }
 
+/* A document read back from its tree and from its text, written again:
+ * both the same text (or both refused, NULL). */
+static char *read_back(const char *text)
+{
+    char why[128];
+    pano_json *j = pano_json_parse(text, strlen(text), 64, why, sizeof why);
+    pano_run_summary from_tree, from_text;
+    bool tree_ok = j && pano_summary_read(j, &from_tree);
+    bool text_ok = pano_summary_parse(text, strlen(text), &from_text);
+    ck_assert_msg(tree_ok == text_ok, "%s: read %d, parsed %d", text, tree_ok, text_ok);
+    pano_json_free(j);
+    if (!tree_ok)
+        return NULL;
+    pano_buf a = {0}, b = {0};
+    pano_summary_write(&from_tree, &a);
+    pano_summary_write(&from_text, &b);
+    ck_assert_str_eq(a.data, b.data);
+    ck_assert_int_eq(from_tree.kind, from_text.kind);
+    pano_summary_clear(&from_tree);
+    pano_summary_clear(&from_text);
+    pano_buf_free(&b);
+    return a.data;
+}
+
 /* A summary as its document, parsed back (and read back: the same). */
 static pano_json *as_json(const pano_run_summary *s)
 {
     pano_buf b = {0};
     pano_summary_write(s, &b);
     pano_json *j = parse(b.data);
-    pano_run_summary back;
-    ck_assert(pano_summary_read(j, &back));
-    pano_buf again = {0};
-    pano_summary_write(&back, &again);
-    ck_assert_str_eq(again.data, b.data);
-    pano_summary_clear(&back);
-    pano_buf_free(&again);
+    char *again = read_back(b.data);
+    ck_assert_ptr_nonnull(again);
+    ck_assert_str_eq(again, b.data);
+    free(again);
     pano_buf_free(&b);
     return j;
 }
@@ -433,6 +454,66 @@ START_TEST(an_update_applied_once)
 }
 END_TEST
 
+/* What a reader keeps of a document, and what it passes over, the same from
+ * its tree and from its text: unknown keys and groups, values of the wrong
+ * type, nested containers where none belong, tokens past the 16 kept. */
+START_TEST(read_whatever_else_it_holds)
+{
+    char *w = read_back(
+        "{\"set\":{\"k\":\"inst\",\"id\":\"i-0123\",\"wf\":\"" WF "\",\"open\":true,\"job\":\"j1\","
+        "\"inst\":3,\"pid\":\"7\",\"more\":{\"a\":[1,2]}},"
+        "\"min\":{\"t0\":5.5,\"sub\":[1],\"ist\":null},\"max\":{\"last\":9,\"exec\":{\"x\":1},\"end\":1e3},"
+        "\"add\":{\"n\":4,\"d\":true},\"least\":{\"xf\":\"x\",\"site\":7},\"other\":{\"k\":\"run\"},"
+        "\"latest\":{\"st\":{\"o\":[1796516157,4,9],\"i\":\"00000000000000003132\","
+        "\"v\":{\"ts\":12.25,\"status\":-1,\"e\":\"main.end\",\"zz\":1}},"
+        "\"me\":{\"o\":[null,[2]],\"v\":{\"x\":\"0\",\"ld\":14}},\"h\":null,\"nope\":{\"v\":{\"h\":\"a\"}},"
+        "\"iv\":{\"o\":[-3],\"v\":{\"xf\":\"burn\",\"exe\":[\"/bin\"]}}},"
+        "\"put\":{\"inv\":{\"e1\":[1.5,null],\"e2\":[null,2.5,7],\"e3\":4,\"e4\":[]},\"x\":{}},"
+        "\"ops\":[\"0:1\",2,\"1:2\",\"2:3\",\"3:4\",\"4:5\",\"5:6\",\"6:7\",\"7:8\",\"8:9\",\"9:10\","
+        "\"10:11\",\"11:12\",\"12:13\",\"13:14\",\"14:15\",\"15:16\",\"16:17\"]}");
+    ck_assert_ptr_nonnull(w);
+    pano_json *j = parse(w);
+    ck_assert_str_eq(str(j, "set.k"), "inst");
+    ck_assert_str_eq(str(j, "set.job"), "j1");
+    ck_assert(num(j, "set.inst") == 3);
+    ck_assert(!at(j, "set.pid")); /* a string where a number belongs */
+    ck_assert(num(j, "min.t0") == 5.5);
+    ck_assert(!at(j, "min.sub") && !at(j, "max.exec") && !at(j, "add.d") && !at(j, "least.site"));
+    ck_assert(num(j, "max.end") == 1000 && num(j, "add.n") == 4);
+    ck_assert_str_eq(str(j, "least.xf"), "x");
+    ck_assert(num(j, "latest.st.v.ts") == 12.25 && num(j, "latest.st.v.status") == -1);
+    ck_assert_str_eq(str(j, "latest.st.v.e"), "main.end");
+    ck_assert(!at(j, "latest.me.v.x") && num(j, "latest.me.v.ld") == 14);
+    ck_assert(at(j, "latest.h")); /* present, whatever its value */
+    ck_assert(!at(j, "latest.nope"));
+    ck_assert_str_eq(str(j, "latest.iv.v.xf"), "burn");
+    ck_assert(!at(j, "latest.iv.v.exe"));
+    const pano_json *inv = at(j, "put.inv");
+    ck_assert_int_eq(pano_json_len(inv), 4);
+    ck_assert(num(j, "put.inv.e1") != num(j, "put.inv.e1")); /* an array, not a number */
+    const pano_json *ops = pano_json_get_array(j, "ops");
+    ck_assert_int_eq(pano_json_len(ops), 16);
+    ck_assert_str_eq(pano_json_at(ops, 0)->u.string.text, "0:1");
+    ck_assert_str_eq(pano_json_at(ops, 1)->u.string.text, "1:2"); /* the number left out */
+    pano_json_free(j);
+    free(w);
+    /* not summaries: both refuse them */
+    const char *not_summaries[] = {
+        "[]", "{\"set\":{\"id\":\"r-1\"}}", "{\"set\":{\"k\":\"run\"}}",
+        "{\"set\":{\"k\":\"nothing\",\"id\":\"r-1\"}}", "{\"set\":{\"k\":\"runs-and-more\",\"id\":\"r-1\"}}",
+        "{\"set\":{\"k\":1,\"id\":\"r-1\"}}", "{\"set\":[\"k\",\"run\"]}", "{\"latest\":{\"set\":{\"k\":\"run\",\"id\":\"x\"}}}",
+    };
+    for (size_t i = 0; i < sizeof not_summaries / sizeof *not_summaries; i++)
+        ck_assert_ptr_null(read_back(not_summaries[i]));
+    pano_run_summary s;
+    ck_assert(!pano_summary_parse("{\"set\":{\"k\":\"run\",\"id\":", 22, &s)); /* cut short */
+    ck_assert(!pano_summary_parse("{\"set\":{\"k\":\"run\",\"id\":\"r\"}} x", 30, &s));
+    w = read_back("{\"set\":{\"k\":\"run\",\"id\":\"r-1\"}}");
+    ck_assert_str_eq(w, "{\"set\":{\"k\":\"run\",\"id\":\"r-1\",\"wf\":\"\",\"open\":true,\"failed\":false}}");
+    free(w);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("summary");
@@ -444,6 +525,7 @@ int main(void)
     tcase_add_test(tc, open_until_the_end_or_the_verdict);
     tcase_add_test(tc, counts_only_when_asked);
     tcase_add_test(tc, an_update_applied_once);
+    tcase_add_test(tc, read_whatever_else_it_holds);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }
