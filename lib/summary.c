@@ -742,7 +742,7 @@ enum {
 };
 
 /* What the next value goes to (after a key, or in an array). */
-enum { TO_NOTHING, TO_NUMBER, TO_TEXT, TO_KIND, TO_ID, TO_WF, TO_I, TO_VALUE, TO_VTEXT, TO_INV };
+enum { TO_NOTHING, TO_NUMBER, TO_TEXT, TO_KIND, TO_ID, TO_WF, TO_I, TO_VALUE, TO_VTEXT, TO_INV, TO_OP };
 
 void pano_summary_reader_start(pano_summary_reader *r, pano_run_summary *out)
 {
@@ -768,7 +768,7 @@ static void value_target(pano_summary_reader *r, int *to, int *index)
         *to = f->count < 2 ? TO_INV : TO_NOTHING;
         *index = f->count++;
     } else if (f->in == IN_OPS) {
-        *to = TO_ID; /* (a token) */
+        *to = TO_OP;
         *index = -1;
     }
 }
@@ -806,7 +806,6 @@ static bool reader_open(void *user, bool array)
         in = IN_INV_ENTRY;
         sub = (int)r->out->ninv - 1;
     }
-    (void)index;
     if (r->depth < PANO_SUMMARY_READER_DEPTH)
         r->frames[r->depth] = (pano_summary_reader_frame){.in = in, .sub = sub};
     r->depth++;
@@ -934,7 +933,7 @@ static bool reader_string(void *user, const char *s, size_t len)
         into = out->wf, size = sizeof out->wf;
     else if (to == TO_I && f->in == IN_ENTRY)
         into = out->latest[f->sub].i, size = sizeof out->latest[0].i;
-    else if (to == TO_ID && f->in == IN_OPS && out->nops < PANO_SUMMARY_OPS) {
+    else if (to == TO_OP && f->in == IN_OPS && out->nops < PANO_SUMMARY_OPS) {
         if (!out->ops)
             out->ops = pano_calloc(PANO_SUMMARY_OPS, sizeof *out->ops);
         into = out->ops[out->nops++], size = sizeof out->ops[0];
