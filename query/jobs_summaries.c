@@ -244,11 +244,17 @@ typedef struct {
     char err[512];
 } slice_read;
 
-/* A document read: merged into the one held when of its run (another
- * period's), else the one held is done with and this one held. */
+/* A document read (cur, emptied). Sorted by _id, it is merged into the one
+ * held when of its run (another period's), else the one held is done with
+ * and this one held; else it is the run's only one. */
 static void take_document(slice_read *s, pano_run_summary *cur)
 {
     s->read++;
+    if (!s->by_id) {
+        on_document(&s->rd, cur);
+        pano_summary_clear(cur);
+        return;
+    }
     if (s->holding && strcmp(s->held.id, cur->id) == 0) {
         pano_summary_merge(&s->held, cur, true);
         pano_summary_clear(cur);
