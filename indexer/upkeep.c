@@ -243,8 +243,8 @@ static void compact(indexer *ix, size_t i, double now)
     st = es_send(ix, "POST", path, NULL, &answer);
     free(answer);
     answer = NULL;
-    snprintf(path, sizeof path, "/%s/_forcemerge?only_expunge_deletes=true&wait_for_completion=false",
-             name);
+    snprintf(path, sizeof path,
+             "/%s/_forcemerge?only_expunge_deletes=true&wait_for_completion=false", name);
     if (st == 200)
         st = es_send(ix, "POST", path, NULL, &answer);
     if (st == 200 || st == 404) { /* 404: deleted meanwhile (retention) */

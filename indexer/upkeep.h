@@ -3,9 +3,9 @@
  * partitions of now and of the next hour made ahead of their events, the
  * deletion of partitions past their stream's retention (retention.h
  * decides which), the refusal of a configuration over the cluster's shard
- * budget, and the compaction of summary indices. Requests go through the indexer's client (ix->es) and note
- * whether Elasticsearch answered (ix->es_up). docs/indexer.md says when
- * each runs.
+ * budget, and the compaction of summary indices. Requests go through the
+ * indexer's client (ix->es) and note whether Elasticsearch answered
+ * (ix->es_up). docs/indexer.md says when each runs.
  */
 #ifndef PANO_INDEXER_UPKEEP_H
 #define PANO_INDEXER_UPKEEP_H

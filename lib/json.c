@@ -780,9 +780,8 @@ static double read_decimal(const char *s, size_t len, const char *dot)
     return s[0] == '-' ? -v : v;
 }
 
-/* A number's text (yajl's, at most 127 bytes) read as the tree keeps it:
- * an int64 when it is one (true), else *d and its decimals (-1: printed
- * as %.17g). */
+/* A number's text (NUL-terminated) read as the tree keeps it: an int64 when
+ * it is one (true), else *d and its decimals (-1: printed as %.17g). */
 static bool number_text(const char *buf, size_t len, int64_t *integer, double *d, int *decimals)
 {
     const char *dot = NULL;
@@ -804,30 +803,41 @@ static bool number_text(const char *buf, size_t len, int64_t *integer, double *d
     return false;
 }
 
-/* 1e400: JSON has no infinity, and Elasticsearch would refuse it */
-#define OUT_OF_RANGE "number out of range (larger than a double can hold)"
+/* yajl's text of a number: 1, an int64 (*integer); 0, a double (*d and
+ * its *decimals); -1, none (*error says why: too long, or out of the
+ * range of a double, as 1e400: JSON has no infinity, and Elasticsearch
+ * would refuse it). */
+static int read_number(const char *s, size_t len, int64_t *integer, double *d, int *decimals,
+                       const char **error)
+{
+    char buf[128];
+    if (len >= sizeof buf) {
+        *error = "number too long";
+        return -1;
+    }
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    if (number_text(buf, len, integer, d, decimals))
+        return 1;
+    if (!isfinite(*d)) {
+        *error = "number out of range (larger than a double can hold)";
+        return -1;
+    }
+    return 0;
+}
 
 static int on_number(void *ctx, const char *s, size_t len)
 {
     parse_state *st = ctx;
-    char buf[128];
-    if (len >= sizeof buf) {
-        st->error = "number too long";
-        return 0;
-    }
-    memcpy(buf, s, len);
-    buf[len] = '\0';
     int64_t i;
     double d;
-    int decimals;
-    if (number_text(buf, len, &i, &d, &decimals)) {
+    int decimals, kind = read_number(s, len, &i, &d, &decimals, &st->error);
+    if (kind < 0)
+        return 0;
+    if (kind == 1) {
         pano_json *v = st_value(st, PANO_JSON_INT);
         v->u.integer = i;
         return attach(st, v);
-    }
-    if (!isfinite(d)) {
-        st->error = OUT_OF_RANGE;
-        return 0;
     }
     pano_json *v = st_value(st, PANO_JSON_DOUBLE);
     v->u.real.value = d;
@@ -935,24 +945,23 @@ typedef struct {
     const char *error;
 } stream_state;
 
-static int stream_map(void *c) { return ((stream_state *)c)->ev->open(((stream_state *)c)->user, false); }
-static int stream_array(void *c) { return ((stream_state *)c)->ev->open(((stream_state *)c)->user, true); }
-static int stream_close(void *c) { return ((stream_state *)c)->ev->close(((stream_state *)c)->user); }
-static int stream_null(void *c) { return ((stream_state *)c)->ev->literal(((stream_state *)c)->user, -1); }
-
-static int stream_bool(void *c, int b)
-{
-    return ((stream_state *)c)->ev->literal(((stream_state *)c)->user, b != 0);
-}
+/* yajl's callbacks, each passing its event on to the reader's */
+#define EVENTS(c) (((stream_state *)(c))->ev)
+#define USER(c) (((stream_state *)(c))->user)
+static int stream_map(void *c) { return EVENTS(c)->open(USER(c), false); }
+static int stream_array(void *c) { return EVENTS(c)->open(USER(c), true); }
+static int stream_close(void *c) { return EVENTS(c)->close(USER(c)); }
+static int stream_null(void *c) { return EVENTS(c)->literal(USER(c), -1); }
+static int stream_bool(void *c, int b) { return EVENTS(c)->literal(USER(c), b != 0); }
 
 static int stream_key(void *c, const unsigned char *k, size_t n)
 {
-    return ((stream_state *)c)->ev->key(((stream_state *)c)->user, (const char *)k, n);
+    return EVENTS(c)->key(USER(c), (const char *)k, n);
 }
 
 static int stream_string(void *c, const unsigned char *v, size_t n)
 {
-    return ((stream_state *)c)->ev->string(((stream_state *)c)->user, (const char *)v, n);
+    return EVENTS(c)->string(USER(c), (const char *)v, n);
 }
 
 static int stream_number(void *c, const char *t, size_t n)
@@ -965,24 +974,15 @@ static int stream_number(void *c, const char *t, size_t n)
         whole = whole * 10 + (uint64_t)(t[at++] - '0');
     if (at == n && n > neg)
         return s->ev->number(s->user, neg && whole ? -(double)whole : (double)whole);
-    char buf[128];
-    if (n >= sizeof buf) {
-        s->error = "number too long";
-        return 0;
-    }
-    memcpy(buf, t, n);
-    buf[n] = '\0';
     int64_t i;
     double d;
-    int decimals;
-    if (number_text(buf, n, &i, &d, &decimals))
-        d = (double)i;
-    else if (!isfinite(d)) {
-        s->error = OUT_OF_RANGE;
+    int decimals, kind = read_number(t, n, &i, &d, &decimals, &s->error);
+    if (kind < 0)
         return 0;
-    }
-    return s->ev->number(s->user, d);
+    return s->ev->number(s->user, kind == 1 ? (double)i : d);
 }
+#undef EVENTS
+#undef USER
 
 static const yajl_callbacks stream_callbacks = {
     .yajl_null = stream_null,

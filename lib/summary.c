@@ -742,7 +742,9 @@ enum {
 };
 
 /* What the next value goes to (after a key, or in an array). */
-enum { TO_NOTHING, TO_NUMBER, TO_TEXT, TO_KIND, TO_ID, TO_WF, TO_I, TO_VALUE, TO_VTEXT, TO_INV, TO_OP };
+enum {
+    TO_NOTHING, TO_NUMBER, TO_TEXT, TO_KIND, TO_ID, TO_WF, TO_I, TO_VALUE, TO_VTEXT, TO_INV, TO_OP,
+};
 
 void pano_summary_reader_start(pano_summary_reader *r, pano_run_summary *out)
 {
@@ -751,15 +753,17 @@ void pano_summary_reader_start(pano_summary_reader *r, pano_run_summary *out)
     *r = (pano_summary_reader){.out = out, .want = -1};
 }
 
-/* The frame values go to, and the next value's place (a key's, or the
- * array's next item). */
-static void value_target(pano_summary_reader *r, int *to, int *index)
+/* A value (or a container) comes: where it goes (*to, *index: what the key
+ * before it named, or the array's next item) and the frame it is in (NULL
+ * when none is kept). The key before it is used up. */
+static const pano_summary_reader_frame *take_value(pano_summary_reader *r, int *to, int *index)
 {
     *to = r->to;
     *index = r->to_index;
     r->to = TO_NOTHING;
+    r->want = -1;
     if (r->depth == 0 || r->depth > PANO_SUMMARY_READER_DEPTH)
-        return;
+        return NULL;
     pano_summary_reader_frame *f = &r->frames[r->depth - 1];
     if (f->in == IN_O) {
         *to = f->count < 2 ? TO_NUMBER : TO_NOTHING;
@@ -771,19 +775,17 @@ static void value_target(pano_summary_reader *r, int *to, int *index)
         *to = TO_OP;
         *index = -1;
     }
+    return f;
 }
 
 static bool reader_open(void *user, bool array)
 {
     pano_summary_reader *r = user;
     int to, index;
-    value_target(r, &to, &index);
-    int in = IN_SKIP, sub = 0;
-    int parent = r->depth == 0 ? -1
-                 : r->depth > PANO_SUMMARY_READER_DEPTH ? IN_SKIP
-                                                         : r->frames[r->depth - 1].in;
     int want = r->want; /* what the key before it named */
-    r->want = -1;
+    const pano_summary_reader_frame *f = take_value(r, &to, &index);
+    int in = IN_SKIP, sub = 0;
+    int parent = r->depth == 0 ? -1 : f ? f->in : IN_SKIP;
     if (r->depth == 0 && !array)
         in = IN_DOC;
     else if (parent == IN_DOC && !array && want >= 0) {
@@ -799,7 +801,7 @@ static bool reader_open(void *user, bool array)
     } else if (parent == IN_ENTRY && want >= 0) {
         const key_slot *k = &key_slots[want];
         in = k->kind == K_O && array ? IN_O : k->kind == K_V && !array ? IN_V : IN_SKIP;
-        sub = r->frames[r->depth - 1].sub;
+        sub = f->sub;
     } else if (parent == IN_PUT && !array && want >= 0 && key_slots[want].kind == K_INV)
         in = IN_INV;
     else if (parent == IN_INV && array && to == TO_INV && index == -1) {
@@ -871,44 +873,29 @@ static bool reader_key(void *user, const char *key, size_t len)
     return true;
 }
 
-static bool reader_number(void *user, double v)
+static void put_number(pano_summary_reader *r, const pano_summary_reader_frame *f, int to,
+                       int index, double v)
 {
-    pano_summary_reader *r = user;
-    int to, index;
-    value_target(r, &to, &index);
-    r->want = -1;
     pano_run_summary *out = r->out;
-    const pano_summary_reader_frame *f = r->depth >= 1 && r->depth <= PANO_SUMMARY_READER_DEPTH
-                                             ? &r->frames[r->depth - 1]
-                                             : NULL;
-    if (to == TO_NUMBER && f && f->in == IN_GROUP)
+    if (to == TO_NUMBER && f->in == IN_GROUP)
         out->v[index] = v;
-    else if (to == TO_NUMBER && f && f->in == IN_O)
+    else if (to == TO_NUMBER && f->in == IN_O)
         out->latest[f->sub].o[index] = v;
-    else if (to == TO_VALUE && f && f->in == IN_V)
+    else if (to == TO_VALUE && f->in == IN_V)
         out->latest[f->sub].v[index] = v;
-    else if (to == TO_INV && f && f->in == IN_INV_ENTRY && f->sub >= 0) {
+    else if (to == TO_INV && f->in == IN_INV_ENTRY && f->sub >= 0) {
         pano_summary_inv *inv = &out->inv[f->sub];
         if (index == 0)
             inv->dur = v;
         else
             inv->cpu = v;
     }
-    return true;
 }
 
-static bool reader_string(void *user, const char *s, size_t len)
+static void put_string(pano_summary_reader *r, const pano_summary_reader_frame *f, int to,
+                       int index, const char *s, size_t len)
 {
-    pano_summary_reader *r = user;
-    int to, index;
-    value_target(r, &to, &index);
-    r->want = -1;
     pano_run_summary *out = r->out;
-    const pano_summary_reader_frame *f = r->depth >= 1 && r->depth <= PANO_SUMMARY_READER_DEPTH
-                                             ? &r->frames[r->depth - 1]
-                                             : NULL;
-    if (!f)
-        return true;
     char **text = NULL;
     if (to == TO_TEXT && f->in == IN_GROUP)
         text = &out->t[index];
@@ -919,7 +906,7 @@ static bool reader_string(void *user, const char *s, size_t len)
         *text = pano_malloc(len + 1);
         memcpy(*text, s, len);
         (*text)[len] = '\0';
-        return true;
+        return;
     }
     char *into = NULL;
     size_t size = 0;
@@ -945,17 +932,34 @@ static bool reader_string(void *user, const char *s, size_t len)
         if (to == TO_KIND && len >= size)
             r->has_kind = false; /* no kind's name is that long */
     }
+}
+
+/* A value where take_value says: a number (s NULL), a string, or a literal
+ * (neither: kept nowhere, no summary field is true or false). */
+static bool put_value(pano_summary_reader *r, double v, const char *s, size_t len, bool literal)
+{
+    int to, index;
+    const pano_summary_reader_frame *f = take_value(r, &to, &index);
+    if (f && !literal && !s)
+        put_number(r, f, to, index, v);
+    else if (f && !literal)
+        put_string(r, f, to, index, s, len);
     return true;
+}
+
+static bool reader_number(void *user, double v)
+{
+    return put_value(user, v, NULL, 0, false);
+}
+
+static bool reader_string(void *user, const char *s, size_t len)
+{
+    return put_value(user, 0, s, len, false);
 }
 
 static bool reader_literal(void *user, int value)
 {
-    pano_summary_reader *r = user;
-    int to, index;
-    value_target(r, &to, &index);
-    r->want = -1;
-    (void)value;
-    return true;
+    return put_value(user, 0, NULL, 0, true);
 }
 
 const pano_json_events pano_summary_reader_events = {
