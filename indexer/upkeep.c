@@ -288,7 +288,9 @@ void upkeep_note_update(indexer *ix, const char *index, double now)
 
 void upkeep_compact_summaries(indexer *ix, double now, bool all)
 {
-    for (size_t i = 0; i < ix->ncompact; i++)
+    if (!ix->es_up) /* asked once it answers again; at shutdown, not waited for */
+        return;
+    for (size_t i = 0; i < ix->ncompact && ix->es_up; i++)
         if (ix->compact[i].pending &&
             (all || now - ix->compact[i].last >= UPKEEP_COMPACT_QUIET ||
              now - ix->compact[i].first >= UPKEEP_COMPACT_EVERY))

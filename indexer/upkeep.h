@@ -34,9 +34,10 @@ int upkeep_check_shard_budget(indexer *ix);
  * compact: those quiet for UPKEEP_COMPACT_QUIET seconds, or updated for
  * UPKEEP_COMPACT_EVERY seconds since their last compaction, are
  * force-merged without their deleted documents, in the background (every
- * one at once when all). A merge keeps the copies deleted after the last
- * commit (the index is flushed first) and those the shard's retention lease,
- * renewed every 30 s, has not passed yet: hence a quiet minute. */
+ * one at once when all); none while Elasticsearch does not answer. A merge
+ * keeps the copies deleted after the last commit (the index is flushed
+ * first) and those the shard's retention lease, renewed every 30 s, has
+ * not passed yet: hence a quiet minute. */
 #define UPKEEP_COMPACT_QUIET 60.0
 #define UPKEEP_COMPACT_EVERY 600.0
 void upkeep_note_update(indexer *ix, const char *index, double now);
