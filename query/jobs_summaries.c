@@ -282,13 +282,13 @@ typedef struct {
     bool in_source;      /* events go to src */
     pano_summary_reader src;
     pano_run_summary cur;
-    int in_sort;         /* sort values of the hit being read (their count + 1), 0: none */
+    bool in_sort;        /* in a hit's sort values */
     struct {
         bool text;
         double number;
         char string[256];
-    } sort[SORT_VALUES], last_sort[SORT_VALUES];
-    int nsort, nlast;
+    } sort[SORT_VALUES]; /* the latest hit's sort values: the page's last once read */
+    int nsort;
     size_t hits;
     char *pit; /* pit_id */
 } page_reader;
@@ -311,7 +311,7 @@ static bool page_open(void *user, bool array)
         return pano_summary_reader_events.open(&p->src, array);
     }
     if (array && at_hit(p, "sort"))
-        p->in_sort = 1;
+        p->in_sort = true;
     if (p->depth == 3 && !array)
         p->nsort = 0; /* a hit */
     if (++p->depth < 5)
@@ -334,12 +334,9 @@ static bool page_close(void *user)
         return true;
     }
     if (p->in_sort && p->depth == 5)
-        p->in_sort = 0;
-    if (p->depth == 4) { /* a hit read: its sort values are the page's last */
+        p->in_sort = false;
+    if (p->depth == 4)
         p->hits++;
-        memcpy(p->last_sort, p->sort, sizeof p->sort);
-        p->nlast = p->nsort;
-    }
     p->depth--;
     return true;
 }
@@ -402,9 +399,9 @@ static const pano_json_events page_events = {page_open, page_close, page_key,
 static pano_json *last_sort(const page_reader *p)
 {
     pano_json *a = pano_json_array();
-    for (int i = 0; i < p->nlast; i++) {
-        double v = p->last_sort[i].number;
-        pano_json_append(a, p->last_sort[i].text ? pano_json_string(p->last_sort[i].string)
+    for (int i = 0; i < p->nsort; i++) {
+        double v = p->sort[i].number;
+        pano_json_append(a, p->sort[i].text ? pano_json_string(p->sort[i].string)
                             : v == trunc(v) && fabs(v) < 9e15 ? pano_json_int((int64_t)v)
                                                               : pano_json_double(v, -1));
     }
@@ -455,7 +452,7 @@ static bool read_one_slice(slice_read *s, int slice)
         } else
             free(p.pit);
         pano_json_free(after);
-        after = p.hits && p.nlast ? last_sort(&p) : NULL;
+        after = p.hits && p.nsort ? last_sort(&p) : NULL;
         if (p.hits < PAGE || !after)
             break;
     }
