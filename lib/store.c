@@ -27,6 +27,8 @@
 
 #define APPLICATION_ID 0x70616e6f /* "pano" */
 #define PURGE_EVERY 3600.0
+/* How long a reader waits for a writer making a file to commit its tables. */
+#define MADE_WAIT 5.0
 #define EXPORT_ZSTD_LEVEL 3 /* zstd's default: 60 bytes a sample, at 300 MB/s */
 /* Files read through a memory map (SQLite caps it at its build's maximum):
  * no copy of each page read, and the pages shared by every process of the
@@ -1335,6 +1337,18 @@ static int decompressed(const char *file, char **plain, char *err, size_t errlen
     return 0;
 }
 
+/* Whether an attached file is one a writer is making: there, but nothing
+ * in it yet (no application id, no table), its tables not committed. */
+static bool being_made(sqlite3 *db, const char *schema)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "PRAGMA %s.application_id", schema);
+    if (pragma_int(db, sql) != 0)
+        return false;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s.sqlite_master", schema);
+    return pragma_int(db, sql) == 0;
+}
+
 static int attach_plain(sqlite3 *db, const char *path, const char *file, const char *schema,
                         char *err, size_t errlen)
 {
@@ -1343,6 +1357,10 @@ static int attach_plain(sqlite3 *db, const char *path, const char *file, const c
     free(uri);
     int rc = exec(db, sql, err, errlen);
     sqlite3_free(sql);
+    /* a writer making the file is given a moment to commit its tables */
+    double give_up = pano_monotonic() + MADE_WAIT;
+    while (rc == 0 && being_made(db, schema) && pano_monotonic() < give_up)
+        usleep(20000);
     if (rc < 0 || check_format(db, schema, file, err, errlen) < 0)
         return -1;
     /* Scans read the file's pages where the kernel caches them, without a

@@ -773,6 +773,44 @@ START_TEST(a_writer_waits_for_a_file_being_made)
 }
 END_TEST
 
+/* A reader opening a file a writer has just made, its tables not yet
+ * committed, waits for them rather than calling it foreign. */
+START_TEST(a_reader_waits_for_a_file_being_made)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/node1" PANO_STORE_SUFFIX, dir);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) { /* as a writer's first steps: the file, then its tables */
+        sqlite3 *db;
+        if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+                SQLITE_OK ||
+            sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) != SQLITE_OK ||
+            write(ready[1], "x", 1) != 1)
+            _exit(1);
+        usleep(300000);
+        sqlite3_close(db);
+        pano_store *s = writer("node1", NULL);
+        pano_store_close(s);
+        _exit(0);
+    }
+    char c, err[512];
+    ck_assert_int_eq(read(ready[0], &c, 1), 1);
+    const char *paths[] = {dir};
+    sqlite3 *r = pano_store_open_reader(paths, 1, err, sizeof err);
+    ck_assert_msg(r, "%s", err);
+    ck_assert_int_eq(one_integer(r, "SELECT count(*) FROM events"), 0);
+    sqlite3_close(r);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(ready[0]);
+    close(ready[1]);
+}
+END_TEST
+
 /* One integer of sql over the file of host "put", with that of host
  * "queued" attached as q. */
 static long long ask_both(const char *sql)
@@ -986,6 +1024,7 @@ int main(void)
     tcase_add_test(tc, summaries_count_exactly_the_events_written);
     tcase_add_test(tc, figures_count_exactly_the_events);
     tcase_add_test(tc, a_writer_waits_for_a_file_being_made);
+    tcase_add_test(tc, a_reader_waits_for_a_file_being_made);
     tcase_add_test(tc, queued_events_are_written_as_put_writes_them);
     tcase_add_test(tc, a_full_disk_under_the_queue_is_told_at_commit);
     suite_add_tcase(s, tc);
