@@ -739,9 +739,11 @@ START_TEST(figures_count_exactly_the_events)
 }
 END_TEST
 
-/* A writer opening a file another holds locked as it makes it (before it
- * is a WAL file) is told at once that it is locked: it waits, and opens. */
-START_TEST(a_writer_waits_for_a_file_being_made)
+/* A child making the file of host node1 as another writer would: it opens
+ * it and runs first_sql, tells the parent (which returns meanwhile), waits
+ * 0.3 s, then finishes: with finish_sql, or else as a pano writer. The
+ * parent's child_made checks that it did. */
+static pid_t making_file(const char *first_sql, const char *finish_sql)
 {
     char path[256];
     snprintf(path, sizeof path, "%s/node1" PANO_STORE_SUFFIX, dir);
@@ -753,22 +755,39 @@ START_TEST(a_writer_waits_for_a_file_being_made)
         sqlite3 *db;
         if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
                 SQLITE_OK ||
-            sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK ||
+            sqlite3_exec(db, first_sql, NULL, NULL, NULL) != SQLITE_OK ||
             write(ready[1], "x", 1) != 1)
             _exit(1);
-        usleep(500000);
-        _exit(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : 1);
+        usleep(300000);
+        if (finish_sql)
+            _exit(sqlite3_exec(db, finish_sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : 1);
+        sqlite3_close(db);
+        pano_store_close(writer("node1", NULL));
+        _exit(0);
     }
     char c;
     ck_assert_int_eq(read(ready[0], &c, 1), 1);
-    pano_store *s = writer("node1", NULL);
-    stored(s, event("a", 1764000000));
-    pano_store_close(s);
+    close(ready[0]);
+    close(ready[1]);
+    return pid;
+}
+
+static void child_made(pid_t pid)
+{
     int status;
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    close(ready[0]);
-    close(ready[1]);
+}
+
+/* A writer opening a file another holds locked as it makes it (before it
+ * is a WAL file) is told at once that it is locked: it waits, and opens. */
+START_TEST(a_writer_waits_for_a_file_being_made)
+{
+    pid_t pid = making_file("BEGIN IMMEDIATE", "COMMIT");
+    pano_store *s = writer("node1", NULL);
+    stored(s, event("a", 1764000000));
+    pano_store_close(s);
+    child_made(pid);
     ck_assert_int_eq(ask("SELECT count(*) FROM events"), 1);
 }
 END_TEST
@@ -777,37 +796,14 @@ END_TEST
  * committed, waits for them rather than calling it foreign. */
 START_TEST(a_reader_waits_for_a_file_being_made)
 {
-    char path[256];
-    snprintf(path, sizeof path, "%s/node1" PANO_STORE_SUFFIX, dir);
-    int ready[2];
-    ck_assert_int_eq(pipe(ready), 0);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) { /* as a writer's first steps: the file, then its tables */
-        sqlite3 *db;
-        if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-                SQLITE_OK ||
-            sqlite3_exec(db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) != SQLITE_OK ||
-            write(ready[1], "x", 1) != 1)
-            _exit(1);
-        usleep(300000);
-        sqlite3_close(db);
-        pano_store *s = writer("node1", NULL);
-        pano_store_close(s);
-        _exit(0);
-    }
-    char c, err[512];
-    ck_assert_int_eq(read(ready[0], &c, 1), 1);
+    pid_t pid = making_file("PRAGMA journal_mode = WAL", NULL);
+    char err[512];
     const char *paths[] = {dir};
     sqlite3 *r = pano_store_open_reader(paths, 1, err, sizeof err);
     ck_assert_msg(r, "%s", err);
     ck_assert_int_eq(one_integer(r, "SELECT count(*) FROM events"), 0);
     sqlite3_close(r);
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    close(ready[0]);
-    close(ready[1]);
+    child_made(pid);
 }
 END_TEST
 
