@@ -147,15 +147,12 @@ static void cache_put(summary_cache *c, const summary_doc *d, const char *text, 
 /* The document as last written into d->doc: false when it is not known. */
 static bool cache_get(summary_cache *c, summary_doc *d)
 {
-    char key[320], why[128];
+    char key[320];
     cache_key(d, key, sizeof key);
     cache_slot *s = cache_find(c, key);
     if (!s->key || !*s->key)
         return false;
-    pano_json *j = pano_json_parse(s->text, strlen(s->text), PANO_JSON_DEFAULT_DEPTH, why,
-                                   sizeof why);
-    bool ok = j && pano_summary_read(j, &d->doc);
-    pano_json_free(j);
+    bool ok = pano_summary_parse(s->text, strlen(s->text), &d->doc);
     d->seq_no = s->seq_no;
     d->primary_term = s->primary_term;
     return ok;

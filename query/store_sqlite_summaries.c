@@ -97,17 +97,13 @@ typedef struct {
     atomic_size_t next;      /* the next row to parse */
 } chunk;
 
-/* Parse the chunk's rows not yet taken. */
-static void parse_rows(chunk *c)
+/* Parse the chunk's rows not yet taken (c: a chunk; a thread's too). */
+static void *parse_rows(void *arg)
 {
+    chunk *c = arg;
     size_t i;
     while ((i = atomic_fetch_add(&c->next, 1)) < c->n)
         c->ok[i] = pano_summary_parse(c->text.data + c->doc[i], c->len[i], &c->sum[i]);
-}
-
-static void *parser(void *c)
-{
-    parse_rows(c);
     return NULL;
 }
 
@@ -135,7 +131,7 @@ static int fill(sqlite3_stmt *st, chunk *c)
 /* A thread parsing c's rows (false when none could start). */
 static bool start_parser(pthread_t *t, chunk *c)
 {
-    return c->n > 0 && pano_thread_start(t, parser, c);
+    return c->n > 0 && pano_thread_start(t, parse_rows, c);
 }
 
 int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_failed,
