@@ -56,6 +56,8 @@ struct pano_netbytes {
     tcp_sock *socks, *next; /* last dump and the one under way, by cookie */
     size_t nsocks, nnext, cap;
     tcp_sock *gone; /* the tree's sockets gone from the last dump, by cookie */
+    pid_t *pids;    /* the tree's processes in our namespace last sample, sorted */
+    size_t npids, pids_cap;
     size_t ngone, gone_cap;
     uint64_t closed_sent, closed_received;
     namespace ns[MAX_NETNS];
@@ -136,6 +138,7 @@ void pano_netbytes_free(pano_netbytes *n)
     free(n->socks);
     free(n->next);
     free(n->gone);
+    free(n->pids);
     free(n->buf);
     free(n);
 }
@@ -312,6 +315,31 @@ static void read_destroyed(pano_netbytes *n)
     }
 }
 
+static int by_pid(const void *a, const void *b)
+{
+    pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Whether these processes include one the last sample did not have; they
+ * become the ones the next sample compares with. */
+static bool tree_grew(pano_netbytes *n, const pid_t *pids, size_t npids)
+{
+    bool grew = false;
+    for (size_t i = 0; i < npids && !grew; i++)
+        grew = !n->npids || !bsearch(&pids[i], n->pids, n->npids, sizeof *pids, by_pid);
+    if (npids > n->pids_cap) {
+        n->pids_cap = npids;
+        n->pids = pano_realloc(n->pids, npids * sizeof *n->pids);
+    }
+    if (npids) {
+        memcpy(n->pids, pids, npids * sizeof *pids);
+        qsort(n->pids, npids, sizeof *pids, by_pid);
+    }
+    n->npids = npids;
+    return grew;
+}
+
 /* The socket inodes held by these processes, sorted (*count of them). */
 static uint64_t *socket_inodes(const pid_t *pids, size_t npids, size_t *count)
 {
@@ -392,19 +420,26 @@ static bool tcp_bytes(pano_netbytes *n, const pid_t *pids, size_t npids, uint64_
         n->diag_fd = -1;
         return false;
     }
-    bool unknown = false;
-    for (size_t i = 0; i < n->nnext && !unknown; i++)
-        unknown = n->next[i].owner == UNKNOWN && n->next[i].inode;
-    if (unknown) { /* a socket never seen: whose is it? */
+    /* A socket not the tree's may be held by a process new to it: one
+     * forked after the tree was read, holding the only descriptor left of
+     * a socket its parent closed. Each process new to the tree has those
+     * sockets looked at again. */
+    bool grew = tree_grew(n, pids, npids);
+    bool look = false;
+    for (size_t i = 0; i < n->nnext && !look; i++)
+        look = n->next[i].inode &&
+               (n->next[i].owner == UNKNOWN || (grew && n->next[i].owner == FOREIGN));
+    if (look) {
         size_t ninodes;
         uint64_t *inodes = socket_inodes(pids, npids, &ninodes);
         for (size_t i = 0; i < n->nnext; i++) {
             tcp_sock *s = &n->next[i];
             if (s->owner == TREE || !s->inode)
                 continue;
-            s->owner = ninodes && bsearch(&s->inode, inodes, ninodes, sizeof *inodes, by_u64)
-                           ? TREE
-                           : FOREIGN;
+            if (ninodes && bsearch(&s->inode, inodes, ninodes, sizeof *inodes, by_u64))
+                s->owner = TREE;
+            else
+                s->owner = FOREIGN;
         }
         free(inodes);
     }

@@ -12,7 +12,10 @@
  *              received in order, TCP payload as the sequence numbers count
  *              it (a connection's SYN and FIN count one byte each). A
  *              socket is counted once however many processes hold it
- *              (inherited across fork and exec). A socket that closes keeps
+ *              (inherited across fork and exec), also when the tree was
+ *              read before a new process whose parent then closed its copy
+ *              (the next sample, which has that process, counts the socket
+ *              whole). A socket that closes keeps
  *              its last figures: its final ones when the kernel's
  *              notice of its destruction (a sock_diag multicast group) is
  *              read, else those of the last sample that saw it.
@@ -55,7 +58,8 @@ uint64_t pano_netns_of(pid_t pid);
  * the methods used so far. A sample costs a walk of the kernel's table of
  * TCP connections (about 150 us on a machine of 24 GiB, whatever few
  * sockets it holds), plus one read of /proc/PID/fd per process when a
- * socket not yet placed appears. */
+ * socket not yet placed appears, or a process new to the tree while a
+ * socket not the tree's is open. */
 unsigned pano_netbytes_sample(pano_netbytes *n, const pid_t *pids, const uint64_t *netns,
                               size_t npids, uint64_t *sent, uint64_t *received);
 

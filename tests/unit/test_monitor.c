@@ -193,11 +193,11 @@ static void send_bytes(int from, int to, size_t n)
 
 /* Sample until `sent` reaches at least `least` (a peer's delayed ACK takes
  * up to 200 ms), for a second at most. */
-static void sample_until(pano_netbytes *n, const pid_t *self, const uint64_t *ns,
+static void sample_until(pano_netbytes *n, const pid_t *tree, const uint64_t *ns, size_t procs,
                          uint64_t least, uint64_t *sent, uint64_t *received)
 {
     for (int i = 0; i < 100; i++) {
-        pano_netbytes_sample(n, self, ns, 1, sent, received);
+        pano_netbytes_sample(n, tree, ns, procs, sent, received);
         if (*sent >= least)
             return;
         usleep(10000);
@@ -218,7 +218,7 @@ START_TEST(net_bytes_of_our_own_sockets)
     tcp_pair(&c, &s);
     send_bytes(c, s, 3000);
     send_bytes(s, c, 1000);
-    sample_until(n, &self, &own_ns, was_sent + 4000, &sent, &received);
+    sample_until(n, &self, &own_ns, 1, was_sent + 4000, &sent, &received);
     /* both ends are ours: 4,000 each way, the SYNs counting a byte or two */
     ck_assert_uint_ge(sent - was_sent, 4000);
     ck_assert_uint_le(sent - was_sent, 4002);
@@ -226,7 +226,7 @@ START_TEST(net_bytes_of_our_own_sockets)
     /* a second descriptor of the same socket counts it once */
     int twin = dup(c);
     send_bytes(twin, s, 500);
-    sample_until(n, &self, &own_ns, was_sent + 4500, &sent, &received);
+    sample_until(n, &self, &own_ns, 1, was_sent + 4500, &sent, &received);
     ck_assert_uint_ge(sent - was_sent, 4500);
     ck_assert_uint_le(sent - was_sent, 4502);
     ck_assert_uint_eq(received - was_received, 4500);
@@ -234,7 +234,7 @@ START_TEST(net_bytes_of_our_own_sockets)
     close(twin);
     close(c);
     close(s);
-    sample_until(n, &self, &own_ns, was_sent + 4502, &sent, &received);
+    sample_until(n, &self, &own_ns, 1, was_sent + 4502, &sent, &received);
     ck_assert_uint_ge(sent - was_sent, 4500);
     ck_assert_uint_le(sent - was_sent, 4504);
     ck_assert_uint_ge(received - was_received, 4500);
@@ -249,6 +249,61 @@ START_TEST(net_bytes_of_our_own_sockets)
     ck_assert_uint_eq(received, was_received);
     close(c);
     close(s);
+    pano_netbytes_free(n);
+}
+END_TEST
+
+START_TEST(net_bytes_of_a_socket_a_new_child_holds_alone)
+{
+    /* The tree is read, then its process forks a child and closes its own
+     * copy of the client's end: the sample that follows finds that socket
+     * in no process it knows. The next one, which knows the child, counts
+     * it. */
+    pano_netbytes *n = pano_netbytes_new();
+    pid_t tree[2] = {getpid(), 0};
+    uint64_t ns[2] = {pano_netns_of(0), 0};
+    uint64_t sent, received, was_sent, was_received;
+    pano_netbytes_sample(n, tree, ns, 1, &was_sent, &was_received);
+    int c, s, go[2];
+    tcp_pair(&c, &s);
+    ck_assert_int_eq(pipe(go), 0);
+    pid_t kid = fork();
+    ck_assert_int_ge(kid, 0);
+    if (kid == 0) {
+        char x, buf[3000];
+        memset(buf, 'x', sizeof buf);
+        close(s);
+        if (read(go[0], &x, 1) != 1 || write(c, buf, sizeof buf) != (ssize_t)sizeof buf)
+            _exit(1);
+        if (read(go[0], &x, 1) != 1) /* hold it until told */
+            _exit(1);
+        _exit(0);
+    }
+    close(c);
+    pano_netbytes_sample(n, tree, ns, 1, &sent, &received);
+    ck_assert_uint_le(sent - was_sent, 2); /* the server's end alone, its SYN */
+    ck_assert_int_eq(write(go[1], "x", 1), 1);
+    char buf[4096];
+    size_t got = 0;
+    while (got < 3000) {
+        ssize_t r = read(s, buf, sizeof buf);
+        ck_assert_int_gt(r, 0);
+        got += (size_t)r;
+    }
+    tree[1] = kid;
+    ns[1] = pano_netns_of(kid);
+    ck_assert_uint_eq(ns[1], ns[0]);
+    sample_until(n, tree, ns, 2, was_sent + 3000, &sent, &received);
+    ck_assert_uint_ge(sent - was_sent, 3000);
+    ck_assert_uint_le(sent - was_sent, 3002);
+    ck_assert_uint_eq(received - was_received, 3000);
+    ck_assert_int_eq(write(go[1], "x", 1), 1);
+    int status;
+    ck_assert_int_eq(waitpid(kid, &status, 0), kid);
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(s);
+    close(go[0]);
+    close(go[1]);
     pano_netbytes_free(n);
 }
 END_TEST
@@ -729,6 +784,7 @@ int main(void)
     tcase_add_test(tc, ctxt_and_pss_parse);
     tcase_add_test(tc, net_dev_parse);
     tcase_add_test(tc, net_bytes_of_our_own_sockets);
+    tcase_add_test(tc, net_bytes_of_a_socket_a_new_child_holds_alone);
     tcase_add_test(tc, tree_counts_children_and_the_reaped);
     tcase_add_test(tc, tree_changes_are_seen_after_stable_samples);
     tcase_add_test(tc, forks_outside_the_tree_do_not_unsettle_it);
