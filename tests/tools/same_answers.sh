@@ -14,11 +14,12 @@
 # compared apart, within a second (the running jobs' wall time so far, a sum
 # over them, within a second for each); a running workflow's series go on to
 # the moment of asking, so only the points both have are compared.
-# A gauge's mean in a series' points may differ within 1e-6 of the value:
+# A gauge's mean in a series' points may differ within 1e-5 of the value:
 # the same sums added in another order (Elasticsearch's shards, SQLite's
-# rows) may differ in their last bits, which the mean's subtraction of large
-# terms (time-weighted, over epoch milliseconds) brings forward; 7e-7 was
-# seen for the terabytes of virtual memory a sanitizer's processes reserve.
+# rows and seconds) may differ in their last bits, which the mean's
+# subtraction of large terms (time-weighted, over epoch milliseconds) brings
+# forward; 7e-7 was seen for the terabytes of virtual memory a sanitizer's
+# processes reserve, 1.0e-6 for a Pegasus-shaped workflow's memory.
 # Everything else must be equal.
 SAME_NORMALIZE='walk(if type == "object" then del(.as_of, .now) else . end)
   | walk(if type == "object" and has("wall_time_so_far") then del(.wall_time_so_far, .running_job_wall_time_so_far, .workflow_wall_time) else . end)
@@ -36,7 +37,7 @@ SAME_EQUAL='def same($a; $b; $tol):
   if ($a | type) == "number" and ($b | type) == "number" then
     (($a - $b) | fabs) <= $tol * ([($a | fabs), ($b | fabs)] | max)
   elif ($a | type) == "object" and ($b | type) == "object" then
-    ($a | keys) == ($b | keys) and all($a | keys[]; . as $k | same($a[$k]; $b[$k]; if $k == "points" then 1e-6 else $tol end))
+    ($a | keys) == ($b | keys) and all($a | keys[]; . as $k | same($a[$k]; $b[$k]; if $k == "points" then 1e-5 else $tol end))
   elif ($a | type) == "array" and ($b | type) == "array" then
     ($a | length) == ($b | length) and all(range($a | length); . as $i | same($a[$i]; $b[$i]; $tol))
   else $a == $b end;
