@@ -59,8 +59,11 @@ grep -q '^pano_indexer_elasticsearch_up 0$' "$PANO_INDEXER_STATUS_FILE" || fail 
 grep -q '^pano_indexer_paused 1$' "$PANO_INDEXER_STATUS_FILE" || fail "partitions not paused"
 stack up >"$TEST_DIR/stack-up2.log" 2>&1 || { tail -n 20 "$TEST_DIR/stack-up2.log" >&2; fail "private Elasticsearch did not restart"; }
 log "Elasticsearch started again"
-wait_until 240 count_is "$FAMILY_INDICES" "$N" ||
+wait_until 240 count_is "$FAMILY_INDICES" "$N" || {
+    # the outage as the indexer saw it: pauses, resumes and where they sought
+    grep -E 'WARN|ERROR|paused|resumed|assigned|revoked|lost' "$TEST_DIR/ix.log" | head -n 60 >&2
     fail "expected $N events after the restart, found $(count_in "$FAMILY_INDICES") (the indexer consumed $(metric "$PANO_INDEXER_STATUS_FILE" consumed_total), holds $(metric "$PANO_INDEXER_STATUS_FILE" in_hand), paused $(metric "$PANO_INDEXER_STATUS_FILE" paused))"
+}
 sleep 3
 check_distinct "$FAMILY_INDICES" "$N"
 [[ $(count_in "${P}dead-letter-*") == 0 ]] || fail "dead letters after the outage"
