@@ -147,11 +147,6 @@ static void rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         pano_error("rebalance: %s", rd_kafka_err2str(r));
 }
 
-/* Where a resume sought the partitions (logged). */
-typedef struct {
-    int at_position, at_committed, at_start, failed;
-} resume_seeks;
-
 /* librdkafka resumes a partition where it noted the application stood at
  * the pause, and a pause or resume racing another operation on the
  * partition can lose that note (librdkafka #2190): the partition then
@@ -163,18 +158,18 @@ typedef struct {
  * position: it is sought to its committed offset, or to its start when
  * it has none (the reset policy, earliest), where it would begin anyway;
  * its first messages may have come during the pause, in the very race.
- * *n counts where each went. */
-static void seek_to_positions(indexer *ix, rd_kafka_topic_partition_list_t *parts,
-                              resume_seeks *n)
+ * Logs where they went. */
+static void seek_to_positions(indexer *ix, rd_kafka_topic_partition_list_t *parts)
 {
+    int at_position = 0, at_committed = 0, at_start = 0;
     rd_kafka_resp_err_t e = rd_kafka_position(ix->consumer, parts);
     if (e) {
-        pano_warn("cannot read the partitions' positions: %s", rd_kafka_err2str(e));
-        n->failed = parts->cnt;
+        pano_warn("partitions resumed, none sought: cannot read their positions: %s",
+                  rd_kafka_err2str(e));
         return;
     }
     rd_kafka_topic_partition_list_t *seek = pano_kafka_with_offsets(parts);
-    n->at_position = seek->cnt;
+    int known = seek->cnt; /* the first ones: at their positions */
     rd_kafka_topic_partition_list_t *unread = rd_kafka_topic_partition_list_new(parts->cnt);
     for (int i = 0; i < parts->cnt; i++)
         if (parts->elems[i].offset < 0)
@@ -186,29 +181,32 @@ static void seek_to_positions(indexer *ix, rd_kafka_topic_partition_list_t *part
                   rd_kafka_err2str(e));
     for (int i = 0; !e && i < unread->cnt; i++) {
         const rd_kafka_topic_partition_t *u = &unread->elems[i];
-        if (!u->err) {
+        if (!u->err)
             rd_kafka_topic_partition_list_add(seek, u->topic, u->partition)->offset =
                 u->offset >= 0 ? u->offset : RD_KAFKA_OFFSET_BEGINNING;
-            ++*(u->offset >= 0 ? &n->at_committed : &n->at_start);
-        }
     }
-    n->failed = parts->cnt - seek->cnt;
     rd_kafka_topic_partition_list_destroy(unread);
     rd_kafka_error_t *error = seek->cnt ? rd_kafka_seek_partitions(ix->consumer, seek, 10000)
                                         : NULL;
     if (error) {
         pano_warn("cannot seek the resumed partitions: %s", rd_kafka_error_string(error));
         rd_kafka_error_destroy(error);
-        *n = (resume_seeks){.failed = parts->cnt};
     } else
-        for (int i = 0; i < seek->cnt; i++)
-            if (seek->elems[i].err) {
-                pano_warn("cannot seek %s [%d] to offset %lld: %s", seek->elems[i].topic,
-                          (int)seek->elems[i].partition, (long long)seek->elems[i].offset,
-                          rd_kafka_err2str(seek->elems[i].err));
-                n->failed++;
-            }
+        for (int i = 0; i < seek->cnt; i++) {
+            const rd_kafka_topic_partition_t *s = &seek->elems[i];
+            if (s->err)
+                pano_warn("cannot seek %s [%d] to offset %lld: %s", s->topic, (int)s->partition,
+                          (long long)s->offset, rd_kafka_err2str(s->err));
+            else
+                ++*(i < known                               ? &at_position
+                    : s->offset == RD_KAFKA_OFFSET_BEGINNING ? &at_start
+                                                             : &at_committed);
+        }
     rd_kafka_topic_partition_list_destroy(seek);
+    pano_info("partitions resumed: %d at the message after the last received, %d at their "
+              "committed offset, %d at their start, %d not sought",
+              at_position, at_committed, at_start,
+              parts->cnt - at_position - at_committed - at_start);
 }
 
 void intake_set_paused(indexer *ix, bool pause)
@@ -216,13 +214,12 @@ void intake_set_paused(indexer *ix, bool pause)
     if (ix->paused == pause)
         return;
     rd_kafka_topic_partition_list_t *parts = NULL;
-    resume_seeks n = {0};
     rd_kafka_resp_err_t e = rd_kafka_assignment(ix->consumer, &parts);
     if (!e) {
         e = pause ? rd_kafka_pause_partitions(ix->consumer, parts)
                   : rd_kafka_resume_partitions(ix->consumer, parts);
         if (!e && !pause)
-            seek_to_positions(ix, parts, &n);
+            seek_to_positions(ix, parts);
         rd_kafka_topic_partition_list_destroy(parts);
     }
     if (e)
@@ -230,10 +227,6 @@ void intake_set_paused(indexer *ix, bool pause)
     ix->paused = pause;
     if (pause)
         pano_info("partitions paused until Elasticsearch takes documents again");
-    else
-        pano_info("partitions resumed: %d at the message after the last received, %d at "
-                  "their committed offset, %d at their start, %d not sought",
-                  n.at_position, n.at_committed, n.at_start, n.failed);
 }
 
 rd_kafka_message_t *intake_poll(indexer *ix, int timeout_ms)

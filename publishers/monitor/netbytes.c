@@ -56,9 +56,9 @@ struct pano_netbytes {
     tcp_sock *socks, *next; /* last dump and the one under way, by cookie */
     size_t nsocks, nnext, cap;
     tcp_sock *gone; /* the tree's sockets gone from the last dump, by cookie */
-    pid_t *pids;    /* the tree's processes in our namespace last sample, sorted */
-    size_t npids, pids_cap;
     size_t ngone, gone_cap;
+    pid_t *pids; /* the tree's processes in our namespace last sample, sorted */
+    size_t npids, pids_cap;
     uint64_t closed_sent, closed_received;
     namespace ns[MAX_NETNS];
     size_t nns;
@@ -436,10 +436,9 @@ static bool tcp_bytes(pano_netbytes *n, const pid_t *pids, size_t npids, uint64_
             tcp_sock *s = &n->next[i];
             if (s->owner == TREE || !s->inode)
                 continue;
-            if (ninodes && bsearch(&s->inode, inodes, ninodes, sizeof *inodes, by_u64))
-                s->owner = TREE;
-            else
-                s->owner = FOREIGN;
+            s->owner = ninodes && bsearch(&s->inode, inodes, ninodes, sizeof *inodes, by_u64)
+                           ? TREE
+                           : FOREIGN;
         }
         free(inodes);
     }
