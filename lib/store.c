@@ -36,6 +36,12 @@
 #define MMAP_BYTES (1LL << 40)
 #define PAGE_BYTES 16384
 #define WAL_CHECKPOINT_PAGES ((64 << 20) / PAGE_BYTES)
+/* A batch's page cache: room for the pages a transaction of
+ * PANO_STORE_BATCH_COMMIT events changes (about 20 MB), which SQLite's
+ * default of 2 MB would write to the WAL before the commit and read back.
+ * Set while a batch is open, SQLite's default again after. */
+#define BATCH_CACHE_KIB 65536
+#define DEFAULT_CACHE_KIB 2000
 
 #define STORE_QUEUE_SLOTS 256 /* events checked ahead of the writer thread */
 /* A bigger event is written on the caller's thread once the queue is
@@ -1156,6 +1162,15 @@ pano_store_outcome pano_store_queue(pano_store *s, const char *routing_key, cons
     return o;
 }
 
+/* The connection's page cache set to kib KiB (only its speed depends on it). */
+static void cache_size(pano_store *s, int kib)
+{
+    char sql[64], why[256];
+    snprintf(sql, sizeof sql, "PRAGMA cache_size = -%d", kib);
+    if (exec(s->db, sql, why, sizeof why) < 0)
+        pano_warn("store %s: %s", s->file, why);
+}
+
 int pano_store_begin(pano_store *s, char *err, size_t errlen)
 {
     drain(s);
@@ -1164,6 +1179,7 @@ int pano_store_begin(pano_store *s, char *err, size_t errlen)
     if (begin_transaction(s, err, errlen) < 0)
         return -1;
     s->batch = (store_batch){.open = true};
+    cache_size(s, BATCH_CACHE_KIB);
     return 0;
 }
 
@@ -1178,6 +1194,7 @@ int pano_store_commit(pano_store *s, char *err, size_t errlen)
     if (lost)
         snprintf(err, errlen, "%s", s->batch.why);
     s->batch = (store_batch){0};
+    cache_size(s, DEFAULT_CACHE_KIB);
     return lost;
 }
 
