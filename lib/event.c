@@ -247,14 +247,19 @@ bool pano_wf_uuid_normalize(const char *in, char out[PANO_WF_UUID_LEN + 1])
     return true;
 }
 
-uint64_t pano_hash_str(const char *s)
+uint64_t pano_hash_bytes(const void *p, size_t n)
 {
     uint64_t h = 14695981039346656037ULL;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        h ^= *p;
+    for (const unsigned char *c = p, *end = c + n; c < end; c++) {
+        h ^= *c;
         h *= 1099511628211ULL;
     }
     return h;
+}
+
+uint64_t pano_hash_str(const char *s)
+{
+    return pano_hash_bytes(s, strlen(s));
 }
 
 int64_t pano_event_ms(double ts)

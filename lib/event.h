@@ -88,8 +88,9 @@ void pano_uuid4(char out[37]);
 void pano_event_id_of(const void *data, size_t len, char out[33]);
 
 /* The 64-bit FNV-1a hash of a string: an event_id or a run's key, told
- * apart without keeping it. */
+ * apart without keeping it; of n bytes at p. */
 uint64_t pano_hash_str(const char *s);
+uint64_t pano_hash_bytes(const void *p, size_t n);
 
 /* The millisecond an event of time ts (epoch s) is stored under: the
  * indexer writes @timestamp to the microsecond (pano_bulk_timestamp: whole

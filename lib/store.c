@@ -57,7 +57,13 @@ typedef struct {
     size_t len;
     int column;   /* 0: none (an object of fields only) */
     bool members; /* "delta" of "delta.utime" */
+    int figures;  /* what its value is to the figures (figures_role) */
 } field_slot;
+
+/* What a field's value is to the store's figures (store_figures.h): a
+ * label, or a summed field (FIGURES_SUMMED + its index in
+ * pano_store_summed_fields). */
+enum { FIGURES_NONE, FIGURES_WF_LABEL, FIGURES_DAX_LABEL, FIGURES_DELTA, FIGURES_SUMMED };
 #define FIELD_SLOTS 256 /* a power of two, over twice the fields and their objects */
 
 /* A batch (pano_store_begin .. pano_store_commit), as its events are
@@ -79,8 +85,7 @@ struct pano_store {
     pano_normalize_options nopts;
     pano_stream_policy policies[PANO_N_STREAMS];
     sqlite3_stmt *insert, *dead, *run_latest;
-    sqlite3_stmt *count[2]; /* the figures and seconds of the events after rowid ?1 */
-    int64_t counted_to;  /* the transaction's events are after it; -1: none yet */
+    store_tally *tally; /* the figures of the transaction's events */
     store_summaries *sums;
     store_runs *runs;            /* the runs' states this writer knows */
     sqlite3_stmt *data_version;  /* whether another connection wrote since */
@@ -110,6 +115,7 @@ const char *const pano_store_summed_fields[] = {
     "delta.wchar", "delta.syscr", "delta.syscw", NULL};
 #define STORE_FIELDS (sizeof pano_store_fields / sizeof *pano_store_fields - 1)
 #define SUMMED_FIELDS (sizeof pano_store_summed_fields / sizeof *pano_store_summed_fields - 1)
+_Static_assert(SUMMED_FIELDS == STORE_FIGURES_SUMMED, "store_figures.h counts the summed fields");
 
 /* The columns of the index of a workflow's events (events_by_workflow):
  * these, then pano_store_summed_fields. */
@@ -187,6 +193,7 @@ static char *event_columns(void)
 /* A field's value, for its column of the insert. */
 typedef struct {
     int column;
+    int figures; /* field_slot's */
     const pano_json *value;
 } field_value;
 
@@ -219,6 +226,20 @@ static size_t field_slot_of(const field_slot *table, const char *key, size_t kle
     }
 }
 
+static int figures_role(const char *name)
+{
+    if (strcmp(name, "wf_label") == 0)
+        return FIGURES_WF_LABEL;
+    if (strcmp(name, "dax_label") == 0)
+        return FIGURES_DAX_LABEL;
+    if (strcmp(name, "delta") == 0)
+        return FIGURES_DELTA;
+    for (int i = 0; pano_store_summed_fields[i]; i++)
+        if (strcmp(name, pano_store_summed_fields[i]) == 0)
+            return FIGURES_SUMMED + i;
+    return FIGURES_NONE;
+}
+
 /* The fields by name, and the objects that hold some ("delta" of
  * "delta.utime"), for field_values. */
 static void index_fields(pano_store *s)
@@ -226,12 +247,12 @@ static void index_fields(pano_store *s)
     for (size_t i = 0; i < STORE_FIELDS; i++) {
         const char *name = pano_store_fields[i];
         field_slot *f = &s->fields[field_slot_of(s->fields, name, strlen(name), NULL)];
-        *f = (field_slot){name, strlen(name), FIRST_FIELD + (int)i, f->members};
+        *f = (field_slot){name, strlen(name), FIRST_FIELD + (int)i, f->members, figures_role(name)};
         const char *dot = strchr(name, '.');
         if (dot) {
             f = &s->fields[field_slot_of(s->fields, name, (size_t)(dot - name), NULL)];
             if (!f->name)
-                *f = (field_slot){name, (size_t)(dot - name), 0, false};
+                *f = (field_slot){name, (size_t)(dot - name), 0, false, FIGURES_NONE};
             f->members = true;
         }
     }
@@ -240,18 +261,28 @@ static void index_fields(pano_store *s)
 /* A field's value in the column of its own, as SQLite's json_extract gives
  * it (so that a search reads the same from the column as from the doc),
  * but an object or an array is 1: only its presence is asked. */
-static void bind_value(sqlite3_stmt *st, int col, const pano_json *v)
+static store_cell cell_of(const pano_json *v)
 {
     switch (v->type) {
-    case PANO_JSON_NULL: break; /* bindings start NULL */
-    case PANO_JSON_BOOL: sqlite3_bind_int(st, col, v->u.boolean); break;
-    case PANO_JSON_INT: sqlite3_bind_int64(st, col, v->u.integer); break;
-    case PANO_JSON_DOUBLE: sqlite3_bind_double(st, col, v->u.real.value); break;
+    case PANO_JSON_BOOL: return (store_cell){.type = SQLITE_INTEGER, .i = v->u.boolean};
+    case PANO_JSON_INT: return (store_cell){.type = SQLITE_INTEGER, .i = v->u.integer};
+    case PANO_JSON_DOUBLE: return (store_cell){.type = SQLITE_FLOAT, .r = v->u.real.value};
     case PANO_JSON_STRING:
-        sqlite3_bind_text(st, col, v->u.string.text, (int)v->u.string.len, SQLITE_STATIC);
-        break;
+        return (store_cell){.type = SQLITE_TEXT, .text = v->u.string.text,
+                            .len = (int)v->u.string.len};
     case PANO_JSON_ARRAY:
-    case PANO_JSON_OBJECT: sqlite3_bind_int(st, col, 1); break;
+    case PANO_JSON_OBJECT: return (store_cell){.type = SQLITE_INTEGER, .i = 1};
+    default: return (store_cell){.type = SQLITE_NULL};
+    }
+}
+
+static void bind_value(sqlite3_stmt *st, int col, const store_cell *c)
+{
+    switch (c->type) {
+    case SQLITE_INTEGER: sqlite3_bind_int64(st, col, c->i); break;
+    case SQLITE_FLOAT: sqlite3_bind_double(st, col, c->r); break;
+    case SQLITE_TEXT: sqlite3_bind_text(st, col, c->text, c->len, SQLITE_STATIC); break;
+    default: break; /* bindings start NULL */
     }
 }
 
@@ -269,14 +300,14 @@ static size_t field_values(const pano_store *s, const pano_json *doc, field_valu
         if (!f->name)
             continue;
         if (f->column > 0)
-            out[n++] = (field_value){f->column, v};
+            out[n++] = (field_value){f->column, f->figures, v};
         if (v->type != PANO_JSON_OBJECT || !f->members)
             continue;
         for (size_t j = 0; j < v->u.items.len && n < STORE_FIELDS; j++) {
             size_t at = field_slot_of(s->fields, key, klen, v->u.items.keys[j]);
             const field_slot *m = &s->fields[at];
             if (m->name && m->column > 0)
-                out[n++] = (field_value){m->column, v->u.items.values[j]};
+                out[n++] = (field_value){m->column, m->figures, v->u.items.values[j]};
         }
     }
     return n;
@@ -627,7 +658,6 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
             *p = '_';
 
     pano_store *s = pano_calloc(1, sizeof *s);
-    s->counted_to = -1;
     s->file = pano_asprintf("%s/%s%s", dir, host, PANO_STORE_SUFFIX);
     if (pano_stream_policies(cfg, s->policies, err, errlen) < 0)
         goto fail;
@@ -703,14 +733,8 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
         sql_fail(s->db, s->file, err, errlen);
         goto fail;
     }
-    char *count = store_figures_count_after_sql();
-    const char *next = NULL;
-    rc = sqlite3_prepare_v2(s->db, count, -1, &s->count[0], &next);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(s->db, next, -1, &s->count[1], NULL);
-    free(count);
-    if (rc != SQLITE_OK) {
-        sql_fail(s->db, s->file, err, errlen);
+    if (!(s->tally = store_tally_new(s->db, "main", why, sizeof why))) {
+        snprintf(err, errlen, "store file %s: %s", s->file, why);
         goto fail;
     }
     s->runs = store_runs_new();
@@ -769,15 +793,12 @@ static int end_transaction(pano_store *s, bool ok, char *err, size_t errlen)
 {
     s->in_transaction = false;
     int rc = ok ? store_summaries_flush(s->sums, err, errlen) : -1;
-    for (int i = 0; i < 2 && rc == 0 && s->counted_to >= 0; i++) {
-        sqlite3_bind_int64(s->count[i], 1, s->counted_to);
-        if (sqlite3_step(s->count[i]) != SQLITE_DONE)
-            rc = sql_fail(s->db, "counting the store's figures", err, errlen);
-        sqlite3_reset(s->count[i]);
-    }
-    s->counted_to = -1;
-    if (rc < 0)
+    if (rc == 0)
+        rc = store_tally_flush(s->tally, err, errlen);
+    if (rc < 0) {
         store_summaries_discard(s->sums);
+        store_tally_discard(s->tally);
+    }
     if (finish(s->db, rc, err, errlen) < 0) {
         store_runs_forget(s->runs); /* what the rolled back events made */
         return -1;
@@ -853,6 +874,33 @@ static pano_store_outcome dead_letter(pano_store *s, const char *json, size_t le
     return o;
 }
 
+/* An event stored counted in the transaction's figures: placed at place,
+ * its fields' values cells[0..n) (of fv). */
+static void count_figures(pano_store *s, const pano_place *place, const field_value *fv,
+                          const store_cell *cells, size_t n)
+{
+    const store_cell null = {.type = SQLITE_NULL};
+    store_figures_event e = {.wf_uuid = place->wf_uuid,
+                             .stream = pano_streams[place->stream],
+                             .event = place->event,
+                             .wf_label = null,
+                             .dax_label = null,
+                             .delta = null,
+                             .ts = place->ts};
+    for (size_t i = 0; i < STORE_FIGURES_SUMMED; i++)
+        e.summed[i] = null;
+    for (size_t i = 0; i < n; i++) {
+        switch (fv[i].figures) {
+        case FIGURES_NONE: break;
+        case FIGURES_WF_LABEL: e.wf_label = cells[i]; break;
+        case FIGURES_DAX_LABEL: e.dax_label = cells[i]; break;
+        case FIGURES_DELTA: e.delta = cells[i]; break;
+        default: e.summed[fv[i].figures - FIGURES_SUMMED] = cells[i]; break;
+        }
+    }
+    store_tally_add(s->tally, &e);
+}
+
 /* Insert an event placed at place, its document body (len bytes) whose
  * fields with a column are fv[0..nfv), and count it in its summary (sp,
  * its contribution, cleared), in its own transaction unless one is open. */
@@ -870,8 +918,11 @@ static pano_store_outcome insert(pano_store *s, const pano_place *place, const c
     sqlite3_bind_text(s->insert, 4, place->event, -1, SQLITE_STATIC);
     sqlite3_bind_double(s->insert, 5, place->ts);
     sqlite3_bind_text(s->insert, FIRST_FIELD + (int)STORE_FIELDS, body, (int)len, SQLITE_STATIC);
-    for (size_t i = 0; i < nfv; i++)
-        bind_value(s->insert, fv[i].column, fv[i].value);
+    store_cell cells[STORE_FIELDS];
+    for (size_t i = 0; i < nfv; i++) {
+        cells[i] = cell_of(fv[i].value);
+        bind_value(s->insert, fv[i].column, &cells[i]);
+    }
     pano_store_outcome o = PANO_STORE_STORED;
     if (sqlite3_step(s->insert) != SQLITE_DONE) {
         sql_fail(s->db, s->file, err, errlen);
@@ -880,8 +931,8 @@ static pano_store_outcome insert(pano_store *s, const pano_place *place, const c
         o = PANO_STORE_DUPLICATE;
     sqlite3_reset(s->insert);
     sqlite3_clear_bindings(s->insert);
-    if (o == PANO_STORE_STORED && s->counted_to < 0)
-        s->counted_to = sqlite3_last_insert_rowid(s->db) - 1;
+    if (o == PANO_STORE_STORED)
+        count_figures(s, place, fv, cells, nfv);
     if (o == PANO_STORE_STORED &&
         store_summaries_add(s->sums, sp, sqlite3_last_insert_rowid(s->db), err, errlen) < 0)
         o = PANO_STORE_FAILED;
@@ -1221,8 +1272,7 @@ void pano_store_close(pano_store *s)
     sqlite3_finalize(s->run_latest);
     sqlite3_finalize(s->data_version);
     store_runs_free(s->runs);
-    sqlite3_finalize(s->count[0]);
-    sqlite3_finalize(s->count[1]);
+    store_tally_free(s->tally);
     store_summaries_free(s->sums);
     if (s->db)
         sqlite3_close(s->db);
@@ -1546,9 +1596,7 @@ int pano_store_export(sqlite3 *reader, const char *const *wfs, size_t n, const c
     }
     free(cols);
     if (rc == 0) {
-        char *count = store_figures_count_sql("export", "true");
-        rc = exec(reader, count, why, sizeof why);
-        free(count);
+        rc = store_figures_count(reader, "export", "true", why, sizeof why);
     }
     if (rc == 0 && pragma_int(reader, "SELECT count(*) FROM export.events") == 0) {
         snprintf(why, sizeof why, "the store holds no event of %s%s", n ? wfs[0] : "",

@@ -29,25 +29,62 @@
  * counts in the transaction that stores it, one deleted (retention) in the
  * one that deletes it, and a file written before figures were kept is
  * counted whole when a writer first opens it.
+ *
+ * One tally counts them all: the writer adds each event it stores, as it
+ * stores it, and writes the tally's rows (added to those of the file) with
+ * its transaction; a whole file, or a stream after a purge, is counted by
+ * reading its events into a tally.
  */
 #ifndef PANO_STORE_FIGURES_H
 #define PANO_STORE_FIGURES_H
 
 #include <sqlite3.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#define STORE_FIGURES_SUMMED 13 /* pano_store_summed_fields */
+
+/* A value as a column of SQLite holds it (text not copied). */
+typedef struct {
+    int type; /* SQLITE_NULL, SQLITE_INTEGER, SQLITE_FLOAT or SQLITE_TEXT */
+    int64_t i;
+    double r;
+    const char *text;
+    int len;
+} store_cell;
+
+/* What an event counts by: its columns of those names. */
+typedef struct {
+    const char *wf_uuid, *stream, *event;
+    store_cell wf_label, dax_label, delta;
+    double ts;
+    store_cell summed[STORE_FIGURES_SUMMED]; /* of pano_store_summed_fields */
+} store_figures_event;
+
+/* The figures of events not yet written to schema's figures and seconds. */
+typedef struct store_tally store_tally;
+
+/* A tally writing to schema's tables on db. NULL, with a message in err,
+ * when its statements cannot be made. */
+store_tally *store_tally_new(sqlite3 *db, const char *schema, char *err, size_t errlen);
+/* e counted (its strings copied). */
+void store_tally_add(store_tally *t, const store_figures_event *e);
+/* What was counted added to the tables, within the caller's transaction,
+ * and the tally emptied. 0, or -1 with a message in err. */
+int store_tally_flush(store_tally *t, char *err, size_t errlen);
+/* What was counted forgotten (its transaction rolled back). */
+void store_tally_discard(store_tally *t);
+void store_tally_free(store_tally *t);
 
 /* The SQL function pano_ms(ts) (pano_event_ms) on a connection that counts
  * or reads the figures. 0, or -1 with a message in err. */
 int store_figures_functions(sqlite3 *db, char *err, size_t errlen);
 
-/* The statements (two, ';' between) that count the events of
- * schema.events where `where` holds into schema's figures and seconds,
- * adding to the rows already there. The caller frees it. */
-char *store_figures_count_sql(const char *schema, const char *where);
-
-/* The statements that count the events of the main schema's file after
- * rowid ?1 (those of the writer's transaction), read by their rowids. */
-char *store_figures_count_after_sql(void);
+/* The events of schema.events where `where` (SQL) holds counted into
+ * schema's figures and seconds, added to the rows already there, within
+ * the caller's transaction. 0, or -1 with a message in err. */
+int store_figures_count(sqlite3 *db, const char *schema, const char *where, char *err,
+                        size_t errlen);
 
 /* schema's figures and seconds made anew (either dropped first), and every
  * event of schema.events counted into them: a new file's, or one written
