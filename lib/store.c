@@ -190,11 +190,12 @@ static char *event_columns(void)
     return b.data;
 }
 
-/* A field's value, for its column of the insert. */
+/* A field's value, for its column of the insert (made where the event is
+ * checked: the writer reads these, not the event's tree). */
 typedef struct {
     int column;
     int figures; /* field_slot's */
-    const pano_json *value;
+    store_cell cell;
 } field_value;
 
 /* FNV-1a of p[0..n), from h. */
@@ -300,14 +301,14 @@ static size_t field_values(const pano_store *s, const pano_json *doc, field_valu
         if (!f->name)
             continue;
         if (f->column > 0)
-            out[n++] = (field_value){f->column, f->figures, v};
+            out[n++] = (field_value){f->column, f->figures, cell_of(v)};
         if (v->type != PANO_JSON_OBJECT || !f->members)
             continue;
         for (size_t j = 0; j < v->u.items.len && n < STORE_FIELDS; j++) {
             size_t at = field_slot_of(s->fields, key, klen, v->u.items.keys[j]);
             const field_slot *m = &s->fields[at];
             if (m->name && m->column > 0)
-                out[n++] = (field_value){m->column, m->figures, v->u.items.values[j]};
+                out[n++] = (field_value){m->column, m->figures, cell_of(v->u.items.values[j])};
         }
     }
     return n;
@@ -875,9 +876,8 @@ static pano_store_outcome dead_letter(pano_store *s, const char *json, size_t le
 }
 
 /* An event stored counted in the transaction's figures: placed at place,
- * its fields' values cells[0..n) (of fv). */
-static void count_figures(pano_store *s, const pano_place *place, const field_value *fv,
-                          const store_cell *cells, size_t n)
+ * its fields' values fv[0..n). */
+static void count_figures(pano_store *s, const pano_place *place, const field_value *fv, size_t n)
 {
     const store_cell null = {.type = SQLITE_NULL};
     store_figures_event e = {.wf_uuid = place->wf_uuid,
@@ -892,10 +892,10 @@ static void count_figures(pano_store *s, const pano_place *place, const field_va
     for (size_t i = 0; i < n; i++) {
         switch (fv[i].figures) {
         case FIGURES_NONE: break;
-        case FIGURES_WF_LABEL: e.wf_label = cells[i]; break;
-        case FIGURES_DAX_LABEL: e.dax_label = cells[i]; break;
-        case FIGURES_DELTA: e.delta = cells[i]; break;
-        default: e.summed[fv[i].figures - FIGURES_SUMMED] = cells[i]; break;
+        case FIGURES_WF_LABEL: e.wf_label = fv[i].cell; break;
+        case FIGURES_DAX_LABEL: e.dax_label = fv[i].cell; break;
+        case FIGURES_DELTA: e.delta = fv[i].cell; break;
+        default: e.summed[fv[i].figures - FIGURES_SUMMED] = fv[i].cell; break;
         }
     }
     store_tally_add(s->tally, &e);
@@ -918,11 +918,8 @@ static pano_store_outcome insert(pano_store *s, const pano_place *place, const c
     sqlite3_bind_text(s->insert, 4, place->event, -1, SQLITE_STATIC);
     sqlite3_bind_double(s->insert, 5, place->ts);
     sqlite3_bind_text(s->insert, FIRST_FIELD + (int)STORE_FIELDS, body, (int)len, SQLITE_STATIC);
-    store_cell cells[STORE_FIELDS];
-    for (size_t i = 0; i < nfv; i++) {
-        cells[i] = cell_of(fv[i].value);
-        bind_value(s->insert, fv[i].column, &cells[i]);
-    }
+    for (size_t i = 0; i < nfv; i++)
+        bind_value(s->insert, fv[i].column, &fv[i].cell);
     pano_store_outcome o = PANO_STORE_STORED;
     if (sqlite3_step(s->insert) != SQLITE_DONE) {
         sql_fail(s->db, s->file, err, errlen);
@@ -932,7 +929,7 @@ static pano_store_outcome insert(pano_store *s, const pano_place *place, const c
     sqlite3_reset(s->insert);
     sqlite3_clear_bindings(s->insert);
     if (o == PANO_STORE_STORED)
-        count_figures(s, place, fv, cells, nfv);
+        count_figures(s, place, fv, nfv);
     if (o == PANO_STORE_STORED &&
         store_summaries_add(s->sums, sp, sqlite3_last_insert_rowid(s->db), err, errlen) < 0)
         o = PANO_STORE_FAILED;
