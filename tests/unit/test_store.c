@@ -654,6 +654,15 @@ START_TEST(figures_count_exactly_the_events)
     stored(s, labelled("b", now - 50, "x"));
     stored(s, labelled("c", now - 40, "y"));
     stored(s, labelled("d", now - 30, NULL));
+    /* changes of other types than samples': a text, as SQLite's total()
+     * makes it a number; a product by the milliseconds past 64 bits */
+    char odd[512];
+    snprintf(odd, sizeof odd,
+             "{\"event\":\"stampede.xwf.end\",\"ts\":%.3f,\"event_id\":\"t\","
+             "\"wf_uuid\":\"" WF "\",\"delta\":{\"rss\":\"12.5\",\"utime\":\"x\","
+             "\"vm\":9000000000000000000,\"procs\":-3}}",
+             now - 25);
+    stored(s, odd);
     /* a copy and a refused event count nothing */
     ck_assert_int_eq(put(s, labelled("b", now - 50, "x"), err, sizeof err),
                      PANO_STORE_DUPLICATE);
@@ -666,13 +675,20 @@ START_TEST(figures_count_exactly_the_events)
     ck_assert_int_eq(pano_store_commit(s, err, sizeof err), 0);
     pano_store_close(s);
     ck_assert_int_eq(ask_file("node1", FIGURES_ASTRAY), 0);
-    ck_assert_int_eq(ask_file("node1", "SELECT sum(n) FROM figures"), 7);
+    ck_assert_int_eq(ask_file("node1", "SELECT sum(n) FROM figures"), 8);
     ck_assert_int_eq(ask_file("node1", "SELECT n FROM figures WHERE \"wf_label\" = 'x'"), 2);
-    ck_assert_int_eq(ask_file("node1", "SELECT n FROM figures WHERE \"delta\" = 1"), 2);
+    ck_assert_int_eq(ask_file("node1", "SELECT sum(n) FROM figures WHERE \"delta\" = 1"), 3);
+    ck_assert_int_eq(ask_file("node1", "SELECT \"delta.rss\" * 2 FROM seconds"
+                                       " WHERE event = 'stampede.xwf.end'"),
+                     25);
+    ck_assert_int_eq(ask_file("node1", "SELECT \"delta.vm@ms\" > 9e18 * 1e12 FROM seconds"
+                                       " WHERE event = 'stampede.xwf.end'"),
+                     1);
     /* two samples, a second apart: 5 - 0 and 6 - 5 kB of rss, 1 and 1 s of utime */
-    ck_assert_int_eq(ask_file("node1", "SELECT count(*) FROM seconds WHERE \"delta\" = 1"), 2);
-    ck_assert_int_eq(ask_file("node1", "SELECT sum(\"delta.rss\") FROM seconds"), 6);
-    ck_assert_int_eq(ask_file("node1", "SELECT sum(\"delta.utime\") FROM seconds"), 2);
+#define SAMPLES " FROM seconds WHERE event = 'kickstart.inv.online'"
+    ck_assert_int_eq(ask_file("node1", "SELECT count(*)" SAMPLES " AND \"delta\" = 1"), 2);
+    ck_assert_int_eq(ask_file("node1", "SELECT sum(\"delta.rss\")" SAMPLES), 6);
+    ck_assert_int_eq(ask_file("node1", "SELECT sum(\"delta.utime\")" SAMPLES), 2);
     /* a reader of one file reads them; of two, which may share an event, not */
     ck_assert_int_eq(ask("SELECT count(*) FROM temp.sqlite_master WHERE name = 'figures'"), 1);
 
@@ -718,7 +734,7 @@ START_TEST(figures_count_exactly_the_events)
     stored(s, labelled("e", now - 20, "x"));
     pano_store_close(s);
     ck_assert_int_eq(ask_file("node1", FIGURES_ASTRAY), 0);
-    ck_assert_int_eq(ask_file("node1", "SELECT sum(n) FROM figures"), 7);
+    ck_assert_int_eq(ask_file("node1", "SELECT sum(n) FROM figures"), 8);
     ck_assert_int_eq(ask_file("node1", "SELECT count(*) FROM pragma_index_info('events_by_workflow')"),
                      22);
     /* the summaries kept, in the order of their workflows */
