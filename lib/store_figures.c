@@ -59,7 +59,11 @@ struct store_tally {
 };
 
 #define FIRST_SLOTS 1024
-#define COUNT_FLUSH_ROWS 65536 /* a tally counting a file's events writes its rows */
+/* A tally counting a file's events writes its rows once it has this many,
+ * or has counted this many events (a row's sum of milliseconds then stays
+ * far within 64 bits: 10^6 x 10^13). */
+#define COUNT_FLUSH_ROWS 65536
+#define COUNT_FLUSH_EVENTS 1000000
 
 static void append_cell(pano_buf *b, const store_cell *c)
 {
@@ -369,6 +373,7 @@ int store_figures_count(sqlite3 *db, const char *schema, const char *where, char
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(db, b.data, -1, &st, NULL) == SQLITE_OK ? 0 : -1, got;
     pano_buf_free(&b);
+    size_t counted = 0;
     while (rc == 0 && (got = sqlite3_step(st)) == SQLITE_ROW) {
         store_figures_event e = {
             .wf_uuid = (const char *)sqlite3_column_text(st, 0),
@@ -386,8 +391,11 @@ int store_figures_count(sqlite3 *db, const char *schema, const char *where, char
             break;
         }
         store_tally_add(t, &e);
-        if (t->n >= COUNT_FLUSH_ROWS && store_tally_flush(t, err, errlen) < 0)
-            rc = -2; /* err says why */
+        if (++counted >= COUNT_FLUSH_EVENTS || t->n >= COUNT_FLUSH_ROWS) {
+            counted = 0;
+            if (store_tally_flush(t, err, errlen) < 0)
+                rc = -2; /* err says why */
+        }
     }
     if (rc == 0 && got != SQLITE_DONE)
         rc = -1;
