@@ -23,6 +23,8 @@ struct pano_pipe {
     pthread_cond_t to_helper;   /* a slot pushed, or stop */
     pthread_cond_t to_producer; /* a slot done */
     size_t pushed, done;        /* counted since the start */
+    size_t wake_at;             /* the producer waits until pushed - done <= it */
+    bool producer_waits;
     bool stop, threaded;
     pthread_t thread;
 };
@@ -46,7 +48,8 @@ static void *helper(void *arg)
         p->work(slot_at(p, k), p->user);
         pthread_mutex_lock(&p->lock);
         p->done++;
-        pthread_cond_signal(&p->to_producer);
+        if (p->producer_waits && p->pushed - p->done <= p->wake_at)
+            pthread_cond_signal(&p->to_producer);
     }
     pthread_mutex_unlock(&p->lock);
     return NULL;
@@ -68,11 +71,23 @@ pano_pipe *pano_pipe_new(size_t nslots, size_t slot_size, void (*work)(void *slo
     return p;
 }
 
+/* Wait, p->lock held, until at most in_hand slots are pushed and not done. */
+static void wait_for_helper(pano_pipe *p, size_t in_hand)
+{
+    p->wake_at = in_hand;
+    p->producer_waits = true;
+    while (p->pushed - p->done > in_hand)
+        pthread_cond_wait(&p->to_producer, &p->lock);
+    p->producer_waits = false;
+}
+
 void *pano_pipe_next(pano_pipe *p)
 {
     pthread_mutex_lock(&p->lock);
-    while (p->pushed - p->done >= p->nslots)
-        pthread_cond_wait(&p->to_producer, &p->lock);
+    /* every slot in hand: woken once half of them are done, not as each is
+     * (which would hand the threads over to each other slot by slot) */
+    if (p->pushed - p->done >= p->nslots)
+        wait_for_helper(p, p->nslots / 2);
     void *slot = slot_at(p, p->pushed);
     pthread_mutex_unlock(&p->lock);
     return slot;
@@ -95,8 +110,7 @@ void pano_pipe_push(pano_pipe *p)
 void pano_pipe_drain(pano_pipe *p)
 {
     pthread_mutex_lock(&p->lock);
-    while (p->done != p->pushed)
-        pthread_cond_wait(&p->to_producer, &p->lock);
+    wait_for_helper(p, 0);
     pthread_mutex_unlock(&p->lock);
 }
 
