@@ -6,7 +6,8 @@
  * (pano_pipe_push) and goes on with the next while the helper thread calls
  * work(slot, user) on the slots pushed, one after the other, in the order
  * pushed. When every slot is pushed and not yet worked on, pano_pipe_next
- * waits: at most nslots slots are ever in hand. A slot keeps what it held
+ * waits until half of them are done: at most nslots slots are ever in
+ * hand, and the two threads do not take turns one slot at a time. A slot keeps what it held
  * when it comes round again (a buffer, a parser's scratch memory), so that
  * what the producer made in it stays valid until the helper is done with
  * it.

@@ -1,10 +1,13 @@
 /* A pipe to a helper thread (lib/pipe.c): every slot worked on once, in
  * the order pushed, never more than its slots in hand, a slot's contents
- * kept from one round to the next. */
+ * kept from one round to the next, a producer waiting for room woken once
+ * half the slots are done. */
 #include "mem.h"
 #include "pipe.h"
 #include "testutil.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -86,12 +89,85 @@ START_TEST(free_finishes_what_was_pushed)
 }
 END_TEST
 
+/* A helper that works on slot k once k + 1 slots are released. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t changed;
+    long released, worked;
+} gate;
+
+static void gated_work(void *s, void *user)
+{
+    (void)s;
+    gate *g = user;
+    pthread_mutex_lock(&g->lock);
+    while (g->released <= g->worked)
+        pthread_cond_wait(&g->changed, &g->lock);
+    g->worked++;
+    pthread_cond_broadcast(&g->changed);
+    pthread_mutex_unlock(&g->lock);
+}
+
+typedef struct {
+    pano_pipe *p;
+    atomic_bool got; /* pano_pipe_next returned */
+} producer;
+
+static void *wait_for_room(void *arg)
+{
+    producer *pr = arg;
+    pano_pipe_next(pr->p);
+    pr->got = true;
+    return NULL;
+}
+
+static void release_and_wait(gate *g, long n)
+{
+    pthread_mutex_lock(&g->lock);
+    g->released = n;
+    pthread_cond_broadcast(&g->changed);
+    while (g->worked < n)
+        pthread_cond_wait(&g->changed, &g->lock);
+    pthread_mutex_unlock(&g->lock);
+}
+
+/* A producer waiting for room is woken once half the slots are done, not
+ * as each one is (the two threads would then take turns slot by slot). */
+START_TEST(a_waiting_producer_is_woken_when_half_the_slots_are_done)
+{
+    gate g = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
+    pano_pipe *p = pano_pipe_new(8, sizeof(slot), gated_work, &g);
+    for (int i = 0; i < 8; i++) {
+        pano_pipe_next(p);
+        pano_pipe_push(p);
+    }
+    producer pr = {.p = p};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, wait_for_room, &pr), 0);
+    usleep(300000); /* waiting for room by now: nothing was released */
+    ck_assert(!pr.got);
+    release_and_wait(&g, 3); /* 5 in hand */
+    usleep(100000);
+    ck_assert(!pr.got);
+    release_and_wait(&g, 4); /* 4 in hand: half */
+    for (int i = 0; i < 500 && !pr.got; i++)
+        usleep(10000);
+    ck_assert(pr.got);
+    pthread_join(t, NULL);
+    pano_pipe_push(p);
+    release_and_wait(&g, 9);
+    pano_pipe_drain(p);
+    pano_pipe_free(p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pipe");
     TCase *tc = tcase_create("pipe");
     tcase_add_test(tc, slots_are_worked_on_in_order_and_never_overtaken);
     tcase_add_test(tc, free_finishes_what_was_pushed);
+    tcase_add_test(tc, a_waiting_producer_is_woken_when_half_the_slots_are_done);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }
