@@ -277,16 +277,6 @@ static store_cell cell_of(const pano_json *v)
     }
 }
 
-static void bind_value(sqlite3_stmt *st, int col, const store_cell *c)
-{
-    switch (c->type) {
-    case SQLITE_INTEGER: sqlite3_bind_int64(st, col, c->i); break;
-    case SQLITE_FLOAT: sqlite3_bind_double(st, col, c->r); break;
-    case SQLITE_TEXT: sqlite3_bind_text(st, col, c->text, c->len, SQLITE_STATIC); break;
-    default: break; /* bindings start NULL */
-    }
-}
-
 /* The event's fields that have a column, with their values, in out (room
  * for STORE_FIELDS): one walk over its members (and those of an object a
  * dotted field names), not a search per field. Their number. */
@@ -919,7 +909,7 @@ static pano_store_outcome insert(pano_store *s, const pano_place *place, const c
     sqlite3_bind_double(s->insert, 5, place->ts);
     sqlite3_bind_text(s->insert, FIRST_FIELD + (int)STORE_FIELDS, body, (int)len, SQLITE_STATIC);
     for (size_t i = 0; i < nfv; i++)
-        bind_value(s->insert, fv[i].column, &fv[i].cell);
+        store_cell_bind(s->insert, fv[i].column, &fv[i].cell);
     pano_store_outcome o = PANO_STORE_STORED;
     if (sqlite3_step(s->insert) != SQLITE_DONE) {
         sql_fail(s->db, s->file, err, errlen);

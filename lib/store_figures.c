@@ -213,7 +213,7 @@ void store_tally_add(store_tally *t, const store_figures_event *e)
         add_summed(t, &e->summed[i], ms, &r->sum[i], &r->sum_ms[i]);
 }
 
-static void bind_cell(sqlite3_stmt *st, int i, const store_cell *c)
+void store_cell_bind(sqlite3_stmt *st, int i, const store_cell *c)
 {
     switch (c->type) {
     case SQLITE_INTEGER: sqlite3_bind_int64(st, i, c->i); break;
@@ -232,9 +232,9 @@ static void bind_key(sqlite3_stmt *st, const tally_row *r)
     sqlite3_bind_text(st, 1, e.wf_uuid, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, e.stream, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, e.event, -1, SQLITE_STATIC);
-    bind_cell(st, 4, &e.wf_label);
-    bind_cell(st, 5, &e.dax_label);
-    bind_cell(st, 6, &e.delta);
+    store_cell_bind(st, 4, &e.wf_label);
+    store_cell_bind(st, 5, &e.dax_label);
+    store_cell_bind(st, 6, &e.delta);
     sqlite3_bind_int64(st, 7, second);
 }
 

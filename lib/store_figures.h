@@ -53,6 +53,10 @@ typedef struct {
     int len;
 } store_cell;
 
+/* c bound to parameter i of st (text not copied: it must outlive the
+ * statement's step). */
+void store_cell_bind(sqlite3_stmt *st, int i, const store_cell *c);
+
 /* What an event counts by: its columns of those names. */
 typedef struct {
     const char *wf_uuid, *stream, *event;
