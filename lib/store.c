@@ -625,8 +625,8 @@ static int purge(pano_store *s, char *err, size_t errlen)
  * brought up to date, and purged. 0, or -1 with a message in err. */
 static int prepare_file(pano_store *s, const char *mode, char *err, size_t errlen)
 {
-    if (exec(s->db, mode, err, errlen) < 0 || store_figures_functions(s->db, err, errlen) < 0 ||
-        create_tables(s->db, s->file, err, errlen) < 0 || purge(s, err, errlen) < 0)
+    if (exec(s->db, mode, err, errlen) < 0 || create_tables(s->db, s->file, err, errlen) < 0 ||
+        purge(s, err, errlen) < 0)
         return -1;
     return 0;
 }
@@ -1537,7 +1537,6 @@ int pano_store_export(sqlite3 *reader, const char *const *wfs, size_t n, const c
         return -1;
     }
     rc = exec(out, "PRAGMA journal_mode = DELETE", why, sizeof why) < 0 ||
-                 store_figures_functions(out, why, sizeof why) < 0 ||
                  create_tables(out, tmp, why, sizeof why) < 0
              ? -1
              : 0;

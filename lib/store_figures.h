@@ -80,8 +80,9 @@ int store_tally_flush(store_tally *t, char *err, size_t errlen);
 void store_tally_discard(store_tally *t);
 void store_tally_free(store_tally *t);
 
-/* The SQL function pano_ms(ts) (pano_event_ms) on a connection that counts
- * or reads the figures. 0, or -1 with a message in err. */
+/* The SQL function pano_ms(ts) (pano_event_ms) on a reader's connection,
+ * whose searches of seconds ask for it (query/store_sqlite.c). 0, or -1
+ * with a message in err. */
 int store_figures_functions(sqlite3 *db, char *err, size_t errlen);
 
 /* The events of schema.events where `where` (SQL) holds counted into
