@@ -444,6 +444,7 @@ static int run(indexer *ix)
         collect_batch(ix);
         if (ix->cur->count)
             deliver_batch(ix);
+        intake_place_unplaced(ix);
         double now = pano_monotonic();
         if (now >= next_stats) {
             log_stats(ix);
@@ -694,6 +695,10 @@ out:
     for (int k = 0; k < 2; k++)
         batch_free(&ix.batches[k]);
     free(ix.pending);
+    if (ix.received)
+        rd_kafka_topic_partition_list_destroy(ix.received);
+    if (ix.unplaced)
+        rd_kafka_topic_partition_list_destroy(ix.unplaced);
     deltas_free(ix.deltas);
     summaries_free(&ix.summaries);
     pano_config_free(cfg);

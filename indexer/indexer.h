@@ -131,6 +131,13 @@ typedef struct {
     rd_kafka_message_t **pending;
     size_t npending, cap_pending;
     bool paused;
+    /* Where each partition held goes on: the offset after the last message
+     * received from it (intake.c), which no seek of librdkafka's forgets;
+     * and the partitions a resume left paused, their start not yet known,
+     * placed again from the loop (intake_place_unplaced). */
+    rd_kafka_topic_partition_list_t *received, *unplaced;
+    int received_last; /* received's element the last message went to */
+    double next_placing; /* pano_monotonic() */
     bool indices_ready;
     size_t concurrency;
     pano_status *status;     /* /metrics over HTTP (pano.indexer.status_port) */
@@ -186,8 +193,16 @@ void intake_add(indexer *ix, batch *b, rd_kafka_message_t *msg);
 void intake_keep_pending(indexer *ix, rd_kafka_message_t *m);
 /* Move what waits in pending into b, oldest first, until b is full. */
 void intake_take_pending(indexer *ix, batch *b);
-/* Pause or resume every assigned partition (Elasticsearch unavailable). */
+/* Pause or resume every assigned partition (Elasticsearch unavailable). A
+ * partition resumes at the message after the last one received from it,
+ * or at its committed offset (its start when it has none) when nothing was
+ * received from it since it was assigned; one whose committed offset cannot
+ * be read stays paused (ix->unplaced) rather than resume where librdkafka
+ * stood, which may be past messages it fetched and dropped at the pause. */
 void intake_set_paused(indexer *ix, bool pause);
+/* Try again to resume the partitions a resume left paused; at most once a
+ * second. */
+void intake_place_unplaced(indexer *ix);
 /* Drop the messages of the partitions in parts from both batches (a batch
  * in flight once its answers are in) and from pending, unsettled: their new
  * owner replays them. parts NULL: all of them, with no batch in flight. */

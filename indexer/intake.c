@@ -83,6 +83,57 @@ static void drop_message_list(rd_kafka_message_t **msgs, size_t *n,
     *n = keep;
 }
 
+/* ---- where partitions go on ------------------------------------------------ */
+
+static void clear_list(rd_kafka_topic_partition_list_t *l)
+{
+    while (l->cnt)
+        rd_kafka_topic_partition_list_del_by_idx(l, l->cnt - 1);
+}
+
+/* Forget what was received from the partitions in parts (NULL: all), and
+ * that they wait to be placed: taken away, or given anew (their messages
+ * start at the committed offset then). */
+static void forget_partitions(indexer *ix, const rd_kafka_topic_partition_list_t *parts)
+{
+    rd_kafka_topic_partition_list_t *lists[] = {ix->received, ix->unplaced};
+    for (size_t k = 0; k < sizeof lists / sizeof *lists; k++) {
+        rd_kafka_topic_partition_list_t *l = lists[k];
+        if (!parts)
+            clear_list(l);
+        for (int i = 0; parts && i < parts->cnt; i++)
+            rd_kafka_topic_partition_list_del(l, parts->elems[i].topic, parts->elems[i].partition);
+    }
+    ix->received_last = 0;
+}
+
+/* Note that m was received: its partition goes on after it. Messages come
+ * in runs of one partition, so the last one noted is looked at first. */
+static void note_received(indexer *ix, const rd_kafka_message_t *m)
+{
+    rd_kafka_topic_partition_list_t *r = ix->received;
+    const char *topic = rd_kafka_topic_name(m->rkt);
+    rd_kafka_topic_partition_t *p = NULL;
+    if (ix->received_last < r->cnt) {
+        p = &r->elems[ix->received_last];
+        if (p->partition != m->partition || strcmp(p->topic, topic) != 0)
+            p = NULL;
+    }
+    if (!p) {
+        p = rd_kafka_topic_partition_list_find(r, topic, m->partition);
+        if (!p)
+            p = rd_kafka_topic_partition_list_add(r, topic, m->partition);
+        ix->received_last = (int)(p - r->elems);
+    }
+    p->offset = m->offset + 1;
+}
+
+static void add_unplaced(indexer *ix, const rd_kafka_topic_partition_t *p)
+{
+    if (!rd_kafka_topic_partition_list_find(ix->unplaced, p->topic, p->partition))
+        rd_kafka_topic_partition_list_add(ix->unplaced, p->topic, p->partition);
+}
+
 /* While a batch's bulk requests are in flight, or a thread gathers its
  * summaries, it is left alone, and its messages of revoked partitions are
  * dropped once the answers are in or the thread is done (before any offset
@@ -97,6 +148,7 @@ void intake_drop_partitions(indexer *ix, const rd_kafka_topic_partition_list_t *
             ix->n.dropped_revoked += batch_drop(b, parts);
     }
     drop_message_list(ix->pending, &ix->npending, parts, &ix->n.dropped_revoked);
+    forget_partitions(ix, parts);
     /* What the indexer kept of the runs of those partitions: their next
      * owner has it in the store. */
     for (int i = 0; ix->deltas && parts && i < parts->cnt; i++)
@@ -118,6 +170,7 @@ static void rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         pano_info("assigned %d partition(s)", parts->cnt);
         ix->was_assigned = true;
+        forget_partitions(ix, parts); /* they start at their committed offsets */
         if (coop)
             e = rd_kafka_incremental_assign(rk, parts);
         else
@@ -147,66 +200,75 @@ static void rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
         pano_error("rebalance: %s", rd_kafka_err2str(r));
 }
 
-/* librdkafka resumes a partition where it noted the application stood at
- * the pause, and a pause or resume racing another operation on the
- * partition can lose that note (librdkafka #2190): the partition then
- * starts over from its reset policy or waits forever. Its maintainers'
- * advice is a seek after the resume; the position is the message after the
- * last one the indexer received, so nothing is skipped or received twice.
- * A partition the indexer received nothing from since its assignment, or
- * since the last resume's seek (a seek forgets the position), has no
- * position: it is sought to its committed offset, or to its start when
- * it has none (the reset policy, earliest), where it would begin anyway;
- * its first messages may have come during the pause, in the very race.
- * Logs where they went. */
-static void seek_to_positions(indexer *ix, rd_kafka_topic_partition_list_t *parts)
+/* ---- pausing and resuming -------------------------------------------------- */
+
+/* Resume the partitions in parts, each sought where it goes on.
+ *
+ * librdkafka resumes a partition where the application stood at the pause,
+ * but a pause or resume racing another operation on the partition can lose
+ * that (librdkafka #2190), and after a seek it does not know (a seek forgets
+ * the position; its fetcher may then be past messages it fetched and dropped
+ * at the next pause). Its maintainers' advice is a seek after the resume.
+ * The indexer seeks each partition to the message after the last one it
+ * received from it; one it received nothing from since it was assigned, to
+ * its committed offset, or to its start when it has none (the reset policy,
+ * earliest), where it would begin anyway. A partition whose committed offset
+ * cannot be read is not resumed (ix->unplaced): resumed, it could skip
+ * messages. Logs where they went. */
+static void resume_placed(indexer *ix, const rd_kafka_topic_partition_list_t *parts)
 {
-    int at_position = 0, at_committed = 0, at_start = 0;
-    rd_kafka_resp_err_t e = rd_kafka_position(ix->consumer, parts);
-    if (e) {
-        pano_warn("partitions resumed, none sought: cannot read their positions: %s",
-                  rd_kafka_err2str(e));
-        return;
-    }
-    rd_kafka_topic_partition_list_t *seek = pano_kafka_with_offsets(parts);
-    int known = seek->cnt; /* the first ones: at their positions */
+    int at_received = 0, at_committed = 0, at_start = 0, failed = 0;
+    rd_kafka_topic_partition_list_t *place = rd_kafka_topic_partition_list_new(parts->cnt);
     rd_kafka_topic_partition_list_t *unread = rd_kafka_topic_partition_list_new(parts->cnt);
-    for (int i = 0; i < parts->cnt; i++)
-        if (parts->elems[i].offset < 0)
-            rd_kafka_topic_partition_list_add(unread, parts->elems[i].topic,
-                                              parts->elems[i].partition);
-    e = unread->cnt ? rd_kafka_committed(ix->consumer, unread, 5000) : RD_KAFKA_RESP_ERR_NO_ERROR;
+    for (int i = 0; i < parts->cnt; i++) {
+        const rd_kafka_topic_partition_t *p = &parts->elems[i];
+        const rd_kafka_topic_partition_t *r =
+            rd_kafka_topic_partition_list_find(ix->received, p->topic, p->partition);
+        if (r) {
+            rd_kafka_topic_partition_list_add(place, p->topic, p->partition)->offset = r->offset;
+            at_received++;
+        } else
+            rd_kafka_topic_partition_list_add(unread, p->topic, p->partition);
+    }
+    rd_kafka_resp_err_t e =
+        unread->cnt ? rd_kafka_committed(ix->consumer, unread, 5000) : RD_KAFKA_RESP_ERR_NO_ERROR;
     if (e)
         pano_warn("cannot read the committed offsets of %d partition(s): %s", unread->cnt,
                   rd_kafka_err2str(e));
-    for (int i = 0; !e && i < unread->cnt; i++) {
+    for (int i = 0; i < unread->cnt; i++) {
         const rd_kafka_topic_partition_t *u = &unread->elems[i];
-        if (!u->err)
-            rd_kafka_topic_partition_list_add(seek, u->topic, u->partition)->offset =
-                u->offset >= 0 ? u->offset : RD_KAFKA_OFFSET_BEGINNING;
+        if (e || u->err) {
+            add_unplaced(ix, u);
+            continue;
+        }
+        rd_kafka_topic_partition_list_add(place, u->topic, u->partition)->offset =
+            u->offset >= 0 ? u->offset : RD_KAFKA_OFFSET_BEGINNING;
+        ++*(u->offset >= 0 ? &at_committed : &at_start);
     }
     rd_kafka_topic_partition_list_destroy(unread);
-    rd_kafka_error_t *error = seek->cnt ? rd_kafka_seek_partitions(ix->consumer, seek, 10000)
-                                        : NULL;
-    if (error) {
-        pano_warn("cannot seek the resumed partitions: %s", rd_kafka_error_string(error));
-        rd_kafka_error_destroy(error);
+    rd_kafka_resp_err_t r = place->cnt ? rd_kafka_resume_partitions(ix->consumer, place)
+                                       : RD_KAFKA_RESP_ERR_NO_ERROR;
+    rd_kafka_error_t *error = place->cnt && !r ? rd_kafka_seek_partitions(ix->consumer, place, 10000)
+                                               : NULL;
+    if (r || error) {
+        pano_warn("cannot %s the partitions: %s", r ? "resume" : "seek",
+                  r ? rd_kafka_err2str(r) : rd_kafka_error_string(error));
+        failed = place->cnt;
     } else
-        for (int i = 0; i < seek->cnt; i++) {
-            const rd_kafka_topic_partition_t *s = &seek->elems[i];
-            if (s->err)
-                pano_warn("cannot seek %s [%d] to offset %lld: %s", s->topic, (int)s->partition,
-                          (long long)s->offset, rd_kafka_err2str(s->err));
-            else
-                ++*(i < known                               ? &at_position
-                    : s->offset == RD_KAFKA_OFFSET_BEGINNING ? &at_start
-                                                             : &at_committed);
-        }
-    rd_kafka_topic_partition_list_destroy(seek);
+        for (int i = 0; i < place->cnt; i++)
+            if (place->elems[i].err) {
+                pano_warn("cannot seek %s [%d] to offset %lld: %s", place->elems[i].topic,
+                          (int)place->elems[i].partition, (long long)place->elems[i].offset,
+                          rd_kafka_err2str(place->elems[i].err));
+                failed++;
+            }
+    if (error)
+        rd_kafka_error_destroy(error);
+    rd_kafka_topic_partition_list_destroy(place);
     pano_info("partitions resumed: %d at the message after the last received, %d at their "
-              "committed offset, %d at their start, %d not sought",
-              at_position, at_committed, at_start,
-              parts->cnt - at_position - at_committed - at_start);
+              "committed offset, %d at their start (%d not sought); %d left paused until "
+              "their committed offset can be read",
+              at_received, at_committed, at_start, failed, ix->unplaced->cnt);
 }
 
 void intake_set_paused(indexer *ix, bool pause)
@@ -216,10 +278,11 @@ void intake_set_paused(indexer *ix, bool pause)
     rd_kafka_topic_partition_list_t *parts = NULL;
     rd_kafka_resp_err_t e = rd_kafka_assignment(ix->consumer, &parts);
     if (!e) {
-        e = pause ? rd_kafka_pause_partitions(ix->consumer, parts)
-                  : rd_kafka_resume_partitions(ix->consumer, parts);
-        if (!e && !pause)
-            seek_to_positions(ix, parts);
+        if (pause) {
+            e = rd_kafka_pause_partitions(ix->consumer, parts);
+            clear_list(ix->unplaced); /* every partition is placed at the resume */
+        } else
+            resume_placed(ix, parts);
         rd_kafka_topic_partition_list_destroy(parts);
     }
     if (e)
@@ -227,6 +290,18 @@ void intake_set_paused(indexer *ix, bool pause)
     ix->paused = pause;
     if (pause)
         pano_info("partitions paused until Elasticsearch takes documents again");
+}
+
+void intake_place_unplaced(indexer *ix)
+{
+    double now = pano_monotonic();
+    if (ix->paused || ix->unplaced->cnt == 0 || now < ix->next_placing)
+        return;
+    ix->next_placing = now + 1;
+    rd_kafka_topic_partition_list_t *parts = rd_kafka_topic_partition_list_copy(ix->unplaced);
+    clear_list(ix->unplaced);
+    resume_placed(ix, parts);
+    rd_kafka_topic_partition_list_destroy(parts);
 }
 
 rd_kafka_message_t *intake_poll(indexer *ix, int timeout_ms)
@@ -250,6 +325,8 @@ rd_kafka_message_t *intake_poll(indexer *ix, int timeout_ms)
         rd_kafka_message_destroy(msg);
         return NULL;
     }
+    if (msg)
+        note_received(ix, msg);
     return msg;
 }
 
@@ -337,6 +414,8 @@ rd_kafka_t *intake_create_consumer(indexer *ix, char *err, size_t errlen)
         return NULL;
     }
     rd_kafka_poll_set_consumer(rk);
+    ix->received = rd_kafka_topic_partition_list_new(32);
+    ix->unplaced = rd_kafka_topic_partition_list_new(8);
     if (pano_kafka_ensure_topics(rk, ix->cfg, err, errlen) < 0) {
         rd_kafka_destroy(rk);
         return NULL;
