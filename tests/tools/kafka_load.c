@@ -458,7 +458,12 @@ int main(int argc, char **argv)
         case O_BULKPREFIX: bulk_prefix = optarg; break;
         case O_NOPRODUCE: produce = false; break;
         case O_LINES: lines_path = optarg; break;
-        case O_DELETE: return delete_topics(cfg);
+        case O_DELETE:
+            free(families_arg);
+            for (size_t i = 0; i < nwfs; i++)
+                free(wfs[i]);
+            free(wfs);
+            return delete_topics(cfg);
         case O_SHAPE: shape_name = optarg; break;
         case O_JOBS: big.jobs = atoll(optarg); break;
         case O_SAMPLES: big.samples = atoi(optarg); break;
