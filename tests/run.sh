@@ -38,6 +38,8 @@ configure build-asan -Db_sanitize=address,undefined -Db_lundef=false
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp:print_suppressions=0}
+# a failed integration test's files, whole (tests/README.md)
+export PANO_TEST_KEEP_LOGS=${PANO_TEST_KEEP_LOGS:-$PWD/build/failed-tests}
 
 status=0
 for dir in build build-asan; do
