@@ -197,8 +197,9 @@ void intake_take_pending(indexer *ix, batch *b);
  * partition resumes at the message after the last one received from it,
  * or at its committed offset (its start when it has none) when nothing was
  * received from it since it was assigned; one whose committed offset cannot
- * be read stays paused (ix->unplaced) rather than resume where librdkafka
- * stood, which may be past messages it fetched and dropped at the pause. */
+ * be read, or that cannot be sought, stays paused (ix->unplaced) rather than
+ * go on where librdkafka stood, which may be past messages it fetched and
+ * dropped at the pause. */
 void intake_set_paused(indexer *ix, bool pause);
 /* Try again to resume the partitions a resume left paused; at most once a
  * second. */

@@ -213,7 +213,8 @@ static void rebalance(rd_kafka_t *rk, rd_kafka_resp_err_t err,
  * received from it; one it received nothing from since it was assigned, to
  * its committed offset, or to its start when it has none (the reset policy,
  * earliest), where it would begin anyway. A partition whose committed offset
- * cannot be read is not resumed (ix->unplaced): resumed, it could skip
+ * cannot be read is not resumed, and one that cannot be sought is paused
+ * again (ix->unplaced): resumed where librdkafka stood, it could skip
  * messages. Logs where they went. */
 static void resume_placed(indexer *ix, const rd_kafka_topic_partition_list_t *parts)
 {
@@ -250,24 +251,35 @@ static void resume_placed(indexer *ix, const rd_kafka_topic_partition_list_t *pa
                                        : RD_KAFKA_RESP_ERR_NO_ERROR;
     rd_kafka_error_t *error = place->cnt && !r ? rd_kafka_seek_partitions(ix->consumer, place, 10000)
                                                : NULL;
-    if (r || error) {
+    /* One not sought is paused again at once (nothing was polled since the
+     * resume, so nothing of where librdkafka stood reached the indexer) and
+     * placed again with the others. */
+    rd_kafka_topic_partition_list_t *again = rd_kafka_topic_partition_list_new(place->cnt);
+    if (r || error)
         pano_warn("cannot %s the partitions: %s", r ? "resume" : "seek",
                   r ? rd_kafka_err2str(r) : rd_kafka_error_string(error));
-        failed = place->cnt;
-    } else
-        for (int i = 0; i < place->cnt; i++)
-            if (place->elems[i].err) {
-                pano_warn("cannot seek %s [%d] to offset %lld: %s", place->elems[i].topic,
-                          (int)place->elems[i].partition, (long long)place->elems[i].offset,
-                          rd_kafka_err2str(place->elems[i].err));
-                failed++;
-            }
+    for (int i = 0; i < place->cnt; i++) {
+        const rd_kafka_topic_partition_t *p = &place->elems[i];
+        if (!r && !error && !p->err)
+            continue;
+        if (p->err)
+            pano_warn("cannot seek %s [%d] to offset %lld: %s", p->topic, (int)p->partition,
+                      (long long)p->offset, rd_kafka_err2str(p->err));
+        rd_kafka_topic_partition_list_add(again, p->topic, p->partition);
+        add_unplaced(ix, p);
+    }
+    rd_kafka_resp_err_t pe = again->cnt ? rd_kafka_pause_partitions(ix->consumer, again)
+                                        : RD_KAFKA_RESP_ERR_NO_ERROR;
+    if (pe)
+        pano_warn("cannot pause the partitions not sought: %s", rd_kafka_err2str(pe));
+    failed = again->cnt;
+    rd_kafka_topic_partition_list_destroy(again);
     if (error)
         rd_kafka_error_destroy(error);
     rd_kafka_topic_partition_list_destroy(place);
     pano_info("partitions resumed: %d at the message after the last received, %d at their "
               "committed offset, %d at their start (%d not sought); %d left paused until "
-              "their committed offset can be read",
+              "they can be placed",
               at_received, at_committed, at_start, failed, ix->unplaced->cnt);
 }
 
