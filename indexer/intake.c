@@ -99,9 +99,11 @@ static void forget_partitions(indexer *ix, const rd_kafka_topic_partition_list_t
     rd_kafka_topic_partition_list_t *lists[] = {ix->received, ix->unplaced};
     for (size_t k = 0; k < sizeof lists / sizeof *lists; k++) {
         rd_kafka_topic_partition_list_t *l = lists[k];
-        if (!parts)
+        if (!parts) {
             clear_list(l);
-        for (int i = 0; parts && i < parts->cnt; i++)
+            continue;
+        }
+        for (int i = 0; i < parts->cnt; i++)
             rd_kafka_topic_partition_list_del(l, parts->elems[i].topic, parts->elems[i].partition);
     }
     ix->received_last = 0;

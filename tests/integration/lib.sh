@@ -244,9 +244,10 @@ cleanup() {
             [[ -f $f ]] || continue
             # what a program said besides its periodic statistics, which
             # fill the last lines of a program left idle
-            if grep -q -E "(WARN|ERROR):|partitions (resumed|paused)|assigned|revoked" "$f"; then
+            local notable="(WARN|ERROR):|partitions (resumed|paused)|assigned|revoked"
+            if grep -q -E "$notable" "$f"; then
                 log "---- $(basename "$f") (warnings, errors, pauses and rebalances; first 40)"
-                grep -E "(WARN|ERROR):|partitions (resumed|paused)|assigned|revoked" "$f" | head -n 40 >&2
+                grep -E "$notable" "$f" | head -n 40 >&2
             fi
             log "---- $(basename "$f") (last 30 lines)"
             tail -n 30 "$f" >&2
