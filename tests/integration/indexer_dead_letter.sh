@@ -14,7 +14,7 @@ start_indexer ix1
 wait_until 120 count_is "${P}dead-letter-*" 22 ||
     fail "expected 22 dead letters, found $(count_in "${P}dead-letter-*")"
 wait_until 60 count_is "$FAMILY_INDICES" 2000 ||
-    fail "expected 2000 events, found $(count_in "$FAMILY_INDICES")"
+    fail "$(short_of "$FAMILY_INDICES" 2000)"
 
 dl=$(es -X POST "$ES/${P}dead-letter-*/_search" -d '{"size":100}')
 jq -e '[.hits.hits[]._source | select(.event_id|tostring|endswith("-bad"))

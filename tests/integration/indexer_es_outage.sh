@@ -47,7 +47,7 @@ done
 relay_up "$RELAY_PORT" "${ES##*:}"
 log "Elasticsearch reachable again"
 wait_until 180 count_is "$FAMILY_INDICES" "$N" ||
-    fail "expected $N events after the outage, found $(count_in "$FAMILY_INDICES")"
+    fail "after the outage: $(short_of "$FAMILY_INDICES" "$N")"
 sleep 3
 check_distinct "$FAMILY_INDICES" "$N"
 # Batches went ahead of unsettled ones (before, during and after the outage)

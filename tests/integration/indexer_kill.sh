@@ -22,7 +22,7 @@ for k in 0 1 2; do
     start_indexer "${next[$k]}"
 done
 wait_until 300 count_is "$FAMILY_INDICES" "$N" ||
-    fail "expected $N events in time, found $(count_in "$FAMILY_INDICES")"
+    fail "not in time: $(short_of "$FAMILY_INDICES" "$N")"
 sleep 3 # anything more (a duplicate) would show now
 check_distinct "$FAMILY_INDICES" "$N"
 [[ $(count_in "${P}dead-letter-*") == 0 ]] || fail "dead letters in a clean run"

@@ -20,6 +20,28 @@ FAMILY_INDICES="${P}kickstart-*,${P}samples-*,${P}darshan-*,${P}transfer-*,${P}s
 # count_is TARGET N: refresh, then exactly N documents (for wait_until).
 count_is() { refresh; [[ $(count_in "$1") == "$2" ]]; }
 
+# The messages the test's family topics hold: the sum of their partitions'
+# end offsets (the topics are the test's own, begun at 0).
+kafka_held() {
+    local spec=() topic part
+    while read -r topic part; do spec+=(-t "$topic:$part:-1"); done < <(
+        kcat -b "$KAFKA" -L -J | jq -r --arg prefix "$PANO_KAFKA_TOPIC_PREFIX" --arg dead "$PANO_KAFKA_DEAD_LETTER_TOPIC" '
+          .topics[] | select((.topic | startswith($prefix)) and .topic != $dead)
+          | .topic as $t | .partitions[] | "\($t) \(.partition)"')
+    ((${#spec[@]} > 0)) || { echo 0; return; }
+    kcat -b "$KAFKA" -Q "${spec[@]}" | awk '{n += $NF} END {print n + 0}'
+}
+
+# short_of TARGET N: the message of a test that expected N events in
+# TARGET, with where they stopped: Kafka's count, and the indexer's when it
+# writes a status file.
+short_of() {
+    local msg="expected $2 events, found $(count_in "$1"); Kafka's topics hold $(kafka_held)"
+    [[ -n ${PANO_INDEXER_STATUS_FILE:-} && -f $PANO_INDEXER_STATUS_FILE ]] &&
+        msg+=", the indexer consumed $(metric "$PANO_INDEXER_STATUS_FILE" consumed_total), holds $(metric "$PANO_INDEXER_STATUS_FILE" in_hand), paused $(metric "$PANO_INDEXER_STATUS_FILE" paused)"
+    echo "$msg"
+}
+
 # A metric from a status file.
 metric() { awk -v m="pano_indexer_$2" '$1 == m {print $2}' "$1"; }
 

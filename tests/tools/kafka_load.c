@@ -40,7 +40,10 @@
  *     plus the common options (--config, --set, ...): pano.kafka.brokers and
  *     pano.kafka.topic_prefix choose where the events go.
  *
- * Messages are keyed by wf_uuid, as pano-bridge does. Prints one line:
+ * Messages are keyed by wf_uuid, as pano-bridge does. Exits 1 when a
+ * message is not delivered, or when two delivery reports name one offset
+ * or one names none (an acknowledged message the log does not hold).
+ * Prints one line:
  * "kafka_load: produced N events (W workflows) run=ID in S s"; with --shape
  * also "kafka_load: workflow UUID jobs=N events=N failed=N unended=N" first.
  */
@@ -55,6 +58,7 @@
 #include "mem.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +67,79 @@
 
 static long long delivered, failed;
 
+/* The offsets Kafka's delivery reports gave, per partition: two messages
+ * reported delivered at one offset, or one reported without an offset,
+ * mean an acknowledged message the log does not hold (the loss is then the
+ * producer's or the broker's, not the consumer's under test). Kept for the
+ * first MAX_CHECKED reports. */
+#define MAX_CHECKED 4000000
+typedef struct {
+    const rd_kafka_topic_t *rkt;
+    int32_t partition;
+    int64_t *offsets;
+    size_t n, cap;
+} reported;
+static reported *parts;
+static size_t nparts;
+static long long checked, no_offset;
+
+static void note_offset(const rd_kafka_message_t *m)
+{
+    if (m->offset < 0) {
+        no_offset++;
+        return;
+    }
+    if (checked >= MAX_CHECKED)
+        return;
+    checked++;
+    reported *r = NULL;
+    for (size_t i = 0; i < nparts && !r; i++)
+        if (parts[i].rkt == m->rkt && parts[i].partition == m->partition)
+            r = &parts[i];
+    if (!r) {
+        parts = pano_reallocarray(parts, nparts + 1, sizeof *parts);
+        r = &parts[nparts++];
+        *r = (reported){.rkt = m->rkt, .partition = m->partition};
+    }
+    if (r->n == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 1024;
+        r->offsets = pano_reallocarray(r->offsets, r->cap, sizeof *r->offsets);
+    }
+    r->offsets[r->n++] = m->offset;
+}
+
+static int by_offset(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* 0 when every checked report had an offset of its own; else -1, said. */
+static int offsets_distinct(void)
+{
+    long long twice = 0;
+    for (size_t i = 0; i < nparts; i++) {
+        reported *r = &parts[i];
+        qsort(r->offsets, r->n, sizeof *r->offsets, by_offset);
+        for (size_t j = 1; j < r->n; j++)
+            if (r->offsets[j] == r->offsets[j - 1]) {
+                if (twice++ < 5)
+                    pano_error("two messages reported delivered at offset %lld of %s [%d]",
+                               (long long)r->offsets[j], rd_kafka_topic_name(r->rkt),
+                               (int)r->partition);
+            }
+        free(r->offsets);
+    }
+    free(parts);
+    if (no_offset > 0)
+        pano_error("%lld messages reported delivered without an offset", no_offset);
+    if (twice > 0)
+        pano_error("%lld messages reported delivered at an offset already reported "
+                   "(of %lld reports checked)",
+                   twice, checked);
+    return twice > 0 || no_offset > 0 ? -1 : 0;
+}
+
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
     (void)rk;
@@ -70,8 +147,10 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     if (m->err) {
         if (failed++ < 5)
             pano_error("delivery failed: %s", rd_kafka_err2str(m->err));
-    } else
+    } else {
         delivered++;
+        note_offset(m);
+    }
 }
 
 static void random_uuid(char out[37])
@@ -587,6 +666,8 @@ int main(int argc, char **argv)
             pano_error("%lld of %lld events not delivered", total - delivered, total);
             rc = 1;
         }
+        if (offsets_distinct() < 0)
+            rc = 1;
         rd_kafka_destroy(rk);
     }
     printf("kafka_load: produced %lld events (%zu workflows) run=%s in %.1f s\n",
