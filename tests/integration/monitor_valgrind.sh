@@ -11,10 +11,11 @@ source "$(dirname "$0")/monitor_lib.sh"
 require_rabbitmq
 require_valgrind "$MONITOR"
 queue_setup
-# The task itself is not traced (no --trace-children).
+# The task itself is not traced (no --trace-children). It lasts 2.5 s or
+# more: at least 5 samples however slowly valgrind lets the monitor start.
 rc=0
 "${VALGRIND[@]}" "$MONITOR" -i 0.1 --log-level error -- \
-    sh -c '"$1" tree 3 1 >/dev/null && "$1" payload && exit 3' sh "$WORKLOAD" \
+    sh -c '"$1" tree 3 1 >/dev/null && sleep 1.5 && "$1" payload && exit 3' sh "$WORKLOAD" \
     >"$TEST_DIR/task.out" 2>"$TEST_DIR/task.err" || rc=$?
 ((rc == 3)) || fail "the monitor exited $rc, not with the task's status 3"
 drain "$TEST_DIR/run.events"
