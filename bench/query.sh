@@ -122,6 +122,7 @@ for name in "${names[@]}"; do
         *) args=("$name" "$WF") ;;
     esac
     args+=(--json)
+    SAME_ASKED_FROM=$EPOCHREALTIME
     "$Q" "${args[@]}" >"$DIR/es-$name.raw"
     "${SQ[@]}" "${args[@]}" >"$DIR/sqlite-$name.raw"
     asked=$((asked + 1))

@@ -62,11 +62,12 @@ ls "$TEST_DIR" | grep -q scratch && fail "the export left its scratch store"
 log "exported $want events and the dead letter: $(du -b "$FILE" | cut -f1) bytes"
 differ=0 n=0
 compare() { # NAME ENV-PREFIX-A|- ARGS...: the first pipeline's answer and the other's
-    local name=$1 other=$2 why
+    local name=$1 other=$2 why SAME_ASKED_FROM
     shift 2
-    # asked once first: the two answers then come within a second of each
-    # other, as the comparison of what runs "so far" needs
+    # asked once first: the two answers then come close to each other, as
+    # the comparison of what runs "so far" needs
     "$QUERY" "$@" --json >/dev/null 2>>"$TEST_DIR/query.log" || true
+    SAME_ASKED_FROM=$EPOCHREALTIME
     "$QUERY" "$@" --json >"$TEST_DIR/es-$name.raw" 2>>"$TEST_DIR/query.log" ||
         fail "$name from Elasticsearch: $(tail -3 "$TEST_DIR/query.log")"
     if [[ $other == file ]]; then

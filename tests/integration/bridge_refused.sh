@@ -64,7 +64,9 @@ wait_until 60 grep -q "the message stays unacknowledged and is tried again" "$TE
 wait_until 10 bash -c "[[ \$(awk '\$1 == \"pano_bridge_messages_in_flight\" {print \$2}' '$TEST_DIR/b3.prom') == 5 ]]" ||
     fail "the 5 messages are not held"
 stop_all
-[[ $(queue_ready "$PANO_BRIDGE_QUEUE") == 5 ]] || fail "the 5 messages are not back in the queue"
+# RabbitMQ requeues a closed channel's unacknowledged messages on its own time
+wait_until 10 bash -c "[[ \$('$PANO_BUILD/tests/tools/amqp_drain' -c -q '$PANO_BRIDGE_QUEUE') == 5 ]]" ||
+    fail "the 5 messages are not back in the queue: $(queue_ready "$PANO_BRIDGE_QUEUE") ready"
 log "without a dead-letter exchange the 5 messages were kept and are back in the queue"
 
 # A queue type that is not one: refused at start, with the key named.

@@ -102,7 +102,7 @@ if [[ $(id -u) == 0 ]] && command -v setpriv >/dev/null; then
 fi
 differ=0 n=0
 compare() { # NAME ARGS...: the store's answer and the file's
-    local name=$1 why
+    local name=$1 why SAME_ASKED_FROM=$EPOCHREALTIME
     shift
     "$QUERY" --store "$STORE" "$@" --json >"$TEST_DIR/es-$name.raw" 2>>"$TEST_DIR/query.log" ||
         fail "$name from the store: $(tail -3 "$TEST_DIR/query.log")"
@@ -167,6 +167,7 @@ OTHER=$TEST_DIR/other-host
 tail -n +$((total / 2 + 1)) "$TEST_DIR/run.jsonl" >"$TEST_DIR/second-half.jsonl"
 "$EMIT" --set pano.store="$OTHER" --set pano.hostname=other --events "$TEST_DIR/second-half.jsonl" \
     2>>"$TEST_DIR/emit.log" || fail "the other host's store"
+SAME_ASKED_FROM=$EPOCHREALTIME
 for s in es sqlite; do
     if [[ $s == es ]]; then
         "$QUERY" --store "$RUN" status "$RWF" --json

@@ -112,7 +112,7 @@ log "$want events in both stores"
 source "$PANO_SOURCE/tests/tools/same_answers.sh"
 differ=0
 compare() { # NAME ARGS...: pano-query ARGS --json from both stores
-    local name=$1 why
+    local name=$1 why SAME_ASKED_FROM=$EPOCHREALTIME
     shift
     "$QUERY" "$@" --json >"$TEST_DIR/es-$name.raw" 2>>"$TEST_DIR/query.log" ||
         fail "$name from Elasticsearch: $(tail -3 "$TEST_DIR/query.log")"
@@ -189,7 +189,7 @@ wait_until 30 curl -fsS -o /dev/null "http://127.0.0.1:$((port + 1))/api/metrics
 api_filter='if type == "object" then del(.cursor) else . end
   | if type == "object" and ([.. | objects | select(.state? == "running")] | length > 0) then del(.overview) else . end'
 api() { # NAME PATH
-    local name=$1 p=$2 s why
+    local name=$1 p=$2 s why SAME_ASKED_FROM=$EPOCHREALTIME
     for s in es sqlite; do
         curl -fsS "http://127.0.0.1:$([[ $s == es ]] && echo "$port" || echo "$((port + 1))")$p" >"$TEST_DIR/$s-$name.raw" ||
             fail "GET $p from the explorer on $s"
@@ -238,6 +238,7 @@ old_differ=0 old_n=0
 for wf in "${workflows[@]}" "$PEG"; do
     for cmd in status stats jobs anomalies "jobs --state failed"; do
         name="old-${cmd// /-}-$wf"
+        SAME_ASKED_FROM=$EPOCHREALTIME
         "$QUERY" --store "$STORE" $cmd "$wf" --json >"$TEST_DIR/es-$name.raw" 2>>"$TEST_DIR/query.log" &&
             "$QUERY" --store "$OLD" --log-level debug $cmd "$wf" --json >"$TEST_DIR/sqlite-$name.raw" 2>"$TEST_DIR/debug.log" ||
             fail "$cmd $wf: $(tail -3 "$TEST_DIR/query.log" "$TEST_DIR/debug.log")"
@@ -260,6 +261,7 @@ for f in "$STORE"/*.pano.sqlite; do
     sqlite3 "$BAD/$(basename "$f")" "UPDATE summaries SET doc = '{\"set\":' WHERE wf_uuid = '$PEG'" ||
         fail "damaging the summaries of the copy"
 done
+SAME_ASKED_FROM=$EPOCHREALTIME
 "$QUERY" --store "$STORE" status "$PEG" --json >"$TEST_DIR/es-damaged.raw" 2>>"$TEST_DIR/query.log" &&
     "$QUERY" --store "$BAD" status "$PEG" --json >"$TEST_DIR/sqlite-damaged.raw" 2>"$TEST_DIR/damaged.log" ||
     fail "status from a store with a damaged summary: $(tail -3 "$TEST_DIR/damaged.log")"
