@@ -65,6 +65,13 @@ typedef struct pano_store pano_store;
  * groups and sums on. NULL-terminated. */
 extern const char *const pano_store_fields[];
 
+/* Of pano_store_fields, the names and labels, which Elasticsearch maps as
+ * keywords (the schemas' strings): their columns have TEXT affinity, so a
+ * name keeps the form it came in ("0042") and a number sent for one is its
+ * text, as in a keyword. The other columns have NUMERIC affinity: "12"
+ * sent for a number is 12, as a mapping coerces it. NULL-terminated. */
+extern const char *const pano_store_keyword_fields[];
+
 /* The fields the store sums per second of its events (the samples'
  * changes, delta.*), in its table seconds (store_figures.h), and carries in
  * the index of a workflow's events. NULL-terminated. */

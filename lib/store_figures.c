@@ -422,13 +422,13 @@ int store_figures_make(sqlite3 *db, const char *schema, char *err, size_t errlen
     pano_buf_appendf(&b,
                      "DROP TABLE IF EXISTS %s.figures; DROP TABLE IF EXISTS %s.seconds;"
                      "CREATE TABLE %s.figures (wf_uuid TEXT NOT NULL, stream TEXT NOT NULL,"
-                     " event TEXT NOT NULL, labels TEXT NOT NULL, \"wf_label\" ANY,"
-                     " \"dax_label\" ANY, \"delta\" ANY, n INTEGER NOT NULL, first REAL NOT NULL,"
+                     " event TEXT NOT NULL, labels TEXT NOT NULL, \"wf_label\" TEXT,"
+                     " \"dax_label\" TEXT, \"delta\" NUMERIC, n INTEGER NOT NULL, first REAL NOT NULL,"
                      " last REAL NOT NULL, PRIMARY KEY (wf_uuid, stream, event, labels))"
                      " WITHOUT ROWID;"
                      "CREATE TABLE %s.seconds (wf_uuid TEXT NOT NULL, stream TEXT NOT NULL,"
-                     " event TEXT NOT NULL, labels TEXT NOT NULL, \"wf_label\" ANY,"
-                     " \"dax_label\" ANY, \"delta\" ANY, second INTEGER NOT NULL,"
+                     " event TEXT NOT NULL, labels TEXT NOT NULL, \"wf_label\" TEXT,"
+                     " \"dax_label\" TEXT, \"delta\" NUMERIC, second INTEGER NOT NULL,"
                      " n INTEGER NOT NULL, ms REAL NOT NULL, first INTEGER NOT NULL,"
                      " last INTEGER NOT NULL",
                      schema, schema, schema, schema);

@@ -3,6 +3,7 @@
 #include "event.h"
 #include "json.h"
 #include "partition.h"
+#include "store.h"
 #include "template.h"
 #include "testutil.h"
 
@@ -267,6 +268,43 @@ START_TEST(embedded_schemas_build)
 }
 END_TEST
 
+/* The embedded store's columns have the affinity of the fields' mappings:
+ * TEXT where the schemas make a keyword, NUMERIC elsewhere (store.h). */
+START_TEST(store_keyword_columns_are_the_mappings_keywords)
+{
+    pano_template *t;
+    size_t nt, checked = 0;
+    char err[256], *warnings;
+    ck_assert_msg(pano_templates_build(pano_builtin_schemas, &opt, &t, &nt, &warnings, err,
+                                       sizeof err) == 0,
+                  "%s", err);
+    free(warnings);
+    templates = pano_json_object();
+    for (size_t i = 0; i < nt; i++) {
+        pano_json *body = pano_json_parse(t[i].body, strlen(t[i].body), 64, err, sizeof err);
+        ck_assert_msg(body, "%s: %s", t[i].name, err);
+        pano_json_set(templates, t[i].name, body);
+    }
+    for (size_t i = 0; i < nt; i++)
+        for (size_t f = 0; pano_store_fields[f]; f++) {
+            const char *name = pano_store_fields[f], *type = type_of(t[i].name, name);
+            if (!type)
+                continue;
+            bool keyword = false;
+            for (size_t k = 0; pano_store_keyword_fields[k]; k++)
+                keyword |= strcmp(name, pano_store_keyword_fields[k]) == 0;
+            ck_assert_msg(keyword == (strcmp(type, "keyword") == 0),
+                          "%s is a %s in %s, its store column %s", name, type, t[i].name,
+                          keyword ? "TEXT" : "NUMERIC");
+            checked++;
+        }
+    ck_assert_uint_ge(checked, 50);
+    pano_templates_free(t, nt);
+    pano_json_free(templates);
+    templates = NULL;
+}
+END_TEST
+
 START_TEST(replicas_auto_or_a_number)
 {
     ck_assert_int_eq(pano_replicas_parse("auto"), PANO_REPLICAS_AUTO);
@@ -315,6 +353,7 @@ int main(void)
     suite_add_tcase(s, tc);
     TCase *tc2 = tcase_create("schemas");
     tcase_add_test(tc2, embedded_schemas_build);
+    tcase_add_test(tc2, store_keyword_columns_are_the_mappings_keywords);
     tcase_add_test(tc2, bad_schema_is_an_error);
     tcase_add_test(tc2, replicas_auto_or_a_number);
     suite_add_tcase(s, tc2);

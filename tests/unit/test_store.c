@@ -342,8 +342,16 @@ START_TEST(fields_columns_equal_json_extract)
             snprintf(path + strlen(path), sizeof path - strlen(path), ".\"%.*s\"", (int)k, p);
             p += k + (p[k] == '.');
         }
+        bool keyword = false;
+        for (size_t k = 0; pano_store_keyword_fields[k]; k++)
+            keyword |= strcmp(f, pano_store_keyword_fields[k]) == 0;
         if (strcmp(f, "delta") == 0)
             snprintf(sql, sizeof sql, "SELECT count(*) FROM events WHERE \"%s\" = 1", f);
+        else if (keyword) /* a keyword's column: the value's text */
+            snprintf(sql, sizeof sql,
+                     "SELECT count(*) FROM events WHERE \"%s\" IS CAST(json_extract(doc, '%s') AS TEXT)"
+                     " AND typeof(\"%s\") IN ('text', 'null')",
+                     f, path, f);
         else
             snprintf(sql, sizeof sql,
                      "SELECT count(*) FROM events WHERE \"%s\" IS json_extract(doc, '%s')"
@@ -352,6 +360,41 @@ START_TEST(fields_columns_equal_json_extract)
         ck_assert_msg(ask(sql) == 1, "%s: the column differs from the doc", f);
     }
     ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE \"job_id\" IS NULL"), 1);
+}
+END_TEST
+
+/* A name keeps the form it came in, as a keyword does: job "0042" is not
+ * job "42", and label "2024" is text; a number sent as a string is a number. */
+START_TEST(names_keep_their_form_numbers_are_coerced)
+{
+    pano_store *s = writer("h1", NULL);
+    char json[512];
+    double now = (double)time(NULL);
+    snprintf(json, sizeof json,
+             "{\"event\":\"test.names\",\"ts\":%.3f,\"event_id\":\"names-1\",\"wf_uuid\":\"%s\","
+             "\"dag_job_id\":\"0042\",\"wf_label\":\"2024\",\"pid\":\"17\","
+             "\"exitcode\":\"0\"}",
+             now, WF);
+    stored(s, json);
+    snprintf(json, sizeof json,
+             "{\"event\":\"test.names\",\"ts\":%.3f,\"event_id\":\"names-2\",\"wf_uuid\":\"%s\","
+             "\"dag_job_id\":\"42\"}",
+             now, WF);
+    stored(s, json);
+    pano_store_close(s);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE \"dag_job_id\" = '0042'"
+                         " AND typeof(\"dag_job_id\") = 'text'"),
+                     1);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE \"dag_job_id\" IN ('42', 42)"), 1);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE \"wf_label\" = '2024'"
+                         " AND typeof(\"wf_label\") = 'text'"),
+                     1);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE \"pid\" = 17"
+                         " AND typeof(\"pid\") = 'integer' AND \"exitcode\" = 0"),
+                     1);
+    ck_assert_int_eq(ask("SELECT count(*) FROM figures WHERE \"wf_label\" = '2024'"
+                         " AND typeof(\"wf_label\") = 'text'"),
+                     1);
 }
 END_TEST
 
@@ -1031,6 +1074,7 @@ int main(void)
     tcase_add_test(tc, foreign_and_newer_files_are_refused);
     tcase_add_test(tc, default_path);
     tcase_add_test(tc, fields_columns_equal_json_extract);
+    tcase_add_test(tc, names_keep_their_form_numbers_are_coerced);
     tcase_add_test(tc, samples_without_delta_get_the_indexers_deltas);
     tcase_add_test(tc, a_writer_knows_its_runs_only_while_the_file_is_its_own);
     tcase_add_test(tc, summaries_count_exactly_the_events_written);
