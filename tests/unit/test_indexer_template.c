@@ -48,6 +48,19 @@ static const pano_schema_file schemas[] = {
 
 static pano_json *templates;
 
+/* The n templates t, parsed, by name. */
+static pano_json *templates_json(const pano_template *t, size_t n)
+{
+    char err[256];
+    pano_json *all = pano_json_object();
+    for (size_t i = 0; i < n; i++) {
+        pano_json *body = pano_json_parse(t[i].body, strlen(t[i].body), 64, err, sizeof err);
+        ck_assert_msg(body, "%s: %s", t[i].name, err);
+        pano_json_set(all, t[i].name, body);
+    }
+    return all;
+}
+
 static void build(void)
 {
     pano_template *t;
@@ -58,12 +71,7 @@ static void build(void)
     ck_assert_msg(strstr(warnings, "clash"), "no warning for the object/value clash: %s",
                   warnings);
     free(warnings);
-    templates = pano_json_object();
-    for (size_t i = 0; i < n; i++) {
-        pano_json *body = pano_json_parse(t[i].body, strlen(t[i].body), 64, err, sizeof err);
-        ck_assert_msg(body, "%s: %s", t[i].name, err);
-        pano_json_set(templates, t[i].name, body);
-    }
+    templates = templates_json(t, n);
     pano_templates_free(t, n);
 }
 
@@ -279,12 +287,7 @@ START_TEST(store_keyword_columns_are_the_mappings_keywords)
                                        sizeof err) == 0,
                   "%s", err);
     free(warnings);
-    templates = pano_json_object();
-    for (size_t i = 0; i < nt; i++) {
-        pano_json *body = pano_json_parse(t[i].body, strlen(t[i].body), 64, err, sizeof err);
-        ck_assert_msg(body, "%s: %s", t[i].name, err);
-        pano_json_set(templates, t[i].name, body);
-    }
+    templates = templates_json(t, nt);
     for (size_t i = 0; i < nt; i++)
         for (size_t f = 0; pano_store_fields[f]; f++) {
             const char *name = pano_store_fields[f], *type = type_of(t[i].name, name);
