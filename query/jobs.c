@@ -109,6 +109,7 @@ pano_query *pano_query_new(const pano_config *cfg, char *err, size_t errlen)
         memcpy(q->policies, policies, sizeof policies);
         q->ingest_delay = pano_config_double(cfg, "pano.query.ingest_delay");
         q->use_summaries = pano_config_bool(cfg, "pano.query.summaries");
+        q->source = pano_asprintf("the embedded store %s", store);
         return q;
     }
     pano_es *es = pano_es_new(cfg, err, errlen);
@@ -126,7 +127,13 @@ pano_query *pano_query_new(const pano_config *cfg, char *err, size_t errlen)
     memcpy(q->policies, policies, sizeof policies);
     q->ingest_delay = pano_config_double(cfg, "pano.query.ingest_delay");
     q->use_summaries = pano_config_bool(cfg, "pano.query.summaries");
+    q->source = pano_asprintf("Elasticsearch at %s, indices %s*", pano_es_describe(es), q->prefix);
     return q;
+}
+
+const char *pano_query_source(const pano_query *q)
+{
+    return q->source;
 }
 
 void pano_query_free(pano_query *q)
@@ -138,6 +145,7 @@ void pano_query_free(pano_query *q)
     if (q->db)
         sqlite3_close(q->db);
     free(q->prefix);
+    free(q->source);
     free(q);
 }
 

@@ -162,8 +162,7 @@ static int load_rows(opts *o, const char *uuid, rows_needed need, pano_job_state
         return strstr(err, "not a workflow UUID") ? 2 : EXIT_STORE;
     }
     if (jobs->first_event <= 0) {
-        pano_error("no events of workflow %s in the store (pano.es.url, "
-                   "pano.indexer.index_prefix)", jobs->wf_uuid);
+        pano_error("no events of workflow %s in %s", jobs->wf_uuid, pano_query_source(o->q));
         pano_jobs_free(jobs);
         return EXIT_UNKNOWN;
     }

@@ -48,6 +48,9 @@ typedef struct pano_query pano_query;
  * store the indexer writes). NULL with a message in err. */
 pano_query *pano_query_new(const pano_config *cfg, char *err, size_t errlen);
 void pano_query_free(pano_query *q);
+/* What q reads, for messages: "the embedded store PATH" or "Elasticsearch
+ * at URL, indices PREFIX*". */
+const char *pano_query_source(const pano_query *q);
 /* Give up the requests in progress once should_stop(user) is true: the
  * call asking fails with "abandoned" in its error (pano_es_set_abort()).
  * NULL: never. should_stop may be called from two threads at once (the

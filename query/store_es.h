@@ -21,6 +21,7 @@ struct pano_query {
     pano_es *es;
     pano_es *reader; /* a second client, for reading summaries two slices at once */
     char *prefix; /* pano.indexer.index_prefix */
+    char *source; /* what it reads, for messages (pano_query_source) */
     pano_stream_policy policies[PANO_N_STREAMS]; /* pano.indexer.partition */
     double ingest_delay; /* pano.query.ingest_delay */
     bool use_summaries;  /* pano.query.summaries */

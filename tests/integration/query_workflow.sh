@@ -180,7 +180,8 @@ expect_exit() { # STATUS PATTERN CMD...
 }
 expect_exit 2 "not a workflow UUID" "$QUERY" status "../_all"
 expect_exit 2 "not a workflow UUID" "$QUERY" stats "$WF,*"
-expect_exit 3 "no events of workflow" "$QUERY" status "$(cat /proc/sys/kernel/random/uuid)"
+expect_exit 3 "no events of workflow .* in Elasticsearch at .*, indices $PANO_INDEXER_INDEX_PREFIX\*" \
+    "$QUERY" status "$(cat /proc/sys/kernel/random/uuid)"
 expect_exit 3 "has no job" "$QUERY" job "$WF" burn_ID99
 expect_exit 2 "not a job name" "$QUERY" job "$WF" 'a"b'
 expect_exit 2 "unknown metric" "$QUERY" series "$WF" --metric bogus

@@ -221,6 +221,10 @@ for s in es sqlite; do
     ((rc == 3)) && grep -q "has no job 42" "$TEST_DIR/job42.log" ||
         fail "job 42 from $s (the workflow has 0042): exit $rc, $(cat "$TEST_DIR/job42.log")"
 done
+rc=0
+"$QUERY" --store "$STORE" status "$(cat /proc/sys/kernel/random/uuid)" >/dev/null 2>"$TEST_DIR/unknown.log" || rc=$?
+((rc == 3)) && grep -q "no events of workflow .* in the embedded store $STORE" "$TEST_DIR/unknown.log" ||
+    fail "an unknown workflow in the store: exit $rc, $(cat "$TEST_DIR/unknown.log")"
 api api-workflows "/api/workflows?since=3650d&limit=100"
 ((differ == 0)) || fail "$differ of $n answers differ between Elasticsearch and the embedded store"
 log "$n answers, the same from both stores"
