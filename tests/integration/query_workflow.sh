@@ -24,6 +24,11 @@ start bridge "$PANO_BUILD/broker-bridge/pano-bridge"
 start indexer "$PANO_BUILD/indexer/pano-indexer"
 wait_until 30 grep -q "consuming" "$TEST_DIR/bridge.log" || fail "bridge did not start"
 
+# burn_ID20 runs on: a pipeline slowed for seconds (a sanitizer's, the
+# stack just started, a new index made) must not make it look lost, which
+# happens once its latest searchable sample is older than three intervals
+# plus pano.query.ingest_delay (5 s by default)
+export PANO_QUERY_INGEST_DELAY=30
 WF=$(cat /proc/sys/kernel/random/uuid)
 export PEGASUS_WF_UUID=$WF PEGASUS_WF_LABEL=query-test PEGASUS_XFORMATION=burn PEGASUS_SITE=local
 I=0.2 # sampling interval
@@ -133,7 +138,8 @@ awk -v a="$wf_integral" -v b="$wf_cpu" 'BEGIN { exit !(b > 6 && (a - b) ^ 2 <= (
     fail "workflow: CPU rate integrates to $wf_integral s, the jobs' CPU time is $wf_cpu s"
 q series "$WF" --metric procs --step 1s --json >"$TEST_DIR/procs.json" || fail "series procs failed"
 jq -e '.kind == "gauge" and .points[-1].value == 1 and ([.points[] | .value, .peak] | min) >= 0' "$TEST_DIR/procs.json" >/dev/null ||
-    fail "procs: $(jq -c '.points[-5:]' "$TEST_DIR/procs.json")"
+    fail "procs: $(jq -c '.points[-5:]' "$TEST_DIR/procs.json"); burn_ID20 now: $(q jobs "$WF" --json |
+        jq -c --argjson now "$(date +%s.%N)" '.jobs[] | select(.id == "burn_ID20") | {state, start, last_seen, samples, now, asked: $now}')"
 q series "$WF" --metric rss --step 1s --tsv | tail -n +2 | awk -F'\t' '$2 < 0 { exit 1 }' || fail "negative rss"
 log "series: burn_ID07 CPU $integral s vs $final s; workflow $wf_integral s vs $wf_cpu s"
 
