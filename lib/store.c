@@ -109,14 +109,13 @@ const char *const pano_store_fields[] = {
     "delta.vm", "delta.rss", "delta.procs", "delta.threads", "delta.bread", "delta.bwrite",
     "delta.rchar", "delta.wchar", "delta.syscr", "delta.syscw", NULL};
 
-const char *const pano_store_keyword_fields[] = {
-    "dag_job_id", "hostname", "job_id", "site", "xformation", "exe", "wf_label", "dax_label",
-    "xwf_id", "root_xwf_id", "type_desc", NULL};
-
-static bool is_keyword(const char *field)
+bool pano_store_is_keyword(const char *field)
 {
-    for (size_t i = 0; pano_store_keyword_fields[i]; i++)
-        if (strcmp(field, pano_store_keyword_fields[i]) == 0)
+    static const char *const keywords[] = {
+        "dag_job_id", "hostname", "job_id", "site", "xformation", "exe", "wf_label", "dax_label",
+        "xwf_id", "root_xwf_id", "type_desc", NULL};
+    for (size_t i = 0; keywords[i]; i++)
+        if (strcmp(field, keywords[i]) == 0)
             return true;
     return false;
 }
@@ -139,7 +138,7 @@ static const char *const workflow_index[] = {
     (sizeof workflow_index / sizeof *workflow_index - 1 + SUMMED_FIELDS)
 
 /* The tables of a file; a field's column has the affinity of its mapping
- * (pano_store_keyword_fields). A file made when every field's column was
+ * (pano_store_is_keyword). A file made when every field's column was
  * NUMERIC ("ANY") keeps its columns: there a numeric-looking name is a
  * number in its column (its doc holds it as it came). */
 static char *create_sql(void)
@@ -153,7 +152,7 @@ static char *create_sql(void)
                             " ts REAL NOT NULL,");
     for (size_t i = 0; pano_store_fields[i]; i++)
         pano_buf_appendf(&b, " \"%s\" %s,", pano_store_fields[i],
-                         is_keyword(pano_store_fields[i]) ? "TEXT" : "NUMERIC");
+                         pano_store_is_keyword(pano_store_fields[i]) ? "TEXT" : "NUMERIC");
     pano_buf_append_str(&b, " doc TEXT NOT NULL);");
     /* a workflow's events by kind and time; its label, a job instance's
      * ids, which samples carry their change and the changes themselves: a

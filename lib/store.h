@@ -65,12 +65,12 @@ typedef struct pano_store pano_store;
  * groups and sums on. NULL-terminated. */
 extern const char *const pano_store_fields[];
 
-/* Of pano_store_fields, the names and labels, which Elasticsearch maps as
- * keywords (the schemas' strings): their columns have TEXT affinity, so a
- * name keeps the form it came in ("0042") and a number sent for one is its
- * text, as in a keyword. The other columns have NUMERIC affinity: "12"
- * sent for a number is 12, as a mapping coerces it. NULL-terminated. */
-extern const char *const pano_store_keyword_fields[];
+/* Whether field, one of pano_store_fields, is a name or label that
+ * Elasticsearch maps as a keyword (the schemas' strings): its column has
+ * TEXT affinity, so a name keeps the form it came in ("0042") and a number
+ * sent for one is its text, as in a keyword. The other columns have NUMERIC
+ * affinity: "12" sent for a number is 12, as a mapping coerces it. */
+bool pano_store_is_keyword(const char *field);
 
 /* The fields the store sums per second of its events (the samples'
  * changes, delta.*), in its table seconds (store_figures.h), and carries in

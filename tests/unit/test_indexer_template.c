@@ -293,9 +293,7 @@ START_TEST(store_keyword_columns_are_the_mappings_keywords)
             const char *name = pano_store_fields[f], *type = type_of(t[i].name, name);
             if (!type)
                 continue;
-            bool keyword = false;
-            for (size_t k = 0; pano_store_keyword_fields[k]; k++)
-                keyword |= strcmp(name, pano_store_keyword_fields[k]) == 0;
+            bool keyword = pano_store_is_keyword(name);
             ck_assert_msg(keyword == (strcmp(type, "keyword") == 0),
                           "%s is a %s in %s, its store column %s", name, type, t[i].name,
                           keyword ? "TEXT" : "NUMERIC");

@@ -342,12 +342,9 @@ START_TEST(fields_columns_equal_json_extract)
             snprintf(path + strlen(path), sizeof path - strlen(path), ".\"%.*s\"", (int)k, p);
             p += k + (p[k] == '.');
         }
-        bool keyword = false;
-        for (size_t k = 0; pano_store_keyword_fields[k]; k++)
-            keyword |= strcmp(f, pano_store_keyword_fields[k]) == 0;
         if (strcmp(f, "delta") == 0)
             snprintf(sql, sizeof sql, "SELECT count(*) FROM events WHERE \"%s\" = 1", f);
-        else if (keyword) /* a keyword's column: the value's text */
+        else if (pano_store_is_keyword(f)) /* a keyword's column: the value's text */
             snprintf(sql, sizeof sql,
                      "SELECT count(*) FROM events WHERE \"%s\" IS CAST(json_extract(doc, '%s') AS TEXT)"
                      " AND typeof(\"%s\") IN ('text', 'null')",
