@@ -46,9 +46,11 @@ SAME_EQUAL='def same($a; $b; $tol):
 same($es[0]; $sqlite[0]; 0)'
 
 same_answers() {
-    local dir=$1 name=$2 filter=${3:-.} points s a b within=1
-    [[ -z ${SAME_ASKED_FROM:-} ]] ||
-        within=$(awk -v t0="$SAME_ASKED_FROM" -v t1="$EPOCHREALTIME" 'BEGIN { d = t1 - t0; print (d > 1 ? d : 1) }')
+    local dir=$1 name=$2 filter=${3:-.} points s a b within=1 us
+    if [[ -n ${SAME_ASKED_FROM:-} ]]; then # microseconds since then ($EPOCHREALTIME: s.uuuuuu)
+        us=$((10#${EPOCHREALTIME/[.,]/} - 10#${SAME_ASKED_FROM/[.,]/}))
+        ((us <= 1000000)) || within=$((us / 1000000)).$(printf '%06d' $((us % 1000000)))
+    fi
     points=$(jq -s "$SAME_SHORTEST" "$dir/es-$name.raw" "$dir/sqlite-$name.raw") || return 1
     for s in es sqlite; do
         jq -S --argjson n "$points" "$SAME_NORMALIZE | $filter | $SAME_CUT" "$dir/$s-$name.raw" >"$dir/$s-$name.json" ||
