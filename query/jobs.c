@@ -98,37 +98,26 @@ pano_query *pano_query_new(const pano_config *cfg, char *err, size_t errlen)
     pano_stream_policy policies[PANO_N_STREAMS];
     if (pano_stream_policies(cfg, policies, err, errlen) < 0)
         return NULL;
-    char store[4096];
-    if (pano_store_to_read(cfg, store, sizeof store)) {
-        sqlite3 *db = open_store(store, err, errlen);
-        if (!db)
-            return NULL;
-        pano_query *q = pano_calloc(1, sizeof *q);
-        q->db = db;
-        q->prefix = pano_strdup(pano_config_str(cfg, "pano.indexer.index_prefix"));
-        memcpy(q->policies, policies, sizeof policies);
-        q->ingest_delay = pano_config_double(cfg, "pano.query.ingest_delay");
-        q->use_summaries = pano_config_bool(cfg, "pano.query.summaries");
-        q->source = pano_asprintf("the embedded store %s", store);
-        return q;
-    }
-    pano_es *es = pano_es_new(cfg, err, errlen);
-    if (!es)
-        return NULL;
-    pano_es *reader = pano_es_new(cfg, err, errlen);
-    if (!reader) {
-        pano_es_free(es);
-        return NULL;
-    }
     pano_query *q = pano_calloc(1, sizeof *q);
-    q->es = es;
-    q->reader = reader;
     q->prefix = pano_strdup(pano_config_str(cfg, "pano.indexer.index_prefix"));
     memcpy(q->policies, policies, sizeof policies);
     q->ingest_delay = pano_config_double(cfg, "pano.query.ingest_delay");
     q->use_summaries = pano_config_bool(cfg, "pano.query.summaries");
-    q->source = pano_asprintf("Elasticsearch at %s, indices %s*", pano_es_describe(es), q->prefix);
+    char store[4096];
+    if (pano_store_to_read(cfg, store, sizeof store)) {
+        if (!(q->db = open_store(store, err, errlen)))
+            goto fail;
+        q->source = pano_asprintf("the embedded store %s", store);
+    } else {
+        if (!(q->es = pano_es_new(cfg, err, errlen)) || !(q->reader = pano_es_new(cfg, err, errlen)))
+            goto fail;
+        q->source = pano_asprintf("Elasticsearch at %s, indices %s*", pano_es_describe(q->es),
+                                  q->prefix);
+    }
     return q;
+fail:
+    pano_query_free(q);
+    return NULL;
 }
 
 const char *pano_query_source(const pano_query *q)
