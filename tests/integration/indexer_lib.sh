@@ -20,16 +20,10 @@ FAMILY_INDICES="${P}kickstart-*,${P}samples-*,${P}darshan-*,${P}transfer-*,${P}s
 # count_is TARGET N: refresh, then exactly N documents (for wait_until).
 count_is() { refresh; [[ $(count_in "$1") == "$2" ]]; }
 
-# The messages the test's family topics hold: the sum of their partitions'
-# end offsets (the topics are the test's own, begun at 0).
+# The messages the test's family topics hold (kafka_offsets, the dead
+# letters aside).
 kafka_held() {
-    local spec=() topic part
-    while read -r topic part; do spec+=(-t "$topic:$part:-1"); done < <(
-        kcat -b "$KAFKA" -L -J | jq -r --arg prefix "$PANO_KAFKA_TOPIC_PREFIX" --arg dead "$PANO_KAFKA_DEAD_LETTER_TOPIC" '
-          .topics[] | select((.topic | startswith($prefix)) and .topic != $dead)
-          | .topic as $t | .partitions[] | "\($t) \(.partition)"')
-    ((${#spec[@]} > 0)) || { echo 0; return; }
-    kcat -b "$KAFKA" -Q "${spec[@]}" | awk '{n += $NF} END {print n + 0}'
+    kafka_offsets | awk -v dead="$PANO_KAFKA_DEAD_LETTER_TOPIC" '$1 != dead {n += $2} END {print n + 0}'
 }
 
 # short_of TARGET N: the message of a test that expected N events in

@@ -233,6 +233,19 @@ valgrind_clean() {
     done
 }
 
+# kafka_offsets: "TOPIC N" for each of the test's topics (those of its
+# pano.kafka.topic_prefix, and its dead-letter topic), N the messages it
+# holds: the sum of its partitions' end offsets (its own topics, begun at 0).
+kafka_offsets() {
+    local spec=() topic part
+    while read -r topic part; do spec+=(-t "$topic:$part:-1"); done < <(
+        kcat -b "$KAFKA" -L -J | jq -r --arg prefix "$PANO_KAFKA_TOPIC_PREFIX" --arg dead "$PANO_KAFKA_DEAD_LETTER_TOPIC" '
+          .topics[] | select((.topic | startswith($prefix)) or .topic == $dead)
+          | .topic as $t | .partitions[] | "\($t) \(.partition)"')
+    ((${#spec[@]} > 0)) || return 0
+    kcat -b "$KAFKA" -Q "${spec[@]}" | awk '{n[$1] += $NF} END {for (t in n) print t, n[t]}' | sort
+}
+
 cleanup() {
     local rc=$?
     (valgrind_clean) || rc=1 # also shows the report when the test failed already
@@ -252,6 +265,13 @@ cleanup() {
             log "---- $(basename "$f") (last 30 lines)"
             tail -n 30 "$f" >&2
         done
+        # what Kafka holds of the test, before its topics go: whether a
+        # missing event was lost before the log or after it
+        local first=${PANO_KAFKA_BROKERS%%,*} held
+        if (exec 3<>"/dev/tcp/${first%:*}/${first##*:}") 2>/dev/null && held=$(kafka_offsets 2>&1) && [[ -n $held ]]; then
+            log "---- Kafka: the messages each of the test's topics holds"
+            echo "$held" >&2
+        fi
         if [[ -n ${PANO_TEST_KEEP_LOGS:-} ]]; then # a failed test's files, whole
             mkdir -p "$PANO_TEST_KEEP_LOGS/$TEST_ID" && cp -r "$TEST_DIR"/. "$PANO_TEST_KEEP_LOGS/$TEST_ID/" 2>/dev/null &&
                 log "logs kept in $PANO_TEST_KEEP_LOGS/$TEST_ID"
