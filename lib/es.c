@@ -80,7 +80,6 @@ static int configure(pano_es *es, CURL *c)
         curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, es->verify ? 2L : 0L) != CURLE_OK ||
         (es->cacert && curl_easy_setopt(c, CURLOPT_CAINFO, es->cacert) != CURLE_OK) ||
         (es->password && curl_easy_setopt(c, CURLOPT_PASSWORD, es->password) != CURLE_OK) ||
-        curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect) != CURLE_OK ||
         curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, progress) != CURLE_OK ||
         curl_easy_setopt(c, CURLOPT_XFERINFODATA, es) != CURLE_OK)
         return -1;
@@ -148,10 +147,39 @@ void pano_es_free(pano_es *es)
 
 const char *pano_es_describe(const pano_es *es) { return es->shown; }
 
-/* Set up c for one request; the URL is returned for the caller to free
- * after the transfer. */
+/* A request whose successful answer goes to a sink (pano_es_request_to). */
+typedef struct {
+    CURL *c;
+    pano_es_response *resp; /* where any other answer is collected */
+    pano_es_sink sink;
+    void *user;
+    int to_sink;  /* -1 not known yet, 1 the answer is a success's, 0 not */
+    bool stopped; /* the sink refused a piece */
+} sinking;
+
+static size_t to_sink(char *data, size_t size, size_t n, void *user)
+{
+    sinking *k = user;
+    if (k->to_sink < 0) {
+        long status = 0;
+        if (curl_easy_getinfo(k->c, CURLINFO_RESPONSE_CODE, &status) != CURLE_OK)
+            status = 0;
+        k->to_sink = status / 100 == 2;
+    }
+    if (!k->to_sink)
+        return collect(data, size, n, k->resp);
+    if (!k->sink(k->user, data, size * n)) {
+        k->stopped = true;
+        return CURL_WRITEFUNC_ERROR;
+    }
+    return size * n;
+}
+
+/* Set up c for one request, its answer to write(data) (collect: into
+ * resp); the URL is returned for the caller to free after the transfer. */
 static CURLcode prepare(pano_es *es, CURL *c, const char *method, const char *path,
-                        const char *body, size_t len, pano_es_response *resp, char **url)
+                        const char *body, size_t len, pano_es_response *resp,
+                        curl_write_callback write, void *data, char **url)
 {
     memset(resp, 0, sizeof *resp);
     *url = pano_asprintf("%s%s", es->base, path);
@@ -172,7 +200,9 @@ static CURLcode prepare(pano_es *es, CURL *c, const char *method, const char *pa
     if (rc == CURLE_OK && !body && strcmp(method, "GET") == 0)
         rc = curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
     if (rc == CURLE_OK)
-        rc = curl_easy_setopt(c, CURLOPT_WRITEDATA, resp);
+        rc = curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write);
+    if (rc == CURLE_OK)
+        rc = curl_easy_setopt(c, CURLOPT_WRITEDATA, data);
     /* the progress callback only for a client that may abandon requests
      * (pano-explorer's), not on the indexer's bulk path */
     if (rc == CURLE_OK)
@@ -190,22 +220,39 @@ static void finish(CURL *c, pano_es_response *resp)
     }
 }
 
-int pano_es_request(pano_es *es, const char *method, const char *path, const char *body,
-                    size_t len, pano_es_response *resp, char *err, size_t errlen)
+/* One request on the client's handle, its answer to write(data). */
+static int request(pano_es *es, const char *method, const char *path, const char *body,
+                   size_t len, pano_es_response *resp, curl_write_callback write, void *data,
+                   const bool *stopped, char *err, size_t errlen)
 {
     char *url;
     CURL *c = es->curl;
-    CURLcode rc = prepare(es, c, method, path, body, len, resp, &url);
+    CURLcode rc = prepare(es, c, method, path, body, len, resp, write, data, &url);
     if (rc == CURLE_OK)
         rc = stopping(es) ? CURLE_ABORTED_BY_CALLBACK : curl_easy_perform(c);
     free(url);
     if (rc != CURLE_OK) {
-        snprintf(err, errlen, "%s %s%s: %s", method, es->shown, path, failure(rc));
+        snprintf(err, errlen, "%s %s%s: %s", method, es->shown, path,
+                 stopped && *stopped ? "stopped by its reader" : failure(rc));
         pano_es_response_free(resp);
         return -1;
     }
     finish(c, resp);
     return 0;
+}
+
+int pano_es_request(pano_es *es, const char *method, const char *path, const char *body,
+                    size_t len, pano_es_response *resp, char *err, size_t errlen)
+{
+    return request(es, method, path, body, len, resp, collect, resp, NULL, err, errlen);
+}
+
+int pano_es_request_to(pano_es *es, const char *method, const char *path, const char *body,
+                       size_t len, pano_es_sink sink, void *user, pano_es_response *resp,
+                       char *err, size_t errlen)
+{
+    sinking k = {.c = es->curl, .resp = resp, .sink = sink, .user = user, .to_sink = -1};
+    return request(es, method, path, body, len, resp, to_sink, &k, &k.stopped, err, errlen);
 }
 
 void pano_es_request_many(pano_es *es, pano_es_call *calls, size_t n)
@@ -242,7 +289,8 @@ void pano_es_request_many(pano_es *es, pano_es_call *calls, size_t n)
         k->err[0] = '\0';
         CURLcode rc = CURLE_FAILED_INIT;
         if (i < es->npool)
-            rc = prepare(es, es->pool[i], k->method, k->path, k->body, k->len, &k->resp, &urls[i]);
+            rc = prepare(es, es->pool[i], k->method, k->path, k->body, k->len, &k->resp, collect,
+                         &k->resp, &urls[i]);
         else
             memset(&k->resp, 0, sizeof k->resp);
         if (rc == CURLE_OK && curl_multi_add_handle(es->multi, es->pool[i]) == CURLM_OK)

@@ -37,6 +37,19 @@ int pano_es_request(pano_es *es, const char *method, const char *path, const cha
 
 void pano_es_response_free(pano_es_response *resp);
 
+/* Takes a piece of an answer's body as it arrives: false stops the
+ * transfer, and the request fails as one that got no answer ("stopped by
+ * its reader" in err). */
+typedef bool (*pano_es_sink)(void *user, const char *data, size_t len);
+
+/* pano_es_request(), but the body of an answer with a 2xx status goes to
+ * sink as it arrives, never held whole (resp->body is then empty); the
+ * body of any other answer is collected in resp as pano_es_request()
+ * collects it, for its reason. */
+int pano_es_request_to(pano_es *es, const char *method, const char *path, const char *body,
+                       size_t len, pano_es_sink sink, void *user, pano_es_response *resp,
+                       char *err, size_t errlen);
+
 /* Abandon requests once should_stop(user) is true (a server stopping, a
  * client gone): it is asked before each request and, by libcurl, about once
  * a second while one waits for its answer. An abandoned request fails as

@@ -754,9 +754,10 @@ static bool read_int(const char *s, size_t len, int64_t *out)
     return true;
 }
 
-/* strtod of a decimal without exponent. With at most 15 significant digits
- * it is exactly m / 10^k with m < 2^53 and k <= 22: one correctly rounded
- * division (Clinger's fast path). Everything else goes to strtod. */
+/* strtod of a decimal without exponent. With at most 16 significant digits
+ * making m < 2^53 (a timestamp with microseconds is one) and k <= 22
+ * decimals, it is exactly m / 10^k: one correctly rounded division
+ * (Clinger's fast path). Everything else goes to strtod. */
 static double read_decimal(const char *s, size_t len, const char *dot)
 {
     static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
@@ -770,11 +771,11 @@ static double read_decimal(const char *s, size_t len, const char *dot)
         if (m == 0 && s[i] == '0')
             continue; /* leading zeros are not significant */
         m = m * 10 + (uint64_t)(s[i] - '0');
-        if (++digits > 15)
+        if (++digits > 16)
             return strtod(s, NULL);
     }
     size_t k = len - (size_t)(dot + 1 - s);
-    if (k > 22)
+    if (m >= UINT64_C(1) << 53 || k > 22)
         return strtod(s, NULL);
     double v = (double)m / pow10[k];
     return s[0] == '-' ? -v : v;
@@ -996,34 +997,74 @@ static const yajl_callbacks stream_callbacks = {
     .yajl_end_array = stream_close,
 };
 
+struct pano_json_stream_reader {
+    stream_state s;
+    yajl_handle h;
+    bool failed;
+};
+
+pano_json_stream_reader *pano_json_stream_begin(const pano_json_events *ev, void *user)
+{
+    pano_json_stream_reader *r = pano_calloc(1, sizeof *r);
+    r->s = (stream_state){.ev = ev, .user = user};
+    r->h = yajl_alloc(&stream_callbacks, &yajl_memory, &r->s);
+    if (!r->h) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* st's meaning, in err: 0 when st is ok, else -1 (r failed from now on). */
+static int stream_status(pano_json_stream_reader *r, yajl_status st, const char *buf, size_t len,
+                         char *err, size_t errlen)
+{
+    if (st == yajl_status_ok)
+        return 0;
+    r->failed = true;
+    if (r->s.error)
+        snprintf(err, errlen, "%s", r->s.error);
+    else if (st == yajl_status_client_canceled)
+        snprintf(err, errlen, "stopped by its reader");
+    else {
+        unsigned char *msg = yajl_get_error(r->h, 0, (const unsigned char *)buf, len);
+        snprintf(err, errlen, "%s", msg ? (const char *)msg : "invalid JSON");
+        if (msg)
+            yajl_free_error(r->h, msg);
+    }
+    return -1;
+}
+
+int pano_json_stream_feed(pano_json_stream_reader *r, const char *buf, size_t len, char *err,
+                          size_t errlen)
+{
+    if (r->failed) {
+        snprintf(err, errlen, "the JSON read so far is not valid");
+        return -1;
+    }
+    return stream_status(r, yajl_parse(r->h, (const unsigned char *)buf, len), buf, len, err,
+                         errlen);
+}
+
+int pano_json_stream_end(pano_json_stream_reader *r, char *err, size_t errlen)
+{
+    int rc = r->failed ? -1 : stream_status(r, yajl_complete_parse(r->h), "", 0, err, errlen);
+    yajl_free(r->h);
+    free(r);
+    return rc;
+}
+
 int pano_json_stream(const char *buf, size_t len, const pano_json_events *ev, void *user,
                      char *err, size_t errlen)
 {
-    stream_state s = {.ev = ev, .user = user};
-    yajl_handle h = yajl_alloc(&stream_callbacks, &yajl_memory, &s);
-    if (!h) {
+    pano_json_stream_reader *r = pano_json_stream_begin(ev, user);
+    if (!r) {
         snprintf(err, errlen, "cannot allocate a JSON parser");
         return -1;
     }
-    yajl_status st = yajl_parse(h, (const unsigned char *)buf, len);
-    if (st == yajl_status_ok)
-        st = yajl_complete_parse(h);
-    int rc = 0;
-    if (st != yajl_status_ok) {
-        rc = -1;
-        if (s.error)
-            snprintf(err, errlen, "%s", s.error);
-        else if (st == yajl_status_client_canceled)
-            snprintf(err, errlen, "stopped by its reader");
-        else {
-            unsigned char *msg = yajl_get_error(h, 0, (const unsigned char *)buf, len);
-            snprintf(err, errlen, "%s", msg ? (const char *)msg : "invalid JSON");
-            if (msg)
-                yajl_free_error(h, msg);
-        }
-    }
-    yajl_free(h);
-    return rc;
+    int fed = pano_json_stream_feed(r, buf, len, err, errlen);
+    int ended = pano_json_stream_end(r, err, errlen); /* keeps a failed feed's message */
+    return fed < 0 ? fed : ended;
 }
 
 bool pano_json_walk(const pano_json *v, const pano_json_events *ev, void *user)

@@ -207,6 +207,18 @@ typedef struct {
  * err (not JSON, a number no double holds, or stopped by a callback). */
 int pano_json_stream(const char *buf, size_t len, const pano_json_events *ev, void *user,
                      char *err, size_t errlen);
+/* The same, read as it arrives: pieces of one JSON value fed in turn (a
+ * token may be split between two), their events given as each is read.
+ * begin: NULL only when out of memory. feed: 0, or -1 with a message in
+ * err; after a failure every feed fails. end: whether the whole value was
+ * read: 0, or -1 when a feed failed (its message stays) or, with a
+ * message in err, when the value is incomplete; it frees the reader, which
+ * every begin must end. */
+typedef struct pano_json_stream_reader pano_json_stream_reader;
+pano_json_stream_reader *pano_json_stream_begin(const pano_json_events *ev, void *user);
+int pano_json_stream_feed(pano_json_stream_reader *r, const char *buf, size_t len, char *err,
+                          size_t errlen);
+int pano_json_stream_end(pano_json_stream_reader *r, char *err, size_t errlen);
 /* The same events from a tree: false when a callback stopped it. */
 bool pano_json_walk(const pano_json *v, const pano_json_events *ev, void *user);
 

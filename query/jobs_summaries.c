@@ -271,9 +271,9 @@ static void take_document(slice_read *s, pano_run_summary *cur)
 
 /* {"pit_id": ..., "hits": {"hits": [{..., "_source": {...}, "sort": [...]}, ...]}}
  * (and what else Elasticsearch says, passed over: asked for whole, the
- * answer costs Elasticsearch less than filtered): each _source goes to a
- * summary reader as it is parsed, no tree made; the last hit's sort values
- * are kept. */
+ * answer costs Elasticsearch less than filtered), read as it arrives: each
+ * _source goes to a summary reader as it is parsed, no tree made; the last
+ * hit's sort values are kept. */
 #define SORT_VALUES 4
 typedef struct {
     slice_read *s;
@@ -425,23 +425,13 @@ static bool read_one_slice(slice_read *s, int slice)
     pano_json *after = NULL;
     for (;;) {
         pano_json *body = slice_page(s, slice, after);
-        pano_es_response r;
-        int rc = store_post_raw(s->es, "/_search",
-                                body, &r, s->err, sizeof s->err);
-        pano_json_free(body);
-        if (rc < 0) {
-            s->rc = -1;
-            break;
-        }
         page_reader p = {.s = s};
-        char why[256];
-        rc = pano_json_stream(r.body, r.len, &page_events, &p, why, sizeof why);
-        pano_es_response_free(&r);
+        int rc = store_post_stream(s->es, "/_search", body, &page_events, &p, s->err,
+                                   sizeof s->err);
+        pano_json_free(body);
         if (p.in_source)
             pano_summary_clear(&p.cur);
         if (rc < 0) {
-            snprintf(s->err, sizeof s->err, "Elasticsearch's page of summaries is unreadable: %s",
-                     why);
             free(p.pit);
             s->rc = -1;
             break;

@@ -324,18 +324,50 @@ static int post(pano_es *es, const char *path, const pano_json *body, pano_es_re
     return rc;
 }
 
-int store_post_raw(pano_es *es, const char *path, const pano_json *body, pano_es_response *r,
-                   char *err, size_t errlen)
+/* A piece of an answer to its stream reader. */
+typedef struct {
+    pano_json_stream_reader *reader;
+    char why[256];
+} streaming;
+
+static bool feed(void *user, const char *data, size_t len)
 {
-    if (post(es, path, body, r, err, errlen) < 0)
+    streaming *s = user;
+    return pano_json_stream_feed(s->reader, data, len, s->why, sizeof s->why) == 0;
+}
+
+int store_post_stream(pano_es *es, const char *path, const pano_json *body,
+                      const pano_json_events *ev, void *user, char *err, size_t errlen)
+{
+    streaming s = {.reader = pano_json_stream_begin(ev, user)};
+    if (!s.reader) {
+        snprintf(err, errlen, "cannot allocate a JSON parser");
         return -1;
-    if (r->status / 100 == 2)
-        return 0;
-    pano_es_response failed = *r; /* the reason read from the answer as a tree */
-    memset(r, 0, sizeof *r);
-    pano_json *tree = parse_answer(es, &failed, NULL, err, errlen);
-    pano_json_free(tree);
-    return -1;
+    }
+    size_t len;
+    char *text = pano_json_serialize(body, &len);
+    char why[512];
+    pano_es_response r;
+    double t0 = pano_now();
+    int rc = pano_es_request_to(es, "POST", path, text, len, feed, &s, &r, why, sizeof why);
+    pano_debug("POST %s (%zu bytes): HTTP %ld, streamed in %.1f ms", path, len, r.status,
+               (pano_now() - t0) * 1000);
+    free(text);
+    bool stopped = rc < 0 && s.why[0]; /* by the reader: the answer is unreadable */
+    if (rc < 0 && !stopped)
+        snprintf(err, errlen, "Elasticsearch at %s does not answer: %s", pano_es_describe(es),
+                 why);
+    else if (rc == 0 && r.status / 100 != 2) {
+        pano_json_free(parse_answer(es, &r, NULL, err, errlen)); /* its reason, in err */
+        rc = -1;
+    }
+    /* (a failed feed keeps its message; an incomplete answer gets one) */
+    if (pano_json_stream_end(s.reader, s.why, sizeof s.why) < 0 && (rc == 0 || stopped)) {
+        snprintf(err, errlen, "Elasticsearch's answer to %s is unreadable: %s", path, s.why);
+        rc = -1;
+    }
+    pano_es_response_free(&r);
+    return rc;
 }
 
 pano_json *store_post_on(pano_es *es, const char *path, const pano_json *body, pano_arena *arena,

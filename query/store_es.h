@@ -117,11 +117,12 @@ pano_json *store_post(pano_query *q, const char *path, const pano_json *body, pa
 /* The same, on the given client (one of the query's). */
 pano_json *store_post_on(pano_es *es, const char *path, const pano_json *body, pano_arena *arena,
                          char *err, size_t errlen);
-/* The same, the answer's text left unparsed in *r (to free with
- * pano_es_response_free) for a reader that streams it: 0, or -1 with a
- * message in err (and nothing in *r). */
-int store_post_raw(pano_es *es, const char *path, const pano_json *body, pano_es_response *r,
-                   char *err, size_t errlen);
+/* The same, the answer read as it arrives, its JSON's events given to ev
+ * (pano_json_stream_begin), no tree made: 0, or -1 with a message in err
+ * (no answer, a refusal's reason, or the answer unreadable or stopped by
+ * a callback of ev). */
+int store_post_stream(pano_es *es, const char *path, const pano_json *body,
+                      const pano_json_events *ev, void *user, char *err, size_t errlen);
 
 /* Run the composite aggregation named `name` at the top of body's aggs to
  * its last page (page_size buckets a request), calling each() for every

@@ -678,6 +678,95 @@ START_TEST(a_stream_gives_the_events_a_tree_walk_gives)
 }
 END_TEST
 
+/* One number streamed, as a double. */
+static bool got_number(void *u, double v)
+{
+    *(double *)u = v;
+    return true;
+}
+static bool no_open(void *u, bool a) { (void)u, (void)a; return false; }
+static bool no_close(void *u) { (void)u; return false; }
+static bool no_key(void *u, const char *k, size_t n) { (void)u, (void)k, (void)n; return false; }
+static bool no_string(void *u, const char *t, size_t n) { (void)u, (void)t, (void)n; return false; }
+static bool no_literal(void *u, int v) { (void)u, (void)v; return false; }
+static const pano_json_events one_number = {no_open, no_close, no_key, got_number, no_string,
+                                            no_literal};
+
+START_TEST(a_streamed_number_is_the_double_strtod_reads)
+{
+    /* decimals of every length around the exact case (16 digits, below
+     * 2^53) and past it, whole numbers, exponents, signs, zeros */
+    const char *fixed[] = {"0", "-0", "0.0", "-0.0", "0.1", "-2.50", "1796617707.787942",
+                           "9007199254740991.5", "9007199254740.9925", "8999999999999999.9",
+                           "0.0000000000000001", "0.30000000000000004", "123456789012345",
+                           "1234567890123456", "12345678901234567", "1e2", "-1.5E-3",
+                           "4503599627370497.5", "1.7976931348623157e308", "5e-324"};
+    char text[64], err[128];
+    for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++) {
+        double v = NAN;
+        ck_assert_int_eq(pano_json_stream(fixed[i], strlen(fixed[i]), &one_number, &v, err, sizeof err), 0);
+        double want = strcmp(fixed[i], "-0") == 0 ? 0.0 : strtod(fixed[i], NULL);
+        ck_assert_msg(memcmp(&v, &want, sizeof v) == 0, "%s: %.17g, not %.17g", fixed[i], v, want);
+    }
+    unsigned seed = 7;
+    for (int i = 0; i < 200000; i++) {
+        int digits = 1 + (int)(rand_r(&seed) % 18), point = (int)(rand_r(&seed) % digits);
+        size_t at = 0;
+        if (rand_r(&seed) % 4 == 0)
+            text[at++] = '-';
+        for (int d = 0; d < digits; d++) {
+            if (d == point && d > 0)
+                text[at++] = '.';
+            text[at++] = (char)('0' + (d == 0 && point != 1 && digits > 1 ? 1 + rand_r(&seed) % 9
+                                                                           : rand_r(&seed) % 10));
+        }
+        text[at] = '\0';
+        double v = NAN, want = strtod(text, NULL);
+        ck_assert_int_eq(pano_json_stream(text, at, &one_number, &v, err, sizeof err), 0);
+        if (want == 0)
+            want = 0; /* -0 read as 0 */
+        if (v == 0)
+            v = 0;
+        ck_assert_msg(memcmp(&v, &want, sizeof v) == 0, "%s: %.17g, not %.17g", text, v, want);
+    }
+}
+END_TEST
+
+START_TEST(a_stream_fed_in_pieces_gives_the_same_events)
+{
+    const char *text = "{\"a\":[1,-2.50,3e2,0.1,1796617707.787942],\"long key\":\"x\\u00e9y\","
+                       "\"d\":null,\"e\":true}";
+    size_t len = strlen(text);
+    char err[128];
+    event_log whole = {0};
+    ck_assert_int_eq(pano_json_stream(text, len, &logged, &whole, err, sizeof err), 0);
+    for (size_t piece = 1; piece <= len; piece++) {
+        event_log l = {0};
+        pano_json_stream_reader *r = pano_json_stream_begin(&logged, &l);
+        ck_assert_ptr_nonnull(r);
+        for (size_t at = 0; at < len; at += piece)
+            ck_assert_int_eq(pano_json_stream_feed(r, text + at, at + piece <= len ? piece : len - at,
+                                                   err, sizeof err), 0);
+        ck_assert_int_eq(pano_json_stream_end(r, err, sizeof err), 0);
+        ck_assert_str_eq(l.log, whole.log);
+    }
+    /* incomplete: the end says so; invalid: the feed says so, and the end keeps its message */
+    event_log l = {0};
+    pano_json_stream_reader *r = pano_json_stream_begin(&logged, &l);
+    ck_assert_int_eq(pano_json_stream_feed(r, text, len / 2, err, sizeof err), 0);
+    ck_assert_int_eq(pano_json_stream_end(r, err, sizeof err), -1);
+    ck_assert(err[0]);
+    r = pano_json_stream_begin(&logged, &l);
+    ck_assert_int_eq(pano_json_stream_feed(r, "[1,]", 4, err, sizeof err), -1);
+    char first[128];
+    snprintf(first, sizeof first, "%s", err);
+    ck_assert_int_eq(pano_json_stream_feed(r, "[1]", 3, err, sizeof err), -1);
+    snprintf(err, sizeof err, "%s", first);
+    ck_assert_int_eq(pano_json_stream_end(r, err, sizeof err), -1);
+    ck_assert_str_eq(err, first);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("json");
@@ -707,6 +796,8 @@ int main(void)
     tcase_add_test(tc, sort_is_stable);
     tcase_add_test(tc, peek_reads_only_as_far_as_the_members_wanted);
     tcase_add_test(tc, a_stream_gives_the_events_a_tree_walk_gives);
+    tcase_add_test(tc, a_streamed_number_is_the_double_strtod_reads);
+    tcase_add_test(tc, a_stream_fed_in_pieces_gives_the_same_events);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }
