@@ -27,6 +27,7 @@
 # of the indexer's requests), BUILD, and any PANO_INDEXER_* setting for
 # the indexer run.
 # Last line: RESULT indexer shape=synthetic|monitor|pegasus docs_per_s=... ratio_to_ceiling=...
+#   cpu_us_per_doc=... (pano-indexer's own CPU, user and system, per event)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/common.sh
@@ -114,6 +115,10 @@ until (($(metric indexed_total || true) + 0 >= N)); do
 done
 t1=$(date +%s.%N)
 [[ -n $t0 ]] || t0=$t_start
+# its own CPU until then (user and system; ticks of /proc/PID/stat fields
+# 14 and 15, after the command's parenthesized name), of the two cores it
+# shares with Elasticsearch
+cpu_s=$(awk -v hz="$(getconf CLK_TCK)" '{sub(/^.*\) /, ""); print ($12 + $13) / hz}' "/proc/$IX_PID/stat")
 kill -TERM "$IX_PID"
 wait "$IX_PID"
 IX_PID=
@@ -124,11 +129,12 @@ got=$(curl -fsS "$ES/$ID-*,-$ID-summary-*/_count?q=NOT+sample:closing" | jq .cou
 curl -fsS -X DELETE "$ES/$ID-*" >/dev/null
 grep -E "consumed" "$DIR/indexer.log" | tail -n1 >&2
 rate=$(awk -v n="$N" -v a="$t0" -v b="$t1" 'BEGIN {print n / (b - a)}')
-log "pano-indexer: $N documents in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s from ready ($(awk -v a="$t_start" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s from start) = $(printf %.0f "$rate") docs/s"
+log "pano-indexer: $N documents in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s from ready ($(awk -v a="$t_start" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s from start) = $(printf %.0f "$rate") docs/s, using $cpu_s s of CPU"
 
 # The ceiling again: the machine's load drifts; compare with the mean.
 sleep 5
 ceiling2=$(ceiling_run)
 ceiling=$(awk -v a="$ceiling1" -v b="$ceiling2" 'BEGIN {print (a + b) / 2}')
 log "ceiling $(printf %.0f "$ceiling1") and $(printf %.0f "$ceiling2") docs/s with $CLIENTS curl processes; mean $(printf %.0f "$ceiling")"
-printf 'RESULT indexer shape=%s docs_per_s=%.0f ratio_to_ceiling=%.2f\n' "${SHAPE:-synthetic}" "$rate" "$(awk -v r="$rate" -v c="$ceiling" 'BEGIN {print r / c}')"
+printf 'RESULT indexer shape=%s docs_per_s=%.0f ratio_to_ceiling=%.2f cpu_us_per_doc=%.1f\n' "${SHAPE:-synthetic}" \
+    "$rate" "$(awk -v r="$rate" -v c="$ceiling" 'BEGIN {print r / c}')" "$(awk -v c="$cpu_s" -v n="$N" 'BEGIN {print c * 1e6 / n}')"

@@ -39,7 +39,9 @@ pano_bulk_doc_status pano_bulk_doc_prepare(const char *json, size_t len,
 {
     memset(out, 0, sizeof *out);
     char err[200];
-    pano_json *ev = pano_json_parse(json, len, PANO_JSON_DEFAULT_DEPTH, err, sizeof err);
+    pano_json_parse_options po = {.max_depth = PANO_JSON_DEFAULT_DEPTH, .arena = layout->arena};
+    pano_json *ev = pano_json_parse_with(json, len, &po, err, sizeof err);
+    bool in_arena = layout->arena != NULL;
     if (!ev) {
         snprintf(reason, reason_len, "invalid JSON: %s", err);
         return PANO_BULK_DOC_INVALID;
@@ -69,7 +71,11 @@ pano_bulk_doc_status pano_bulk_doc_prepare(const char *json, size_t len,
         if (pano_json_get(ev, "@timestamp") || memchr(json, '\n', len) ||
             memchr(json, '\r', len)) {
             /* The event's own @timestamp would be a duplicate key (ts wins),
-             * and a bulk body needs the document on one line. */
+             * and a bulk body needs the document on one line. A tree in
+             * the arena is read-only: it becomes a copy on the heap. */
+            if (layout->arena)
+                ev = pano_json_clone(ev);
+            in_arena = false;
             pano_json_remove(ev, "@timestamp");
             size_t n;
             char *text = pano_json_serialize(ev, &n);
@@ -82,23 +88,41 @@ pano_bulk_doc_status pano_bulk_doc_prepare(const char *json, size_t len,
              * sent. The object has keys (event, ...), so a comma follows. */
             const char *rest = memchr(json, '{', len) + 1;
             size_t rest_len = len - (size_t)(rest - json);
-            out->doc = pano_asprintf("{\"@timestamp\":\"%s\",%.*s", stamp, (int)rest_len, rest);
+            static const char open[] = "{\"@timestamp\":\"", close[] = "\",";
+            size_t stamp_len = strlen(stamp);
+            char *p = out->doc = pano_malloc(sizeof open + stamp_len + sizeof close + rest_len);
+            memcpy(p, open, sizeof open - 1);
+            p += sizeof open - 1;
+            memcpy(p, stamp, stamp_len);
+            p += stamp_len;
+            memcpy(p, close, sizeof close - 1);
+            p += sizeof close - 1;
+            memcpy(p, rest, rest_len);
+            p[rest_len] = '\0';
         }
         out->doc_len = strlen(out->doc);
     }
-    if (ok && layout->keep_event)
+    if (ok && layout->keep_event) {
         out->event = ev;
-    else
+        out->event_in_arena = in_arena;
+    } else if (!in_arena)
         pano_json_free(ev);
     return ok ? PANO_BULK_DOC_OK : expired ? PANO_BULK_DOC_EXPIRED : PANO_BULK_DOC_INVALID;
+}
+
+void pano_bulk_doc_drop_event(pano_bulk_doc *doc)
+{
+    if (!doc->event_in_arena)
+        pano_json_free(doc->event);
+    doc->event = NULL;
+    doc->event_in_arena = false;
 }
 
 void pano_bulk_doc_free(pano_bulk_doc *doc)
 {
     free(doc->doc);
     doc->doc = NULL;
-    pano_json_free(doc->event);
-    doc->event = NULL;
+    pano_bulk_doc_drop_event(doc);
 }
 
 void pano_bulk_append_json_string(pano_buf *b, const char *s, size_t len)

@@ -22,6 +22,7 @@
 #ifndef PANO_BULK_H
 #define PANO_BULK_H
 
+#include "arena.h"
 #include "buf.h"
 #include "event.h"
 #include "json.h"
@@ -36,6 +37,10 @@ typedef struct {
     const char *fallback_index; /* base name for events without a valid wf_uuid */
     const pano_stream_policy *policies; /* PANO_N_STREAMS, partition.h */
     bool keep_event; /* hand the parsed event over in pano_bulk_doc.event */
+    /* NULL: events are parsed onto the heap. Else into this arena (no
+     * malloc per value), read-only: the caller resets it once done with
+     * the event of the doc prepared last. */
+    pano_arena *arena;
 } pano_bulk_layout;
 
 typedef struct {
@@ -48,6 +53,7 @@ typedef struct {
     char *doc; /* the event with "@timestamp" added */
     size_t doc_len;
     pano_json *event; /* the parsed event, with layout.keep_event (else NULL) */
+    bool event_in_arena; /* event lives in layout.arena (not freed here) */
 } pano_bulk_doc;
 
 typedef enum {
@@ -66,6 +72,8 @@ pano_bulk_doc_status pano_bulk_doc_prepare(const char *json, size_t len,
 void pano_bulk_partition(const char *base, pano_period period, double ts, char *out,
                          size_t size);
 void pano_bulk_doc_free(pano_bulk_doc *doc);
+/* Let go of the parsed event (freed unless it lives in the arena). */
+void pano_bulk_doc_drop_event(pano_bulk_doc *doc);
 
 /* Append the action line and the document line to a bulk body. */
 void pano_bulk_append(pano_buf *body, const pano_bulk_doc *doc);

@@ -620,6 +620,8 @@ int main(int argc, char **argv)
         ix.deltas = deltas_new((size_t)delta_runs, ix.prefix);
     /* Both the summaries and the deltas read the event as parsed. */
     ix.layout.keep_event = ix.summarize || ix.deltas;
+    pano_arena_init(&ix.parse_arena, 0); /* each message parsed there, dropped at the next */
+    ix.layout.arena = &ix.parse_arena;
     pano_kafka_topic(cfg, "kickstart", ix.kickstart_topic, sizeof ix.kickstart_topic);
 
     int rc = 1;
@@ -701,6 +703,7 @@ out:
         rd_kafka_topic_partition_list_destroy(ix.unplaced);
     deltas_free(ix.deltas);
     summaries_free(&ix.summaries);
+    pano_arena_free(&ix.parse_arena);
     pano_config_free(cfg);
     return rc;
 usage_error:

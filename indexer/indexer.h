@@ -104,6 +104,7 @@ typedef struct {
     rd_kafka_t *consumer;
     pano_es *es;
     pano_bulk_layout layout;
+    pano_arena parse_arena;        /* layout.arena: the message being added, parsed */
     bool summarize;                /* pano.indexer.summaries: summaries are kept */
     summary_layout summary_layout;
     summary_round summaries; /* the summaries of the batch being delivered, and

@@ -36,6 +36,7 @@ static void bridge_record_ids(const rd_kafka_message_t *m, pano_bulk_doc *doc)
 
 void intake_add(indexer *ix, batch *b, rd_kafka_message_t *msg)
 {
+    pano_arena_reset(&ix->parse_arena); /* the message before is done with */
     batch_item *it = batch_add(b, msg, pano_monotonic());
     ix->n.consumed++;
     if (strcmp(rd_kafka_topic_name(msg->rkt), ix->dead_letter_topic) == 0) {
@@ -62,8 +63,7 @@ void intake_add(indexer *ix, batch *b, rd_kafka_message_t *msg)
                                        msg->offset);
         if (ix->summarize)
             it->summary = summaries_note(&ix->summary_layout, &it->doc, msg->offset, pano_now());
-        pano_json_free(it->doc.event);
-        it->doc.event = NULL;
+        pano_bulk_doc_drop_event(&it->doc);
     }
 }
 

@@ -121,12 +121,24 @@ void pano_run_state_of(const pano_json *src, const char *source, pano_run_state 
 
 /* ---- the changes ---------------------------------------------------------- */
 
+/* A value as a delta holds it: seconds with 3 decimals, else a whole
+ * number (written by hand: a sample has ten of them, and printf's
+ * machinery cost more than the rest of the document). */
 static void put_value(pano_buf *b, size_t i, double v)
 {
-    if (pano_sample_values[i].seconds)
+    if (pano_sample_values[i].seconds) {
         pano_buf_appendf(b, "%.3f", v);
-    else
-        pano_buf_appendf(b, "%lld", (long long)llround(v));
+        return;
+    }
+    long long n = llround(v);
+    unsigned long long u = n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
+    char digits[24], *p = digits + sizeof digits;
+    do
+        *--p = (char)('0' + u % 10);
+    while (u /= 10);
+    if (n < 0)
+        *--p = '-';
+    pano_buf_append(b, p, (size_t)(digits + sizeof digits - p));
 }
 
 /* The document with delta, delta_source and delta_offset in front. */
@@ -136,7 +148,9 @@ static char *with_delta(const char *doc, size_t len, const double *delta,
     pano_buf b = {0};
     pano_buf_append_str(&b, "{\"delta\":{");
     for (size_t i = 0; i < PANO_SAMPLE_NVALUES; i++) {
-        pano_buf_appendf(&b, "%s\"%s\":", i ? "," : "", pano_sample_values[i].name);
+        pano_buf_append_str(&b, i ? ",\"" : "\"");
+        pano_buf_append_str(&b, pano_sample_values[i].name);
+        pano_buf_append_str(&b, "\":");
         put_value(&b, i, delta[i]);
     }
     pano_buf_appendf(&b, "},\"delta_source\":\"%s\",", source);

@@ -201,6 +201,61 @@ START_TEST(multiline_and_own_timestamp_are_rewritten)
 }
 END_TEST
 
+/* Parsed into an arena (as pano-indexer parses), an event is prepared
+ * exactly as on the heap, and handed over readable until the arena is
+ * reset. */
+START_TEST(an_arena_prepares_as_the_heap_does)
+{
+    const char *events[] = {
+        "{\"event\":\"kickstart.inv.online\",\"ts\":1789999000.123456,\"event_id\":\"s1\","
+        "\"wf_uuid\":\"0B2FB1C4-3B1E-4D4B-9A57-6D9D6E3C1A20\",\"rss\":1024,\"x\":[1,{\"y\":null}]}",
+        "{\n  \"event\": \"transfer.inv.go\",\n  \"ts\": 0,\n  \"event_id\": \"g\",\n"
+        "  \"@timestamp\": \"yesterday\"\n}\n",
+        "{\"event\":\"x.y\",\"ts\":1789999000,\"event_id\":\"a\",\"@timestamp\":1,\"k\":\"\\udc00\"}",
+        "{\"event\":\"x.y\",\"ts\":1789999000,\"event_id\":\"d\",\"k\":1,\"k\":2}",
+        "{\"event\":\"x.y\",\n\"ts\":1789999000,\"event_id\":\"n\"}",
+        "{\"event\":\"x.y\",\"ts\":1,\"event_id\":\"old\",\"wf_uuid\":\"not-a-uuid\"}",
+        "{\"event\":\"x.y\",\"ts\":\"now\",\"event_id\":\"e\"}",
+        "not json",
+    };
+    pano_arena arena;
+    pano_arena_init(&arena, 256); /* small chunks: a big event gets one of its own */
+    pano_bulk_layout heap = shared, in_arena = shared;
+    heap.keep_event = in_arena.keep_event = true;
+    in_arena.arena = &arena;
+    for (size_t i = 0; i < sizeof events / sizeof *events; i++) {
+        pano_bulk_doc h, a;
+        char hr[256] = "", ar[256] = "";
+        size_t len = strlen(events[i]);
+        pano_bulk_doc_status hs = pano_bulk_doc_prepare(events[i], len, &heap, NOW, &h, hr, sizeof hr);
+        pano_bulk_doc_status as = pano_bulk_doc_prepare(events[i], len, &in_arena, NOW, &a, ar, sizeof ar);
+        ck_assert_int_eq(as, hs);
+        ck_assert_str_eq(ar, hr);
+        ck_assert_str_eq(a.index, h.index);
+        ck_assert_str_eq(a.id, h.id);
+        ck_assert_str_eq(a.routing, h.routing);
+        ck_assert_str_eq(a.wf_uuid, h.wf_uuid);
+        ck_assert(a.ts == h.ts);
+        ck_assert_str_eq(a.doc ? a.doc : "", h.doc ? h.doc : "");
+        ck_assert_int_eq(a.event != NULL, h.event != NULL);
+        /* (one rewritten, its @timestamp gone or its lines joined, is a copy on the heap) */
+        ck_assert_int_eq(a.event_in_arena, a.event != NULL && !strstr(events[i], "@timestamp") &&
+                                               !strchr(events[i], '\n'));
+        if (a.event) {
+            char *at = pano_json_serialize(a.event, NULL), *ht = pano_json_serialize(h.event, NULL);
+            ck_assert_str_eq(at, ht);
+            free(at);
+            free(ht);
+        }
+        pano_bulk_doc_free(&a);
+        pano_bulk_doc_free(&h);
+        ck_assert_ptr_null(a.event);
+        pano_arena_reset(&arena);
+    }
+    pano_arena_free(&arena);
+}
+END_TEST
+
 START_TEST(ids_are_escaped)
 {
     pano_bulk_doc d = prepare_ok(
@@ -280,6 +335,7 @@ int main(void)
     tcase_add_test(tc, unusable_events_have_reasons);
     tcase_add_test(tc, multiline_and_own_timestamp_are_rewritten);
     tcase_add_test(tc, ids_are_escaped);
+    tcase_add_test(tc, an_arena_prepares_as_the_heap_does);
     tcase_add_test(tc, classification);
     tcase_add_test(tc, responses);
     suite_add_tcase(s, tc);
