@@ -38,6 +38,7 @@ void intake_add(indexer *ix, batch *b, rd_kafka_message_t *msg)
 {
     pano_arena_reset(&ix->parse_arena); /* the message before is done with */
     batch_item *it = batch_add(b, msg, pano_monotonic());
+    double now = pano_now(); /* its arrival, for all that follows */
     ix->n.consumed++;
     if (strcmp(rd_kafka_topic_name(msg->rkt), ix->dead_letter_topic) == 0) {
         char reason[sizeof it->reason];
@@ -46,23 +47,23 @@ void intake_add(indexer *ix, batch *b, rd_kafka_message_t *msg)
                                                                      : "refused by pano-bridge");
         bridge_record_ids(msg, &it->doc);
         ix->n.bridge_dead++;
-        batch_make_dead_letter(it, &ix->dead_letters, pano_now());
+        batch_make_dead_letter(it, &ix->dead_letters, now);
         return;
     }
     pano_bulk_doc_status st =
-        pano_bulk_doc_prepare(msg->payload ? msg->payload : "", msg->len, &ix->layout, pano_now(),
+        pano_bulk_doc_prepare(msg->payload ? msg->payload : "", msg->len, &ix->layout, now,
                               &it->doc, it->reason, sizeof it->reason);
     if (st == PANO_BULK_DOC_EXPIRED)
         ix->n.expired++;
     if (st != PANO_BULK_DOC_OK)
-        batch_make_dead_letter(it, &ix->dead_letters, pano_now());
+        batch_make_dead_letter(it, &ix->dead_letters, now);
     else if (it->doc.event) {
         /* Run events (deltas.h) come through the kickstart topic. */
         if (ix->deltas && strcmp(rd_kafka_topic_name(msg->rkt), ix->kickstart_topic) == 0)
             it->run = pano_run_event_read(it->doc.event, it->doc.wf_uuid, msg->partition,
                                        msg->offset);
         if (ix->summarize)
-            it->summary = summaries_note(&ix->summary_layout, &it->doc, msg->offset, pano_now());
+            it->summary = summaries_note(&ix->summary_layout, &it->doc, msg->offset, now);
         pano_bulk_doc_drop_event(&it->doc);
     }
 }
