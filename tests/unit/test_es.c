@@ -66,12 +66,18 @@ static void teardown(void)
     pano_http_stop(server);
 }
 
+/* GET path, its successful answer to s: pano_es_request_to's return. */
+static int ask(const char *path, sink_state *s, pano_es_response *r, char *err, size_t errlen)
+{
+    return pano_es_request_to(es, "GET", path, NULL, 0, take, s, r, err, errlen);
+}
+
 START_TEST(a_success_goes_to_the_sink_as_it_arrives)
 {
     sink_state s = {0};
     pano_es_response r;
     char err[256];
-    ck_assert_int_eq(pano_es_request_to(es, "GET", "/big", NULL, 0, take, &s, &r, err, sizeof err), 0);
+    ck_assert_int_eq(ask("/big", &s, &r, err, sizeof err), 0);
     ck_assert_int_eq(r.status, 200);
     ck_assert_uint_eq(r.len, 0); /* nothing held */
     ck_assert_uint_eq(s.got.len, BIG + 2);
@@ -90,7 +96,7 @@ START_TEST(a_refusal_is_collected_for_its_reason)
     sink_state s = {0};
     pano_es_response r;
     char err[256];
-    ck_assert_int_eq(pano_es_request_to(es, "GET", "/missing", NULL, 0, take, &s, &r, err, sizeof err), 0);
+    ck_assert_int_eq(ask("/missing", &s, &r, err, sizeof err), 0);
     ck_assert_int_eq(r.status, 400);
     ck_assert_str_eq(r.body, "{\"error\":{\"reason\":\"no such index\"},\"status\":400}");
     ck_assert_uint_eq(s.pieces, 0);
@@ -108,13 +114,13 @@ START_TEST(a_sink_that_refuses_stops_the_request)
     sink_state s = {.stop_after = 1};
     pano_es_response r;
     char err[256];
-    ck_assert_int_eq(pano_es_request_to(es, "GET", "/big", NULL, 0, take, &s, &r, err, sizeof err), -1);
+    ck_assert_int_eq(ask("/big", &s, &r, err, sizeof err), -1);
     ck_assert_uint_eq(s.pieces, 1);
     ck_assert_msg(strstr(err, "stopped by its reader"), "%s", err);
     pano_buf_free(&s.got);
     /* and the client goes on */
     s = (sink_state){0};
-    ck_assert_int_eq(pano_es_request_to(es, "GET", "/big", NULL, 0, take, &s, &r, err, sizeof err), 0);
+    ck_assert_int_eq(ask("/big", &s, &r, err, sizeof err), 0);
     ck_assert_uint_eq(s.got.len, BIG + 2);
     pano_es_response_free(&r);
     pano_buf_free(&s.got);
