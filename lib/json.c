@@ -366,7 +366,7 @@ static char *format_uint_backwards(char *end, uint64_t u)
 
 /* What snprintf("%" PRId64) writes, without its format parsing: events are
  * mostly integers, and this is the serializer's hottest path. */
-static int format_int(char *buf, int64_t i)
+int pano_json_format_int(char *buf, int64_t i)
 {
     char tmp[24];
     char *end = tmp + sizeof tmp;
@@ -447,6 +447,11 @@ static int format_double(char *buf, size_t size, double d, int decimals)
         }
     }
     return 0;
+}
+
+int pano_json_format_double(char *buf, double d, int decimals)
+{
+    return format_double(buf, PANO_JSON_NUMBER_MAX, d, decimals);
 }
 
 /* yajl allocates through mem.h too, so it cannot fail half-way. */
@@ -539,8 +544,8 @@ void pano_json_write_str(pano_json_writer *w, const char *text)
 
 void pano_json_write_int(pano_json_writer *w, int64_t value)
 {
-    char num[24];
-    int n = format_int(num, value);
+    char num[PANO_JSON_NUMBER_MAX];
+    int n = pano_json_format_int(num, value);
     yajl_gen_number(w->gen, num, (size_t)n);
 }
 
@@ -550,8 +555,8 @@ void pano_json_write_double(pano_json_writer *w, double value, int decimals)
         yajl_gen_null(w->gen);
         return;
     }
-    char num[64];
-    int n = format_double(num, sizeof num, value, decimals);
+    char num[PANO_JSON_NUMBER_MAX];
+    int n = pano_json_format_double(num, value, decimals);
     yajl_gen_number(w->gen, num, (size_t)n);
 }
 

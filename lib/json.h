@@ -150,6 +150,13 @@ void pano_json_write_key(pano_json_writer *w, const char *key);
 void pano_json_write_str(pano_json_writer *w, const char *text);
 void pano_json_write_str_len(pano_json_writer *w, const char *text, size_t len);
 void pano_json_write_int(pano_json_writer *w, int64_t value);
+/* The text those write for a number, without a NUL, into buf of
+ * PANO_JSON_NUMBER_MAX bytes; returns its length. An int64 as
+ * "%" PRId64 writes it; a double with `decimals` fixed as "%.*f" writes
+ * it, or with -1 the shortest form that reads back as the same double. */
+#define PANO_JSON_NUMBER_MAX 64
+int pano_json_format_int(char *buf, int64_t value);
+int pano_json_format_double(char *buf, double value, int decimals);
 void pano_json_write_double(pano_json_writer *w, double value, int decimals);
 void pano_json_write_bool(pano_json_writer *w, bool value);
 void pano_json_write_null(pano_json_writer *w);

@@ -122,23 +122,14 @@ void pano_run_state_of(const pano_json *src, const char *source, pano_run_state 
 /* ---- the changes ---------------------------------------------------------- */
 
 /* A value as a delta holds it: seconds with 3 decimals, else a whole
- * number (written by hand: a sample has ten of them, and printf's
- * machinery cost more than the rest of the document). */
+ * number (written as the serializer writes numbers, without printf's
+ * format parsing: a sample has thirteen of them). */
 static void put_value(pano_buf *b, size_t i, double v)
 {
-    if (pano_sample_values[i].seconds) {
-        pano_buf_appendf(b, "%.3f", v);
-        return;
-    }
-    long long n = llround(v);
-    unsigned long long u = n < 0 ? 0ULL - (unsigned long long)n : (unsigned long long)n;
-    char digits[24], *p = digits + sizeof digits;
-    do
-        *--p = (char)('0' + u % 10);
-    while (u /= 10);
-    if (n < 0)
-        *--p = '-';
-    pano_buf_append(b, p, (size_t)(digits + sizeof digits - p));
+    char num[PANO_JSON_NUMBER_MAX];
+    int n = pano_sample_values[i].seconds ? pano_json_format_double(num, v, 3)
+                                          : pano_json_format_int(num, llround(v));
+    pano_buf_append(b, num, (size_t)n);
 }
 
 /* The document with delta, delta_source and delta_offset in front. */
