@@ -153,8 +153,7 @@ typedef struct {
     pano_es_response *resp; /* where any other answer is collected */
     pano_es_sink sink;
     void *user;
-    int to_sink;  /* -1 not known yet, 1 the answer is a success's, 0 not */
-    bool stopped; /* the sink refused a piece */
+    int to_sink; /* -1 not known yet, 1 the answer is a success's, 0 not */
 } sinking;
 
 static size_t to_sink(char *data, size_t size, size_t n, void *user)
@@ -168,11 +167,7 @@ static size_t to_sink(char *data, size_t size, size_t n, void *user)
     }
     if (!k->to_sink)
         return collect(data, size, n, k->resp);
-    if (!k->sink(k->user, data, size * n)) {
-        k->stopped = true;
-        return CURL_WRITEFUNC_ERROR;
-    }
-    return size * n;
+    return k->sink(k->user, data, size * n) ? size * n : CURL_WRITEFUNC_ERROR;
 }
 
 /* Set up c for one request, its answer to write(data) (collect: into
@@ -223,7 +218,7 @@ static void finish(CURL *c, pano_es_response *resp)
 /* One request on the client's handle, its answer to write(data). */
 static int request(pano_es *es, const char *method, const char *path, const char *body,
                    size_t len, pano_es_response *resp, curl_write_callback write, void *data,
-                   const bool *stopped, char *err, size_t errlen)
+                   char *err, size_t errlen)
 {
     char *url;
     CURL *c = es->curl;
@@ -233,7 +228,7 @@ static int request(pano_es *es, const char *method, const char *path, const char
     free(url);
     if (rc != CURLE_OK) {
         snprintf(err, errlen, "%s %s%s: %s", method, es->shown, path,
-                 stopped && *stopped ? "stopped by its reader" : failure(rc));
+                 rc == CURLE_WRITE_ERROR ? "stopped by its reader" : failure(rc));
         pano_es_response_free(resp);
         return -1;
     }
@@ -244,7 +239,7 @@ static int request(pano_es *es, const char *method, const char *path, const char
 int pano_es_request(pano_es *es, const char *method, const char *path, const char *body,
                     size_t len, pano_es_response *resp, char *err, size_t errlen)
 {
-    return request(es, method, path, body, len, resp, collect, resp, NULL, err, errlen);
+    return request(es, method, path, body, len, resp, collect, resp, err, errlen);
 }
 
 int pano_es_request_to(pano_es *es, const char *method, const char *path, const char *body,
@@ -252,7 +247,7 @@ int pano_es_request_to(pano_es *es, const char *method, const char *path, const 
                        char *err, size_t errlen)
 {
     sinking k = {.c = es->curl, .resp = resp, .sink = sink, .user = user, .to_sink = -1};
-    return request(es, method, path, body, len, resp, to_sink, &k, &k.stopped, err, errlen);
+    return request(es, method, path, body, len, resp, to_sink, &k, err, errlen);
 }
 
 void pano_es_request_many(pano_es *es, pano_es_call *calls, size_t n)

@@ -305,18 +305,20 @@ static pano_json *parse_answer(pano_es *es, pano_es_response *r, pano_arena *are
     return answer;
 }
 
-/* POST body to path: 0 with the answer in *r, or -1 (nothing in *r) with a
- * message in err when none came. */
-static int post(pano_es *es, const char *path, const pano_json *body, pano_es_response *r,
-                char *err, size_t errlen)
+/* POST body to path: 0 with the answer in *r (a 2xx answer's body to sink
+ * instead, when one is given: pano_es_request_to), or -1 (nothing in *r)
+ * with a message in err when none came. */
+static int post(pano_es *es, const char *path, const pano_json *body, pano_es_sink sink,
+                void *user, pano_es_response *r, char *err, size_t errlen)
 {
     size_t len;
     char *text = pano_json_serialize(body, &len);
     char why[512];
     double t0 = pano_now();
-    int rc = pano_es_request(es, "POST", path, text, len, r, why, sizeof why);
-    pano_debug("POST %s (%zu bytes): HTTP %ld, %zu bytes in %.1f ms", path, len, r->status, r->len,
-               (pano_now() - t0) * 1000);
+    int rc = sink ? pano_es_request_to(es, "POST", path, text, len, sink, user, r, why, sizeof why)
+                  : pano_es_request(es, "POST", path, text, len, r, why, sizeof why);
+    pano_debug("POST %s (%zu bytes): HTTP %ld, %s%zu bytes in %.1f ms", path, len, r->status,
+               sink ? "streamed; held " : "", r->len, (pano_now() - t0) * 1000);
     free(text);
     if (rc < 0)
         snprintf(err, errlen, "Elasticsearch at %s does not answer: %s", pano_es_describe(es),
@@ -344,20 +346,10 @@ int store_post_stream(pano_es *es, const char *path, const pano_json *body,
         snprintf(err, errlen, "cannot allocate a JSON parser");
         return -1;
     }
-    size_t len;
-    char *text = pano_json_serialize(body, &len);
-    char why[512];
     pano_es_response r;
-    double t0 = pano_now();
-    int rc = pano_es_request_to(es, "POST", path, text, len, feed, &s, &r, why, sizeof why);
-    pano_debug("POST %s (%zu bytes): HTTP %ld, streamed in %.1f ms", path, len, r.status,
-               (pano_now() - t0) * 1000);
-    free(text);
+    int rc = post(es, path, body, feed, &s, &r, err, errlen);
     bool stopped = rc < 0 && s.why[0]; /* by the reader: the answer is unreadable */
-    if (rc < 0 && !stopped)
-        snprintf(err, errlen, "Elasticsearch at %s does not answer: %s", pano_es_describe(es),
-                 why);
-    else if (rc == 0 && r.status / 100 != 2) {
+    if (rc == 0 && r.status / 100 != 2) {
         pano_json_free(parse_answer(es, &r, NULL, err, errlen)); /* its reason, in err */
         rc = -1;
     }
@@ -374,7 +366,7 @@ pano_json *store_post_on(pano_es *es, const char *path, const pano_json *body, p
                          char *err, size_t errlen)
 {
     pano_es_response r = {0};
-    if (post(es, path, body, &r, err, errlen) < 0)
+    if (post(es, path, body, NULL, NULL, &r, err, errlen) < 0)
         return NULL;
     return parse_answer(es, &r, arena, err, errlen);
 }
