@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void reserve(pano_buf *b, size_t more)
+void pano_buf_reserve(pano_buf *b, size_t more)
 {
     if (b->len + more + 1 <= b->cap)
         return;
@@ -20,7 +20,7 @@ static void reserve(pano_buf *b, size_t more)
 
 void pano_buf_append(pano_buf *b, const void *data, size_t len)
 {
-    reserve(b, len);
+    pano_buf_reserve(b, len);
     memcpy(b->data + b->len, data, len);
     b->len += len;
     b->data[b->len] = '\0';
@@ -32,7 +32,7 @@ void pano_buf_appendf(pano_buf *b, const char *fmt, ...)
 {
     /* Try in the room there is; grow once if it did not fit. */
     for (int attempt = 0; attempt < 2; attempt++) {
-        reserve(b, 64);
+        pano_buf_reserve(b, 64);
         size_t room = b->cap - b->len;
         va_list ap;
         va_start(ap, fmt);
@@ -46,7 +46,7 @@ void pano_buf_appendf(pano_buf *b, const char *fmt, ...)
             b->len += (size_t)n;
             return;
         }
-        reserve(b, (size_t)n);
+        pano_buf_reserve(b, (size_t)n);
     }
 }
 

@@ -11,6 +11,8 @@ typedef struct {
     size_t len, cap;
 } pano_buf;
 
+/* Room for more bytes (and the NUL after them) without growing again. */
+void pano_buf_reserve(pano_buf *b, size_t more);
 void pano_buf_append(pano_buf *b, const void *data, size_t len);
 void pano_buf_append_str(pano_buf *b, const char *s);
 void pano_buf_appendf(pano_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -132,11 +132,15 @@ static void put_value(pano_buf *b, size_t i, double v)
     pano_buf_append(b, num, (size_t)n);
 }
 
-/* The document with delta, delta_source and delta_offset in front. */
+/* The document with delta, delta_source and delta_offset in front;
+ * *made_len the bytes before the document's own members (0: they were
+ * written again). */
 static char *with_delta(const char *doc, size_t len, const double *delta,
-                        const pano_run_event *e, const char *source, bool after_end)
+                        const pano_run_event *e, const char *source, bool after_end,
+                        size_t *made_len)
 {
     pano_buf b = {0};
+    pano_buf_reserve(&b, len + 512);
     pano_buf_append_str(&b, "{\"delta\":{");
     for (size_t i = 0; i < PANO_SAMPLE_NVALUES; i++) {
         pano_buf_append_str(&b, i ? ",\"" : "\"");
@@ -150,9 +154,11 @@ static char *with_delta(const char *doc, size_t len, const double *delta,
     if (after_end)
         pano_buf_append_str(&b, "\"delta_after_end\":true,");
     if (!e->clash) {
+        *made_len = b.len;
         pano_buf_append(&b, doc + 1, len - 1); /* after its '{' */
         return b.data;
     }
+    *made_len = 0;
     /* Its own delta_source or delta_offset would be a duplicate key. */
     char why[64];
     pano_json *o = pano_json_parse(doc, len, PANO_JSON_DEFAULT_DEPTH, why, sizeof why);
@@ -237,7 +243,8 @@ static void sample_delta(pano_run_state *r, const pano_run_event *e, const char 
         r->last_ts = e->ts;
         r->last_id = e->id_hash;
     }
-    out->doc = with_delta(doc, doc_len, delta, e, source, r->mode == PANO_RUN_ENDED);
+    out->doc = with_delta(doc, doc_len, delta, e, source, r->mode == PANO_RUN_ENDED,
+                          &out->made_len);
     out->made = true;
     out->late = late;
 }
@@ -285,4 +292,36 @@ void pano_run_apply(pano_run_state *r, const pano_run_event *e, const char *sour
         r->last_ts = ts;
         return;
     }
+}
+
+const pano_json *pano_run_change_tree(const pano_run_change *ch, const pano_json *doc,
+                                      pano_arena *arena)
+{
+    if (!ch->doc || ch->made_len < 2 || ch->doc[ch->made_len - 1] != ',' || !doc ||
+        doc->type != PANO_JSON_OBJECT)
+        return NULL;
+    /* the members made, as an object of their own: '{' ... '}' */
+    char *text = pano_arena_alloc(arena, ch->made_len);
+    memcpy(text, ch->doc, ch->made_len - 1);
+    text[ch->made_len - 1] = '}';
+    const pano_json_parse_options in_arena = {.arena = arena};
+    char why[64];
+    pano_json *made = pano_json_parse_with(text, ch->made_len, &in_arena, why, sizeof why);
+    if (!made || made->type != PANO_JSON_OBJECT)
+        return NULL;
+    /* they, then the document's own */
+    size_t n = made->u.items.len + doc->u.items.len;
+    pano_json *tree = pano_arena_alloc(arena, sizeof *tree);
+    *tree = (pano_json){.type = PANO_JSON_OBJECT};
+    tree->u.items.keys = pano_arena_alloc(arena, (n ? n : 1) * sizeof(char *));
+    tree->u.items.values = pano_arena_alloc(arena, (n ? n : 1) * sizeof(pano_json *));
+    tree->u.items.len = tree->u.items.cap = n;
+    const pano_json *parts[] = {made, doc};
+    size_t at = 0;
+    for (size_t p = 0; p < 2; p++)
+        for (size_t i = 0; i < parts[p]->u.items.len; i++, at++) {
+            tree->u.items.keys[at] = parts[p]->u.items.keys[i];
+            tree->u.items.values[at] = parts[p]->u.items.values[i];
+        }
+    return tree;
 }

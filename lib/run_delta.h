@@ -32,6 +32,7 @@
 #ifndef PANO_RUN_DELTA_H
 #define PANO_RUN_DELTA_H
 
+#include "arena.h"
 #include "event.h"
 #include "json.h"
 #include "sample.h"
@@ -91,6 +92,9 @@ void pano_run_state_of(const pano_json *src, const char *source, pano_run_state 
 /* What one event's passing makes, all NULL or false when nothing. */
 typedef struct {
     char *doc;     /* the sample's document with its delta, replacing doc */
+    size_t made_len; /* doc's first bytes made here, '{' to the ',' before
+                        the document's own members (0: those were written
+                        again, without a delta_source of their own) */
     char *closing; /* a closing sample (an event, JSON) to store after it */
     bool made;     /* doc holds a delta made here */
     bool late;     /* delta 0: the sample is older than the run's latest or a
@@ -106,5 +110,13 @@ typedef struct {
 void pano_run_apply(pano_run_state *r, const pano_run_event *e, const char *source,
                     const char *doc, size_t doc_len, const char *json, size_t json_len,
                     pano_run_change *out);
+
+/* The tree parsing out->doc would give, in arena (read-only, until it is
+ * reset), without parsing the document again: the members made here, then
+ * those of doc, the document's tree as read from the very bytes given to
+ * pano_run_apply (its strings as parsing gives them: no \u escape in
+ * them, no key twice). NULL when out->doc must be parsed whole. */
+const pano_json *pano_run_change_tree(const pano_run_change *ch, const pano_json *doc,
+                                      pano_arena *arena);
 
 #endif

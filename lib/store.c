@@ -1,5 +1,6 @@
 #include "store.h"
 
+#include "arena.h"
 #include "buf.h"
 #include "clock.h"
 #include "log.h"
@@ -88,6 +89,7 @@ struct pano_store {
     store_tally *tally; /* the figures of the transaction's events */
     store_summaries *sums;
     store_runs *runs;            /* the runs' states this writer knows */
+    pano_arena scratch;          /* a run event's trees, until the next */
     sqlite3_stmt *data_version;  /* whether another connection wrote since */
     int64_t seen_version;
     bool in_transaction;
@@ -744,6 +746,7 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
         goto fail;
     }
     s->runs = store_runs_new();
+    pano_arena_init(&s->scratch, 0);
     s->seen_version = -1;
     if (sqlite3_prepare_v2(s->db, "PRAGMA data_version", -1, &s->data_version, NULL) !=
         SQLITE_OK) {
@@ -961,11 +964,11 @@ static int run_state(pano_store *s, const pano_run_event *e, pano_run_state *r, 
     if (rc == SQLITE_ROW) {
         char why[64];
         const char *doc = (const char *)sqlite3_column_text(st, 0);
-        pano_json *src = pano_json_parse(doc, (size_t)sqlite3_column_bytes(st, 0),
-                                         PANO_JSON_DEFAULT_DEPTH, why, sizeof why);
+        const pano_json_parse_options in_scratch = {.arena = &s->scratch};
+        pano_json *src = pano_json_parse_with(doc, (size_t)sqlite3_column_bytes(st, 0),
+                                              &in_scratch, why, sizeof why);
         if (src)
             pano_run_state_of(src, "store", r);
-        pano_json_free(src);
         latest_ts = sqlite3_column_double(st, 1);
     } else if (rc != SQLITE_DONE)
         out = sql_fail(s->db, s->file, err, errlen);
@@ -999,12 +1002,17 @@ static pano_store_outcome put_run_event(pano_store *s, const pano_run_event *e,
     const char *body = n->body;
     size_t len = n->len;
     const pano_json *tree = n->doc;
-    pano_json *made = NULL;
     if (ch.doc) {
         char why[64];
+        const pano_json_parse_options in_scratch = {.arena = &s->scratch};
         body = ch.doc;
         len = strlen(ch.doc);
-        if (!(tree = made = pano_json_parse(body, len, PANO_JSON_DEFAULT_DEPTH, why, sizeof why))) {
+        /* the event's own tree reused when it was read from the bytes that
+         * came, with no escape that parsing again could read otherwise */
+        tree = !n->changed && !memmem(n->body, n->len, "\\u", 2)
+                   ? pano_run_change_tree(&ch, n->doc, &s->scratch)
+                   : NULL;
+        if (!tree && !(tree = pano_json_parse_with(body, len, &in_scratch, why, sizeof why))) {
             snprintf(err, errlen, "the sample with its delta is not JSON: %s", why);
             goto out;
         }
@@ -1016,7 +1024,6 @@ static pano_store_outcome put_run_event(pano_store *s, const pano_run_event *e,
     store_summaries_part_clear(&sp);
     if (o == PANO_STORE_STORED && e->kind == PANO_RUN_SAMPLE)
         store_runs_stored(s->runs, e->key, place->ts, tree);
-    pano_json_free(made);
     if (o != PANO_STORE_FAILED && ch.closing) {
         char why[256];
         pano_store_outcome c = put_one(s, NULL, ch.closing, strlen(ch.closing), why, sizeof why);
@@ -1027,6 +1034,7 @@ static pano_store_outcome put_run_event(pano_store *s, const pano_run_event *e,
         }
     }
 out:
+    pano_arena_reset(&s->scratch); /* the trees read and made are done with */
     free(ch.doc);
     free(ch.closing);
     if (own && end_transaction(s, o != PANO_STORE_FAILED, err, errlen) < 0)
@@ -1274,6 +1282,7 @@ void pano_store_close(pano_store *s)
     sqlite3_finalize(s->run_latest);
     sqlite3_finalize(s->data_version);
     store_runs_free(s->runs);
+    pano_arena_free(&s->scratch);
     store_tally_free(s->tally);
     store_summaries_free(s->sums);
     if (s->db)

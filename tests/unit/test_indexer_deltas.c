@@ -135,6 +135,33 @@ static void pass_free(passed *p)
     pano_json_free(p->closing);
 }
 
+/* The tree pano_run_change_tree makes of ch from the event's own tree (read
+ * as the store's checks read it) is the tree of ch->doc, parsed: members,
+ * order and values; none when the event's members were written again. */
+static void same_tree_as_parsed(const pano_run_change *ch, const char *json,
+                                const pano_json *parsed)
+{
+    pano_arena arena;
+    pano_arena_init(&arena, 0);
+    const pano_json_parse_options as_checked = {
+        .arena = &arena, .reject_duplicates = true, .raw_strings = true};
+    char why[64];
+    const pano_json *own = pano_json_parse_with(json, strlen(json), &as_checked, why, sizeof why);
+    ck_assert_msg(own, "%s", why);
+    const pano_json *tree = pano_run_change_tree(ch, own, &arena);
+    if (ch->made_len == 0)
+        ck_assert_ptr_null(tree);
+    else {
+        ck_assert_ptr_nonnull(tree);
+        size_t a, b;
+        char *made = pano_json_serialize(tree, &a), *whole = pano_json_serialize(parsed, &b);
+        ck_assert_str_eq(made, whole);
+        free(made);
+        free(whole);
+    }
+    pano_arena_free(&arena);
+}
+
 static passed pass(deltas *d, const char *wf, const char *kind, const char *job, int pid,
                    double ts, const char *id, const char *extra)
 {
@@ -151,9 +178,11 @@ static passed pass(deltas *d, const char *wf, const char *kind, const char *job,
     ck_assert_uint_eq(deltas_plan(d, &body), 0); /* nothing to look up */
     pano_buf_free(&body);
     deltas_apply(d, p.ev, p.json, strlen(p.json), p.json, strlen(p.json), &p.ch);
-    if (p.ch.doc)
+    if (p.ch.doc) {
         ck_assert_ptr_nonnull(p.doc = pano_json_parse(p.ch.doc, strlen(p.ch.doc), 64, why,
                                                       sizeof why));
+        same_tree_as_parsed(&p.ch, p.json, p.doc);
+    }
     if (p.ch.closing)
         ck_assert_ptr_nonnull(p.closing = pano_json_parse(p.ch.closing, strlen(p.ch.closing),
                                                           64, why, sizeof why));
