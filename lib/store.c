@@ -295,12 +295,13 @@ static store_cell cell_of(const pano_json *v)
 }
 
 /* The event's fields that have a column, with their values, in out (room
- * for STORE_FIELDS): one walk over its members (and those of an object a
- * dotted field names), not a search per field. Their number. */
-static size_t field_values(const pano_store *s, const pano_json *doc, field_value *out)
+ * for room): one walk over its members (and those of an object a dotted
+ * field names), not a search per field. Their number. */
+static size_t field_values(const pano_store *s, const pano_json *doc, field_value *out,
+                           size_t room)
 {
     size_t n = 0;
-    for (size_t i = 0; i < doc->u.items.len && n < STORE_FIELDS; i++) {
+    for (size_t i = 0; i < doc->u.items.len && n < room; i++) {
         const char *key = doc->u.items.keys[i];
         const pano_json *v = doc->u.items.values[i];
         size_t klen = strlen(key);
@@ -311,7 +312,7 @@ static size_t field_values(const pano_store *s, const pano_json *doc, field_valu
             out[n++] = (field_value){f->column, f->figures, cell_of(v)};
         if (v->type != PANO_JSON_OBJECT || !f->members)
             continue;
-        for (size_t j = 0; j < v->u.items.len && n < STORE_FIELDS; j++) {
+        for (size_t j = 0; j < v->u.items.len && n < room; j++) {
             size_t at = field_slot_of(s->fields, key, klen, v->u.items.keys[j]);
             const field_slot *m = &s->fields[at];
             if (m->name && m->column > 0)
@@ -982,13 +983,35 @@ static int run_state(pano_store *s, const pano_run_event *e, pano_run_state *r, 
 static pano_store_outcome put_one(pano_store *s, const char *routing_key, const char *json,
                                   size_t len, char *err, size_t errlen);
 
+/* What the checks made of one message, before anything is written: what
+ * write_checked writes. It points into the message and into the state of
+ * the normalizer that checked it. */
+typedef struct {
+    const char *json; /* the message as it came */
+    size_t len;
+    bool normalized;   /* n holds what pano_normalize made (to free) */
+    pano_normalized n;
+    pano_place place;
+    pano_run_event *e;   /* a run event whose state it follows, else NULL */
+    /* Not a run event, or one read from the bytes that came (own_tree):
+     * its fields with a column and its contribution to its run's summary,
+     * which a delta made for it leaves as they are but for delta's fields */
+    bool own_tree;
+    field_value fv[STORE_FIELDS];
+    size_t nfv;
+    store_summary_part sp;
+    const char *refused; /* why it is refused, else NULL */
+    char reason[256];
+} checked;
+
 /* A run event (run_delta.h) that may make a delta or a closing sample:
  * the run's state read, the event stored as it makes it, and the closing
  * sample after it, in one transaction. */
-static pano_store_outcome put_run_event(pano_store *s, const pano_run_event *e,
-                                        const pano_place *place, const pano_normalized *n,
-                                        char *err, size_t errlen)
+static pano_store_outcome put_run_event(pano_store *s, checked *c, char *err, size_t errlen)
 {
+    const pano_run_event *e = c->e;
+    const pano_place *place = &c->place;
+    const pano_normalized *n = &c->n;
     bool own = !s->in_transaction;
     if (own && begin_transaction(s, err, errlen) < 0)
         return PANO_STORE_FAILED;
@@ -1002,32 +1025,45 @@ static pano_store_outcome put_run_event(pano_store *s, const pano_run_event *e,
     const char *body = n->body;
     size_t len = n->len;
     const pano_json *tree = n->doc;
+    bool own_tree = c->own_tree;
     if (ch.doc) {
         char why[64];
         const pano_json_parse_options in_scratch = {.arena = &s->scratch};
         body = ch.doc;
         len = strlen(ch.doc);
-        /* the event's own tree reused when it was read from the bytes that
-         * came, with no escape that parsing again could read otherwise */
-        tree = !n->changed && !memmem(n->body, n->len, "\\u", 2)
-                   ? pano_run_change_tree(&ch, n->doc, &s->scratch)
-                   : NULL;
-        if (!tree && !(tree = pano_json_parse_with(body, len, &in_scratch, why, sizeof why))) {
-            snprintf(err, errlen, "the sample with its delta is not JSON: %s", why);
-            goto out;
+        tree = own_tree ? pano_run_change_tree(&ch, n->doc, &s->scratch) : NULL;
+        if (!tree) {
+            own_tree = false;
+            if (!(tree = pano_json_parse_with(body, len, &in_scratch, why, sizeof why))) {
+                snprintf(err, errlen, "the sample with its delta is not JSON: %s", why);
+                goto out;
+            }
         }
     }
-    field_value fv[STORE_FIELDS];
-    store_summary_part sp;
-    store_summaries_part(tree, place, &sp);
-    o = insert(s, place, body, len, fv, field_values(s, tree, fv), &sp, err, errlen);
-    store_summaries_part_clear(&sp);
+    if (own_tree) {
+        /* what the checks read of the event, and the fields of the members
+         * made in front of its own (a view of the tree's first ones) */
+        if (tree != n->doc) {
+            pano_json made = *tree;
+            made.u.items.len -= n->doc->u.items.len;
+            c->nfv += field_values(s, &made, c->fv + c->nfv, STORE_FIELDS - c->nfv);
+        }
+        o = insert(s, place, body, len, c->fv, c->nfv, &c->sp, err, errlen);
+    } else {
+        field_value fv[STORE_FIELDS];
+        store_summary_part sp;
+        store_summaries_part(tree, place, &sp);
+        o = insert(s, place, body, len, fv, field_values(s, tree, fv, STORE_FIELDS), &sp, err,
+                   errlen);
+        store_summaries_part_clear(&sp);
+    }
     if (o == PANO_STORE_STORED && e->kind == PANO_RUN_SAMPLE)
         store_runs_stored(s->runs, e->key, place->ts, tree);
     if (o != PANO_STORE_FAILED && ch.closing) {
         char why[256];
-        pano_store_outcome c = put_one(s, NULL, ch.closing, strlen(ch.closing), why, sizeof why);
-        if (c != PANO_STORE_STORED && c != PANO_STORE_DUPLICATE) {
+        pano_store_outcome closed =
+            put_one(s, NULL, ch.closing, strlen(ch.closing), why, sizeof why);
+        if (closed != PANO_STORE_STORED && closed != PANO_STORE_DUPLICATE) {
             /* the end waits for its closing sample */
             snprintf(err, errlen, "its closing sample: %s", why);
             o = PANO_STORE_FAILED;
@@ -1041,23 +1077,6 @@ out:
         o = PANO_STORE_FAILED;
     return o;
 }
-
-/* What the checks made of one message, before anything is written: what
- * write_checked writes. It points into the message and into the state of
- * the normalizer that checked it. */
-typedef struct {
-    const char *json; /* the message as it came */
-    size_t len;
-    bool normalized;   /* n holds what pano_normalize made (to free) */
-    pano_normalized n;
-    pano_place place;
-    pano_run_event *e;   /* a run event whose state it follows, else NULL */
-    field_value fv[STORE_FIELDS]; /* not a run event: its fields with a column */
-    size_t nfv;
-    store_summary_part sp; /* and its contribution to its run's summary */
-    const char *refused; /* why it is refused, else NULL */
-    char reason[256];
-} checked;
 
 /* Check a message with normalizer nz (any thread: the store's connection
  * is not used). */
@@ -1084,8 +1103,12 @@ static void check(const pano_store *s, pano_normalizer *nz, const char *routing_
     if (strcmp(c->place.event, "kickstart.inv.end") == 0 ||
         (strcmp(c->place.event, "kickstart.inv.online") == 0 && !pano_json_get(c->n.doc, "delta")))
         c->e = pano_run_event_read(c->n.doc, c->place.wf_uuid, -1, -1);
-    if (!c->e) {
-        c->nfv = field_values(s, c->n.doc, c->fv);
+    /* a run event's tree stands for the one parsing its bytes again gives
+     * when it was read from the bytes that came, with no escape that
+     * parsing again could read otherwise (pano_run_change_tree) */
+    c->own_tree = !c->e || (!c->n.changed && !memmem(c->n.body, c->n.len, "\\u", 2));
+    if (c->own_tree) {
+        c->nfv = field_values(s, c->n.doc, c->fv, STORE_FIELDS);
         store_summaries_part(c->n.doc, &c->place, &c->sp);
     }
 }
@@ -1106,7 +1129,7 @@ static pano_store_outcome write_checked(pano_store *s, checked *c, char *err, si
     if (c->refused)
         return dead_letter(s, c->json, c->len, c->refused, err, errlen);
     if (c->e)
-        return put_run_event(s, c->e, &c->place, &c->n, err, errlen);
+        return put_run_event(s, c, err, errlen);
     /* a run's start or sample that its state does not follow */
     if (strcmp(c->place.event, "kickstart.inv.start") == 0 ||
         strcmp(c->place.event, "kickstart.inv.online") == 0)
@@ -1511,7 +1534,6 @@ static int merge_files(sqlite3 *db, char **files, size_t n, char *err, size_t er
                 "CREATE TEMP VIEW seconds AS SELECT * FROM main.seconds;",
                 err, errlen);
 }
-
 
 /* The reader's temporary table chosen_wfs: the workflows wfs[0..n) and
  * their sub-workflows (whose events name one of them as root_xwf_id). */

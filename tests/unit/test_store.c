@@ -286,6 +286,38 @@ START_TEST(foreign_and_newer_files_are_refused)
 }
 END_TEST
 
+static long long ask_file(const char *host, const char *sql);
+
+/* How many rows' column of field f holds what json_extract(doc, f) gives
+ * (a keyword's column: its text; "delta": 1 for the object), of its type
+ * too when typed (a whole number of a NUMERIC column is an integer, 1.000
+ * too), in host's file (NULL: the store read as one). */
+static long long rows_whose_column_is_their_doc(const char *host, const char *f, bool typed)
+{
+    char sql[512], path[96] = "$";
+    for (const char *p = f; *p;) {
+        size_t k = strcspn(p, ".");
+        snprintf(path + strlen(path), sizeof path - strlen(path), ".\"%.*s\"", (int)k, p);
+        p += k + (p[k] == '.');
+    }
+    if (strcmp(f, "delta") == 0)
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FROM events WHERE \"%s\" IS"
+                 " iif(json_type(doc, '%s') = 'object', 1, NULL)",
+                 f, path);
+    else if (pano_store_is_keyword(f))
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FROM events WHERE \"%s\" IS CAST(json_extract(doc, '%s') AS TEXT)"
+                 " AND typeof(\"%s\") IN ('text', 'null')",
+                 f, path, f);
+    else
+        snprintf(sql, sizeof sql,
+                 "SELECT count(*) FROM events WHERE \"%s\" IS json_extract(doc, '%s')"
+                 " AND (%d = 0 OR typeof(\"%s\") = typeof(json_extract(doc, '%s')))",
+                 f, path, typed, f, path);
+    return host ? ask_file(host, sql) : ask(sql);
+}
+
 /* Every field with a column of its own: the column holds what
  * json_extract(doc, field) gives (strings, integers, reals, booleans as
  * 1/0, a JSON null as NULL), an object 1; a field the event lacks is NULL. */
@@ -334,28 +366,9 @@ START_TEST(fields_columns_equal_json_extract)
     pano_store_close(s);
     free(json);
 
-    for (size_t i = 0; i < n; i++) {
-        const char *f = pano_store_fields[i];
-        char sql[512], path[96] = "$";
-        for (const char *p = f; *p;) {
-            size_t k = strcspn(p, ".");
-            snprintf(path + strlen(path), sizeof path - strlen(path), ".\"%.*s\"", (int)k, p);
-            p += k + (p[k] == '.');
-        }
-        if (strcmp(f, "delta") == 0)
-            snprintf(sql, sizeof sql, "SELECT count(*) FROM events WHERE \"%s\" = 1", f);
-        else if (pano_store_is_keyword(f)) /* a keyword's column: the value's text */
-            snprintf(sql, sizeof sql,
-                     "SELECT count(*) FROM events WHERE \"%s\" IS CAST(json_extract(doc, '%s') AS TEXT)"
-                     " AND typeof(\"%s\") IN ('text', 'null')",
-                     f, path, f);
-        else
-            snprintf(sql, sizeof sql,
-                     "SELECT count(*) FROM events WHERE \"%s\" IS json_extract(doc, '%s')"
-                     " AND typeof(\"%s\") = typeof(json_extract(doc, '%s'))",
-                     f, path, f, path);
-        ck_assert_msg(ask(sql) == 1, "%s: the column differs from the doc", f);
-    }
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(rows_whose_column_is_their_doc(NULL, pano_store_fields[i], true) == 1,
+                      "%s: the column differs from the doc", pano_store_fields[i]);
     ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE \"job_id\" IS NULL"), 1);
 }
 END_TEST
@@ -494,6 +507,51 @@ START_TEST(samples_without_delta_get_the_indexers_deltas)
     ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE dag_job_id = 'raw' AND"
                          " json_extract(doc, '$.delta') IS NOT NULL"),
                      0);
+}
+END_TEST
+
+/* A sample given its delta here has the columns of the document stored,
+ * its own fields' and the delta's, whether its tree was the checks' (as
+ * it came) or the document parsed again (changed by the checks: no
+ * event_id; an escape in a string), queued or put. */
+START_TEST(a_samples_columns_are_those_of_its_document)
+{
+    base = (double)(time(NULL) / 1000 * 1000) - 10000;
+    char err[256];
+    for (int queued = 0; queued < 2; queued++) {
+        pano_store *s = writer(queued ? "queued" : "put", NULL);
+        ck_assert_int_eq(pano_store_begin(s, err, sizeof err), 0);
+        char *sent[] = {
+            pano_strdup(run_event("start", "j1", 100, "s0", "\"argv\":[\"x\"],\"site\":\"a\"")),
+            pano_strdup(run_event("online", "j1", 101, "s1", VALUES(1.5, 100, 10) ",\"site\":\"a\"")),
+            pano_strdup(run_event("online", "j1", 102, "s2",
+                                  VALUES(2.5, 300, 30) ",\"site\":\"\\u00e9\\n\"")),
+            pano_asprintf("{\"event\":\"kickstart.inv.online\",\"ts\":%.3f,\"wf_uuid\":\"" WF "\","
+                          "\"dag_job_id\":\"j1\",\"hostname\":\"node-1\",\"pid\":42,"
+                          VALUES(3.5, 200, 60) "}",
+                          base + 103),
+        };
+        for (size_t i = 0; i < sizeof sent / sizeof *sent; i++) {
+            const char *msg = sent[i];
+            pano_store_outcome o = queued ? pano_store_queue(s, NULL, msg, strlen(msg), err, sizeof err)
+                                          : pano_store_put(s, NULL, msg, strlen(msg), err, sizeof err);
+            ck_assert_msg(o == PANO_STORE_STORED, "%s: %s", msg, err);
+            free(sent[i]);
+        }
+        ck_assert_int_eq(pano_store_commit(s, err, sizeof err), 0);
+        pano_store_close(s);
+    }
+    for (int queued = 0; queued < 2; queued++) {
+        const char *host = queued ? "queued" : "put";
+        ck_assert_int_eq(ask_file(host, "SELECT count(*) FROM events"), 4);
+        ck_assert_int_eq(ask_file(host, "SELECT count(*) FROM events WHERE \"site\" = 'é\n'"), 1);
+        for (size_t i = 0; pano_store_fields[i]; i++)
+            ck_assert_msg(rows_whose_column_is_their_doc(host, pano_store_fields[i], false) == 4,
+                          "%s: a column differs from its doc", pano_store_fields[i]);
+        ck_assert_int_eq(ask_file(host, "SELECT count(*) FROM events WHERE \"delta.rss\" IS NOT NULL"), 3);
+        ck_assert_int_eq(ask_file(host, "SELECT sum(\"delta.rss\") FROM events"), 200);
+        ck_assert_int_eq(ask_file(host, "SELECT sum(\"delta.rchar\") FROM events"), 60);
+    }
 }
 END_TEST
 
@@ -1073,6 +1131,7 @@ int main(void)
     tcase_add_test(tc, fields_columns_equal_json_extract);
     tcase_add_test(tc, names_keep_their_form_numbers_are_coerced);
     tcase_add_test(tc, samples_without_delta_get_the_indexers_deltas);
+    tcase_add_test(tc, a_samples_columns_are_those_of_its_document);
     tcase_add_test(tc, a_writer_knows_its_runs_only_while_the_file_is_its_own);
     tcase_add_test(tc, summaries_count_exactly_the_events_written);
     tcase_add_test(tc, figures_count_exactly_the_events);
