@@ -832,6 +832,21 @@ static int read_number(const char *s, size_t len, int64_t *integer, double *d, i
     return 0;
 }
 
+bool pano_json_read_number(const char *text, size_t len, pano_json *out)
+{
+    const char *error = NULL;
+    int64_t i;
+    double d;
+    int decimals, kind = read_number(text, len, &i, &d, &decimals, &error);
+    if (kind < 0)
+        return false;
+    if (kind == 1)
+        *out = (pano_json){.type = PANO_JSON_INT, .u.integer = i};
+    else
+        *out = (pano_json){.type = PANO_JSON_DOUBLE, .u.real = {d, decimals}};
+    return true;
+}
+
 static int on_number(void *ctx, const char *s, size_t len)
 {
     parse_state *st = ctx;

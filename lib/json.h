@@ -157,6 +157,10 @@ void pano_json_write_int(pano_json_writer *w, int64_t value);
 #define PANO_JSON_NUMBER_MAX 64
 int pano_json_format_int(char *buf, int64_t value);
 int pano_json_format_double(char *buf, double value, int decimals);
+/* The number a parse reads in text[0..len), into *out (its type, and its
+ * value: an INT, or a DOUBLE and its decimals), with no tree made: false
+ * when a parse refuses it (out of a double's range, too long). */
+bool pano_json_read_number(const char *text, size_t len, pano_json *out);
 void pano_json_write_double(pano_json_writer *w, double value, int decimals);
 void pano_json_write_bool(pano_json_writer *w, bool value);
 void pano_json_write_null(pano_json_writer *w);

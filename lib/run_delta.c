@@ -124,21 +124,24 @@ void pano_run_state_of(const pano_json *src, const char *source, pano_run_state 
 /* A value as a delta holds it: seconds with 3 decimals, else a whole
  * number (written as the serializer writes numbers, without printf's
  * format parsing: a sample has thirteen of them). */
+static int value_text(char num[PANO_JSON_NUMBER_MAX], size_t i, double v)
+{
+    return pano_sample_values[i].seconds ? pano_json_format_double(num, v, 3)
+                                         : pano_json_format_int(num, llround(v));
+}
+
 static void put_value(pano_buf *b, size_t i, double v)
 {
     char num[PANO_JSON_NUMBER_MAX];
-    int n = pano_sample_values[i].seconds ? pano_json_format_double(num, v, 3)
-                                          : pano_json_format_int(num, llround(v));
-    pano_buf_append(b, num, (size_t)n);
+    pano_buf_append(b, num, (size_t)value_text(num, i, v));
 }
 
-/* The document with delta, delta_source and delta_offset in front;
- * *made_len the bytes before the document's own members (0: they were
- * written again). */
-static char *with_delta(const char *doc, size_t len, const double *delta,
-                        const pano_run_event *e, const char *source, bool after_end,
-                        size_t *made_len)
+/* The document with delta, delta_source and delta_offset in front (what
+ * pano_run_change_tree makes a tree of, from what made says). */
+static char *with_delta(const char *doc, size_t len, const pano_run_made *made)
 {
+    const double *delta = made->delta;
+    const char *source = made->source;
     pano_buf b = {0};
     pano_buf_reserve(&b, len + 512);
     pano_buf_append_str(&b, "{\"delta\":{");
@@ -149,16 +152,14 @@ static char *with_delta(const char *doc, size_t len, const double *delta,
         put_value(&b, i, delta[i]);
     }
     pano_buf_appendf(&b, "},\"delta_source\":\"%s\",", source);
-    if (e->offset >= 0)
-        pano_buf_appendf(&b, "\"delta_offset\":%lld,", (long long)e->offset);
-    if (after_end)
+    if (made->offset >= 0)
+        pano_buf_appendf(&b, "\"delta_offset\":%lld,", (long long)made->offset);
+    if (made->after_end)
         pano_buf_append_str(&b, "\"delta_after_end\":true,");
-    if (!e->clash) {
-        *made_len = b.len;
+    if (made->own_follow) {
         pano_buf_append(&b, doc + 1, len - 1); /* after its '{' */
         return b.data;
     }
-    *made_len = 0;
     /* Its own delta_source or delta_offset would be a duplicate key. */
     char why[64];
     pano_json *o = pano_json_parse(doc, len, PANO_JSON_DEFAULT_DEPTH, why, sizeof why);
@@ -243,8 +244,13 @@ static void sample_delta(pano_run_state *r, const pano_run_event *e, const char 
         r->last_ts = e->ts;
         r->last_id = e->id_hash;
     }
-    out->doc = with_delta(doc, doc_len, delta, e, source, r->mode == PANO_RUN_ENDED,
-                          &out->made_len);
+    pano_run_made *m = &out->made_members;
+    memcpy(m->delta, delta, sizeof m->delta);
+    m->source = source;
+    m->offset = e->offset;
+    m->after_end = r->mode == PANO_RUN_ENDED;
+    m->own_follow = !e->clash;
+    out->doc = with_delta(doc, doc_len, m);
     out->made = true;
     out->late = late;
 }
@@ -294,34 +300,59 @@ void pano_run_apply(pano_run_state *r, const pano_run_event *e, const char *sour
     }
 }
 
+/* A member of a tree made in arena. */
+static void member(pano_json *o, pano_arena *arena, const char *key, pano_json value)
+{
+    size_t klen = strlen(key);
+    char *k = pano_arena_alloc(arena, klen + 1);
+    memcpy(k, key, klen + 1);
+    pano_json *v = pano_arena_alloc(arena, sizeof *v);
+    *v = value;
+    o->u.items.keys[o->u.items.len] = k;
+    o->u.items.values[o->u.items.len++] = v;
+}
+
+/* An empty object of room for n members, in arena. */
+static pano_json *object_in(pano_arena *arena, size_t n)
+{
+    pano_json *o = pano_arena_alloc(arena, sizeof *o);
+    *o = (pano_json){.type = PANO_JSON_OBJECT};
+    o->u.items.keys = pano_arena_alloc(arena, (n ? n : 1) * sizeof(char *));
+    o->u.items.values = pano_arena_alloc(arena, (n ? n : 1) * sizeof(pano_json *));
+    o->u.items.cap = n;
+    return o;
+}
+
 const pano_json *pano_run_change_tree(const pano_run_change *ch, const pano_json *doc,
                                       pano_arena *arena)
 {
-    if (!ch->doc || ch->made_len < 2 || ch->doc[ch->made_len - 1] != ',' || !doc ||
-        doc->type != PANO_JSON_OBJECT)
+    const pano_run_made *m = &ch->made_members;
+    if (!ch->doc || !m->own_follow || !doc || doc->type != PANO_JSON_OBJECT)
         return NULL;
-    /* the members made, as an object of their own: '{' ... '}' */
-    char *text = pano_arena_alloc(arena, ch->made_len);
-    memcpy(text, ch->doc, ch->made_len - 1);
-    text[ch->made_len - 1] = '}';
-    const pano_json_parse_options in_arena = {.arena = arena};
-    char why[64];
-    pano_json *made = pano_json_parse_with(text, ch->made_len, &in_arena, why, sizeof why);
-    if (!made || made->type != PANO_JSON_OBJECT)
-        return NULL;
-    /* they, then the document's own */
-    size_t n = made->u.items.len + doc->u.items.len;
-    pano_json *tree = pano_arena_alloc(arena, sizeof *tree);
-    *tree = (pano_json){.type = PANO_JSON_OBJECT};
-    tree->u.items.keys = pano_arena_alloc(arena, (n ? n : 1) * sizeof(char *));
-    tree->u.items.values = pano_arena_alloc(arena, (n ? n : 1) * sizeof(pano_json *));
-    tree->u.items.len = tree->u.items.cap = n;
-    const pano_json *parts[] = {made, doc};
-    size_t at = 0;
-    for (size_t p = 0; p < 2; p++)
-        for (size_t i = 0; i < parts[p]->u.items.len; i++, at++) {
-            tree->u.items.keys[at] = parts[p]->u.items.keys[i];
-            tree->u.items.values[at] = parts[p]->u.items.values[i];
-        }
+    /* the values as with_delta writes them, read as a parse reads them */
+    pano_json *delta = object_in(arena, PANO_SAMPLE_NVALUES);
+    for (size_t i = 0; i < PANO_SAMPLE_NVALUES; i++) {
+        char num[PANO_JSON_NUMBER_MAX];
+        pano_json v;
+        if (!pano_json_read_number(num, (size_t)value_text(num, i, m->delta[i]), &v))
+            return NULL;
+        member(delta, arena, pano_sample_values[i].name, v);
+    }
+    size_t source_len = strlen(m->source);
+    char *source = pano_arena_alloc(arena, source_len + 1);
+    memcpy(source, m->source, source_len + 1);
+    pano_json *tree = object_in(arena, 4 + doc->u.items.len);
+    member(tree, arena, "delta", *delta);
+    member(tree, arena, "delta_source",
+           (pano_json){.type = PANO_JSON_STRING, .u.string = {source, source_len}});
+    if (m->offset >= 0)
+        member(tree, arena, "delta_offset", (pano_json){.type = PANO_JSON_INT, .u.integer = m->offset});
+    if (m->after_end)
+        member(tree, arena, "delta_after_end", (pano_json){.type = PANO_JSON_BOOL, .u.boolean = true});
+    /* then the document's own, as they are */
+    for (size_t i = 0; i < doc->u.items.len; i++) {
+        tree->u.items.keys[tree->u.items.len] = doc->u.items.keys[i];
+        tree->u.items.values[tree->u.items.len++] = doc->u.items.values[i];
+    }
     return tree;
 }

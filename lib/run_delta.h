@@ -89,12 +89,20 @@ void pano_run_event_free(pano_run_event *e);
  * were stored (the document src), deltas being made by source. */
 void pano_run_state_of(const pano_json *src, const char *source, pano_run_state *r);
 
+/* The members a sample's document gets in front of its own. */
+typedef struct {
+    double delta[PANO_SAMPLE_NVALUES];
+    const char *source;
+    int64_t offset;  /* delta_offset, or -1: none */
+    bool after_end;  /* delta_after_end */
+    bool own_follow; /* the document's own members follow, as they came (not
+                        written again without a delta_source of their own) */
+} pano_run_made;
+
 /* What one event's passing makes, all NULL or false when nothing. */
 typedef struct {
     char *doc;     /* the sample's document with its delta, replacing doc */
-    size_t made_len; /* doc's first bytes made here, '{' to the ',' before
-                        the document's own members (0: those were written
-                        again, without a delta_source of their own) */
+    pano_run_made made_members; /* what doc has in front of its own */
     char *closing; /* a closing sample (an event, JSON) to store after it */
     bool made;     /* doc holds a delta made here */
     bool late;     /* delta 0: the sample is older than the run's latest or a

@@ -149,7 +149,7 @@ static void same_tree_as_parsed(const pano_run_change *ch, const char *json,
     const pano_json *own = pano_json_parse_with(json, strlen(json), &as_checked, why, sizeof why);
     ck_assert_msg(own, "%s", why);
     const pano_json *tree = pano_run_change_tree(ch, own, &arena);
-    if (ch->made_len == 0)
+    if (!ch->made_members.own_follow)
         ck_assert_ptr_null(tree);
     else {
         ck_assert_ptr_nonnull(tree);
