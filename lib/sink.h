@@ -69,7 +69,8 @@ int pano_sink_send_raw(pano_sink *sink, const char *routing_key, const char *eve
  * events are kept in memory (up to 64 KiB, then written) and written
  * together by pano_sink_flush() or pano_sink_close(), one write for many
  * events; into the store, checked at once and written by the store's
- * writer thread (pano_store_queue), committed every 10,000 events and by
+ * writer thread (pano_store_queue), committed once a second (or 100,000
+ * events) while they come, and by
  * pano_sink_flush(), pano_sink_hold(false) or pano_sink_close().
  * pano_sink_send() returns 0 for a held event; one that later cannot be
  * written is logged as an error and counted in stats.failed. For programs

@@ -37,10 +37,11 @@
 #define MMAP_BYTES (1LL << 40)
 #define PAGE_BYTES 16384
 #define WAL_CHECKPOINT_PAGES ((64 << 20) / PAGE_BYTES)
-/* A batch's page cache: room for the pages a transaction of
- * PANO_STORE_BATCH_COMMIT events changes (about 20 MB), which SQLite's
- * default of 2 MB would write to the WAL before the commit and read back.
- * Set while a batch is open, SQLite's default again after. */
+/* A batch's page cache: room for most pages a transaction of a batch
+ * changes (about 20 MB for 10,000 events), which SQLite's default of 2 MB
+ * would write to the WAL before the commit and read back (a page written
+ * so is written again in place). Set while a batch is open, SQLite's
+ * default again after. */
 #define BATCH_CACHE_KIB 65536
 #define DEFAULT_CACHE_KIB 2000
 
@@ -93,6 +94,7 @@ struct pano_store {
     sqlite3_stmt *data_version;  /* whether another connection wrote since */
     int64_t seen_version;
     bool in_transaction;
+    double began; /* when the open transaction began (monotonic) */
     store_batch batch;
     pano_pipe *pipe; /* the queue to the writer thread, once used */
 };
@@ -785,6 +787,7 @@ static int begin_transaction(pano_store *s, char *err, size_t errlen)
     if (exec(s->db, "BEGIN IMMEDIATE", err, errlen) < 0)
         return -1;
     s->in_transaction = true;
+    s->began = pano_monotonic();
     /* another connection's commits: the runs' states known may be stale */
     int64_t version = -1;
     if (sqlite3_step(s->data_version) == SQLITE_ROW)
@@ -1158,14 +1161,17 @@ static int batch_transaction_end(pano_store *s)
 
 /* An event of a batch written (put or queued): counted in the open
  * transaction, which is committed, and the next one begun, once it holds
- * PANO_STORE_BATCH_COMMIT events. */
+ * PANO_STORE_BATCH_COMMIT events or began PANO_STORE_BATCH_SECONDS ago
+ * (the clock read every 256 events). */
 static void batch_wrote(pano_store *s, pano_store_outcome o)
 {
     if (!s->in_transaction || s->batch.broken)
         return;
     if (o == PANO_STORE_STORED || o == PANO_STORE_DUPLICATE)
         s->batch.uncommitted++;
-    if (s->batch.uncommitted < PANO_STORE_BATCH_COMMIT)
+    if (s->batch.uncommitted < PANO_STORE_BATCH_COMMIT &&
+        (s->batch.uncommitted % 256 != 0 ||
+         pano_monotonic() - s->began < PANO_STORE_BATCH_SECONDS))
         return;
     char why[256];
     if (batch_transaction_end(s) == 0 && begin_transaction(s, why, sizeof why) < 0) {

@@ -31,7 +31,8 @@
  *       written in their transactions (store_figures.h).
  *
  * Writing: one transaction per pano_store_put (or, in a batch,
- * pano_store_begin/commit, per PANO_STORE_BATCH_COMMIT events; a batch's
+ * pano_store_begin/commit, per PANO_STORE_BATCH_COMMIT events or
+ * PANO_STORE_BATCH_SECONDS; a batch's
  * queued events, pano_store_queue, on the store's writer thread),
  * BEGIN IMMEDIATE, waiting up to pano.store.
  * busy_timeout for other writers (opening a file that others are making
@@ -118,8 +119,13 @@ pano_store_outcome pano_store_keep_refused(pano_store *s, double received, const
 
 /* Group the next events in a batch until pano_store_commit (a burst of
  * events, few disk syncs): in one transaction, committed and begun again
- * every PANO_STORE_BATCH_COMMIT events. 0, or -1 with a message in err. */
-#define PANO_STORE_BATCH_COMMIT 10000
+ * once it holds PANO_STORE_BATCH_COMMIT events or is
+ * PANO_STORE_BATCH_SECONDS old, whichever comes first (each commit writes
+ * again every index page its events touched, so the fewer the better; the
+ * other writers of the file wait for it, and readers see its events, at
+ * most about that long). 0, or -1 with a message in err. */
+#define PANO_STORE_BATCH_COMMIT 100000
+#define PANO_STORE_BATCH_SECONDS 1.0
 int pano_store_begin(pano_store *s, char *err, size_t errlen);
 
 /* Many events, written at the pace of the disk: within a batch, an event is
