@@ -1081,6 +1081,16 @@ out:
     return o;
 }
 
+/* Whether JSON text s has a \u escape. */
+static bool unicode_escape(const char *s, size_t len)
+{
+    const char *end = s + len;
+    for (const char *p = s; p + 1 < end && (p = memchr(p, '\\', (size_t)(end - p - 1))); p += 2)
+        if (p[1] == 'u')
+            return true;
+    return false;
+}
+
 /* Check a message with normalizer nz (any thread: the store's connection
  * is not used). */
 static void check(const pano_store *s, pano_normalizer *nz, const char *routing_key,
@@ -1109,7 +1119,7 @@ static void check(const pano_store *s, pano_normalizer *nz, const char *routing_
     /* a run event's tree stands for the one parsing its bytes again gives
      * when it was read from the bytes that came, with no escape that
      * parsing again could read otherwise (pano_run_change_tree) */
-    c->own_tree = !c->e || (!c->n.changed && !memmem(c->n.body, c->n.len, "\\u", 2));
+    c->own_tree = !c->e || (!c->n.changed && !unicode_escape(c->n.body, c->n.len));
     if (c->own_tree) {
         c->nfv = field_values(s, c->n.doc, c->fv, STORE_FIELDS);
         store_summaries_part(c->n.doc, &c->place, &c->sp);
