@@ -143,7 +143,7 @@ static char *with_delta(const char *doc, size_t len, const pano_run_made *made)
     const double *delta = made->delta;
     const char *source = made->source;
     pano_buf b = {0};
-    pano_buf_reserve(&b, len + 512);
+    pano_buf_reserve(&b, len + 512); /* the members made take about 300 bytes */
     pano_buf_append_str(&b, "{\"delta\":{");
     for (size_t i = 0; i < PANO_SAMPLE_NVALUES; i++) {
         pano_buf_append_str(&b, i ? ",\"" : "\"");
@@ -312,14 +312,13 @@ static void member(pano_json *o, pano_arena *arena, const char *key, pano_json v
     o->u.items.values[o->u.items.len++] = v;
 }
 
-/* An empty object of room for n members, in arena. */
-static pano_json *object_in(pano_arena *arena, size_t n)
+/* An empty object of room for n members, its arrays in arena. */
+static pano_json object_in(pano_arena *arena, size_t n)
 {
-    pano_json *o = pano_arena_alloc(arena, sizeof *o);
-    *o = (pano_json){.type = PANO_JSON_OBJECT};
-    o->u.items.keys = pano_arena_alloc(arena, (n ? n : 1) * sizeof(char *));
-    o->u.items.values = pano_arena_alloc(arena, (n ? n : 1) * sizeof(pano_json *));
-    o->u.items.cap = n;
+    pano_json o = {.type = PANO_JSON_OBJECT};
+    o.u.items.keys = pano_arena_alloc(arena, (n ? n : 1) * sizeof(char *));
+    o.u.items.values = pano_arena_alloc(arena, (n ? n : 1) * sizeof(pano_json *));
+    o.u.items.cap = n;
     return o;
 }
 
@@ -330,19 +329,20 @@ const pano_json *pano_run_change_tree(const pano_run_change *ch, const pano_json
     if (!ch->doc || !m->own_follow || !doc || doc->type != PANO_JSON_OBJECT)
         return NULL;
     /* the values as with_delta writes them, read as a parse reads them */
-    pano_json *delta = object_in(arena, PANO_SAMPLE_NVALUES);
+    pano_json delta = object_in(arena, PANO_SAMPLE_NVALUES);
     for (size_t i = 0; i < PANO_SAMPLE_NVALUES; i++) {
         char num[PANO_JSON_NUMBER_MAX];
         pano_json v;
         if (!pano_json_read_number(num, (size_t)value_text(num, i, m->delta[i]), &v))
             return NULL;
-        member(delta, arena, pano_sample_values[i].name, v);
+        member(&delta, arena, pano_sample_values[i].name, v);
     }
     size_t source_len = strlen(m->source);
     char *source = pano_arena_alloc(arena, source_len + 1);
     memcpy(source, m->source, source_len + 1);
-    pano_json *tree = object_in(arena, 4 + doc->u.items.len);
-    member(tree, arena, "delta", *delta);
+    pano_json *tree = pano_arena_alloc(arena, sizeof *tree);
+    *tree = object_in(arena, 4 + doc->u.items.len);
+    member(tree, arena, "delta", delta);
     member(tree, arena, "delta_source",
            (pano_json){.type = PANO_JSON_STRING, .u.string = {source, source_len}});
     if (m->offset >= 0)
