@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <math.h>
 #include <regex.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,11 +58,15 @@ struct pano_schema {
     bool has_pattern;
     regex_t pattern;
     const char *pattern_text;
+    uint64_t pattern_id; /* unique in the process, from 1 */
     pano_schema **all_of, **any_of, **one_of;
     size_t n_all_of, n_any_of, n_one_of;
     pano_schema *not_schema;
     pano_schema *ref; /* the target of $ref */
 };
+
+/* Patterns compiled so far, to tell them apart (matches). */
+static atomic_uint_least64_t patterns_compiled;
 
 typedef struct {
     char *path; /* relative to the set's directory ("events/x.schema.json") */
@@ -486,6 +491,7 @@ static pano_schema *compile(pano_schema_set *set, size_t file, const pano_json *
         }
         c->has_pattern = true;
         c->pattern_text = pattern->u.string.text;
+        c->pattern_id = atomic_fetch_add(&patterns_compiled, 1) + 1;
     }
 
     if (!compile_list(set, file, s, "allOf", &c->all_of, &c->n_all_of, where, err, errlen) ||
@@ -891,6 +897,28 @@ static size_t utf8_chars(const char *s, size_t len)
 
 static bool check(const pano_schema *s, const pano_json *v, vctx *c);
 
+/* Whether text matches s's pattern. The last text that matched is kept,
+ * per thread: an event's name is mostly the one before's. */
+static bool matches(const pano_schema *s, const char *text, size_t len)
+{
+    static _Thread_local struct {
+        uint64_t pattern;
+        size_t len;
+        char text[128];
+    } last;
+    if (last.pattern == s->pattern_id && last.len == len && memcmp(last.text, text, len) == 0)
+        return true;
+    regmatch_t m[1] = {{0, (regoff_t)len}};
+    if (regexec(&s->pattern, text, 1, m, REG_STARTEND) != 0)
+        return false;
+    if (len <= sizeof last.text) {
+        last.pattern = s->pattern_id;
+        last.len = len;
+        memcpy(last.text, text, len);
+    }
+    return true;
+}
+
 static bool check_object(const pano_schema *s, const pano_json *v, vctx *c)
 {
     char what[600];
@@ -1036,13 +1064,10 @@ static bool check(const pano_schema *s, const pano_json *v, vctx *c)
                 goto out;
             }
         }
-        if (s->has_pattern) {
-            regmatch_t m[1] = {{0, (regoff_t)v->u.string.len}};
-            if (regexec(&s->pattern, v->u.string.text, 1, m, REG_STARTEND) != 0) {
-                describe(c, what, sizeof what);
-                fail(c, "%s does not match the pattern %s", what, s->pattern_text);
-                goto out;
-            }
+        if (s->has_pattern && !matches(s, v->u.string.text, v->u.string.len)) {
+            describe(c, what, sizeof what);
+            fail(c, "%s does not match the pattern %s", what, s->pattern_text);
+            goto out;
         }
     }
     if (v->type == PANO_JSON_ARRAY) {
