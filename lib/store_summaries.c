@@ -149,8 +149,11 @@ int store_summaries_add(store_summaries *ss, store_summary_part *p, int64_t rowi
     if (!p->has)
         return 0;
     bool closing = p->closing;
-    char arrival[24];
-    snprintf(arrival, sizeof arrival, "%020lld", (long long)rowid);
+    char arrival[24]; /* the row, in 20 digits: "%020lld" (a rowid is positive) */
+    uint64_t left = (uint64_t)rowid;
+    for (int d = 19; d >= 0; d--, left /= 10)
+        arrival[d] = (char)('0' + left % 10);
+    arrival[20] = '\0';
     pano_run_summary part = p->part; /* taken: cleared below */
     p->has = false;
     pano_summary_set_arrival(&part, arrival);

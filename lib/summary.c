@@ -198,6 +198,14 @@ static bool has_value(const pano_json *v)
            v->type != PANO_JSON_ARRAY;
 }
 
+/* l's arrival, cut to its room (copied, not printed: once an event). */
+static void set_arrival(pano_summary_latest *l, const char *arrival)
+{
+    size_t n = strnlen(arrival, sizeof l->i - 1);
+    memcpy(l->i, arrival, n);
+    l->i[n] = '\0';
+}
+
 /* Start a latest entry ordered by (o1, o2), returned for its values. */
 static pano_summary_latest *latest(pano_run_summary *s, pano_summary_latest_name name,
                                    const char *arrival, double o1, double o2)
@@ -206,7 +214,7 @@ static pano_summary_latest *latest(pano_run_summary *s, pano_summary_latest_name
     l->has = true;
     l->o[0] = o1;
     l->o[1] = o2;
-    snprintf(l->i, sizeof l->i, "%s", arrival);
+    set_arrival(l, arrival);
     return l;
 }
 
@@ -214,13 +222,20 @@ void pano_summary_set_arrival(pano_run_summary *s, const char *arrival)
 {
     for (int i = 0; i < PANO_SL_COUNT; i++)
         if (s->latest[i].has)
-            snprintf(s->latest[i].i, sizeof s->latest[i].i, "%s", arrival);
+            set_arrival(&s->latest[i], arrival);
 }
 
 /* The id: a letter, '-', and 128 bits of SHA-256 over the kind, the stream
- * and the key, each ended by a unit separator. */
+ * and the key, each ended by a unit separator. A run's events mostly come
+ * one after another, so the last key hashed on each thread is kept with
+ * its hash. */
 static void make_id(pano_run_summary *s, const char *const *key, size_t n)
 {
+    static _Thread_local struct {
+        char material[512];
+        size_t len;
+        char hex[33];
+    } last;
     pano_buf b = {0};
     char head[2] = {kind_names[s->kind][0], '\x1f'};
     pano_buf_append(&b, head, 2);
@@ -229,10 +244,13 @@ static void make_id(pano_run_summary *s, const char *const *key, size_t n)
         pano_buf_append(&b, "\x1f", 1);
         pano_buf_append_str(&b, key[i]);
     }
-    char hex[33];
-    pano_event_id_of(b.data, b.len, hex);
+    if (b.len != last.len || memcmp(b.data, last.material, b.len) != 0) {
+        pano_event_id_of(b.data, b.len, last.hex);
+        last.len = b.len <= sizeof last.material ? b.len : 0;
+        memcpy(last.material, b.data, last.len);
+    }
     pano_buf_free(&b);
-    snprintf(s->id, sizeof s->id, "%c-%s", head[0], hex);
+    snprintf(s->id, sizeof s->id, "%c-%s", head[0], last.hex);
 }
 
 static void run_part(const pano_json *ev, const char *name, const char *arrival, double ts,
