@@ -68,11 +68,27 @@ pano_run_event *pano_run_event_read(const pano_json *ev, const char *wf_uuid, in
     e->ts = ts;
     e->id_hash = pano_hash_str(id);
     e->pid = pid;
-    snprintf(e->wf, sizeof e->wf, "%s", wf_uuid);
-    e->key = e->text;
-    snprintf(e->key, klen + 1, "%s\x1f%s%s\x1f%s\x1f%lld", wf_uuid, job ? "=" : "-",
-             job ? job : "", host, (long long)pid);
-    char *p = e->key + strlen(e->key) + 1;
+    size_t wl = strnlen(wf_uuid, PANO_WF_UUID_LEN);
+    memcpy(e->wf, wf_uuid, wl);
+    e->wf[wl] = '\0';
+    /* copied, not printed: every sample of a run is read here */
+    char *k = e->key = e->text;
+    memcpy(k, e->wf, wl);
+    k += wl;
+    *k++ = '\x1f';
+    *k++ = job ? '=' : '-';
+    memcpy(k, job ? job : "", jl);
+    k += jl;
+    *k++ = '\x1f';
+    memcpy(k, host, hl);
+    k += hl;
+    *k++ = '\x1f';
+    char num[PANO_JSON_NUMBER_MAX];
+    int nl = pano_json_format_int(num, pid);
+    memcpy(k, num, (size_t)nl);
+    k += nl;
+    *k = '\0';
+    char *p = k + 1;
     memcpy(p, host, hl + 1);
     e->host = p;
     if (job) {
@@ -83,7 +99,7 @@ pano_run_event *pano_run_event_read(const pano_json *ev, const char *wf_uuid, in
         e->own_delta = pano_json_get(ev, "delta") != NULL;
         e->clash = pano_json_get(ev, "delta_source") || pano_json_get(ev, "delta_offset") ||
                    pano_json_get(ev, "delta_after_end");
-        for (size_t i = 0; i < PANO_SAMPLE_NVALUES; i++)
+        for (size_t i = 0; i < PANO_SAMPLE_NVALUES && !e->own_delta; i++)
             if (pano_json_get_number(ev, pano_sample_values[i].name, &e->values[i]) &&
                 in_range(e->values[i]))
                 e->present |= 1u << i;

@@ -68,8 +68,8 @@ typedef struct {
     int64_t offset; /* offset; -1 and -1 elsewhere) */
     double ts;
     uint64_t id_hash;
-    unsigned present; /* bit i: it has pano_sample_values[i] */
-    double values[PANO_SAMPLE_NVALUES];
+    unsigned present; /* bit i: it has pano_sample_values[i] (read only for a */
+    double values[PANO_SAMPLE_NVALUES]; /* sample without its own delta) */
     int64_t pid;
     char wf[PANO_WF_UUID_LEN + 1];
     const char *job;  /* NULL: no dag_job_id */

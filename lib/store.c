@@ -1007,9 +1007,10 @@ typedef struct {
     char reason[256];
 } checked;
 
-/* A run event (run_delta.h) that may make a delta or a closing sample:
- * the run's state read, the event stored as it makes it, and the closing
- * sample after it, in one transaction. */
+/* A run event (run_delta.h): the run's state read, the event stored as it
+ * makes it (a sample without delta gets one), and the closing sample an end
+ * makes after it, in one transaction. The state kept follows each start
+ * and sample stored (store_runs.h). */
 static pano_store_outcome put_run_event(pano_store *s, checked *c, char *err, size_t errlen)
 {
     const pano_run_event *e = c->e;
@@ -1060,7 +1061,7 @@ static pano_store_outcome put_run_event(pano_store *s, checked *c, char *err, si
                    errlen);
         store_summaries_part_clear(&sp);
     }
-    if (o == PANO_STORE_STORED && e->kind == PANO_RUN_SAMPLE)
+    if (o == PANO_STORE_STORED && e->kind != PANO_RUN_END)
         store_runs_stored(s->runs, e->key, place->ts, tree);
     if (o != PANO_STORE_FAILED && ch.closing) {
         char why[256];
@@ -1096,7 +1097,17 @@ static bool unicode_escape(const char *s, size_t len)
 static void check(const pano_store *s, pano_normalizer *nz, const char *routing_key,
                   const char *json, size_t len, checked *c)
 {
-    *c = (checked){.json = json, .len = len};
+    /* Not cleared whole (5 KB an event): n is set by pano_normalize, place
+     * by pano_event_place, and fv and sp are read only as far as nfv and
+     * sp.has say. */
+    c->json = json;
+    c->len = len;
+    c->normalized = false;
+    c->e = NULL;
+    c->own_tree = false;
+    c->nfv = 0;
+    c->sp.has = false;
+    c->refused = NULL;
     if (len > INT_MAX) {
         c->len = 0; /* not kept */
         c->refused = "message too large";
@@ -1112,14 +1123,16 @@ static void check(const pano_store *s, pano_normalizer *nz, const char *routing_
         c->refused = c->reason;
         return;
     }
-    /* what may make a delta or a closing sample: a sample without delta, an end */
-    if (strcmp(c->place.event, "kickstart.inv.end") == 0 ||
-        (strcmp(c->place.event, "kickstart.inv.online") == 0 && !pano_json_get(c->n.doc, "delta")))
+    /* a run's start, sample or end: its state followed (a sample without
+     * delta may get one, an end may make a closing sample) */
+    if (strncmp(c->place.event, "kickstart.inv.", 14) == 0)
         c->e = pano_run_event_read(c->n.doc, c->place.wf_uuid, -1, -1);
-    /* a run event's tree stands for the one parsing its bytes again gives
-     * when it was read from the bytes that came, with no escape that
-     * parsing again could read otherwise (pano_run_change_tree) */
-    c->own_tree = !c->e || (!c->n.changed && !unicode_escape(c->n.body, c->n.len));
+    /* the tree of a sample that may be given a delta stands for the one
+     * parsing its bytes again gives when it was read from the bytes that
+     * came, with no escape that parsing again could read otherwise
+     * (pano_run_change_tree) */
+    c->own_tree = !c->e || c->e->kind != PANO_RUN_SAMPLE || c->e->own_delta ||
+                  (!c->n.changed && !unicode_escape(c->n.body, c->n.len));
     if (c->own_tree) {
         c->nfv = field_values(s, c->n.doc, c->fv, STORE_FIELDS);
         store_summaries_part(c->n.doc, &c->place, &c->sp);
@@ -1143,7 +1156,7 @@ static pano_store_outcome write_checked(pano_store *s, checked *c, char *err, si
         return dead_letter(s, c->json, c->len, c->refused, err, errlen);
     if (c->e)
         return put_run_event(s, c, err, errlen);
-    /* a run's start or sample that its state does not follow */
+    /* a run's start or sample whose state cannot be followed (no run key) */
     if (strcmp(c->place.event, "kickstart.inv.start") == 0 ||
         strcmp(c->place.event, "kickstart.inv.online") == 0)
         store_runs_forget(s->runs);

@@ -5,11 +5,11 @@
  *
  * A state is what the file gives (store.c's run_state: the run's latest
  * sample or start, by ts, then by row): read from the file once, then kept
- * as this writer stores the run's samples. It is only as good as the
+ * as this writer stores the run's start and samples. It is only as good as the
  * writer's knowledge of the file, so store.c forgets every state when
  * another connection wrote to the file (its data_version changed), when a
- * transaction is rolled back, and when a start or a sample reaches a run by
- * another way (one with its own delta, a closing sample). A fixed table of
+ * transaction is rolled back, and when a start or a sample is stored that
+ * names no run (pano_run_event_read reads none of it). A fixed table of
  * RUN_STATES entries, each run in the entry of its key's hash: a run that
  * finds its entry taken by another is read from the file again. Only
  * store.c calls this.

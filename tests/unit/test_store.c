@@ -591,6 +591,48 @@ START_TEST(a_writer_knows_its_runs_only_while_the_file_is_its_own)
 }
 END_TEST
 
+/* The state a writer keeps of a run follows its starts and samples as it
+ * stores them: a run started again after its end (the same job, host and
+ * pid: a retry) gets its first change from its new start, not from its
+ * closing sample; a start older than the run's latest sample changes
+ * nothing; a run whose samples carry their own delta is left alone to its
+ * end, which closes nothing. */
+START_TEST(a_writers_runs_follow_their_starts_and_samples)
+{
+    base = (double)(time(NULL) / 1000 * 1000) - 10000;
+    pano_store *s = writer("node1", NULL);
+    char err[256];
+    const char *start = "\"argv\":[\"x\"]";
+    const char *end = "\"exitcode\":0,\"signal\":0,\"duration\":2,\"final\":{}";
+    ck_assert_int_eq(pano_store_begin(s, err, sizeof err), 0);
+    stored(s, run_event("start", "j1", 100, "a0", start));
+    stored(s, run_event("online", "j1", 101, "a1", VALUES(1, 100, 10)));
+    stored(s, run_event("end", "j1", 102, "a2", end));
+    stored(s, run_event("start", "j1", 200, "b0", start));
+    stored(s, run_event("online", "j1", 201, "b1", VALUES(1, 120, 10)));
+    stored(s, run_event("start", "j1", 150, "late", start));
+    stored(s, run_event("online", "j1", 202, "b2", VALUES(2, 150, 20)));
+    stored(s, run_event("start", "own", 100, "o0", start));
+    stored(s, run_event("online", "own", 101, "o1", VALUES(1, 5, 1) ",\"delta\":{\"rss\":5}"));
+    stored(s, run_event("online", "own", 102, "o2", VALUES(1, 9, 1) ",\"delta\":{\"rss\":4}"));
+    stored(s, run_event("end", "own", 103, "o3", end));
+    ck_assert_int_eq(pano_store_commit(s, err, sizeof err), 0);
+    pano_store_close(s);
+    ck_assert_double_eq(field_of("a2-closing", "$.delta.rss"), -100);
+    ck_assert_double_eq(field_of("b1", "$.delta.rss"), 120);
+    ck_assert_double_eq(field_of("b1", "$.delta.rchar"), 10);
+    ck_assert_double_eq(field_of("b2", "$.delta.rss"), 30);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE event_id IN ('b1', 'b2')"
+                         " AND json_extract(doc, '$.delta_after_end') IS NOT NULL"),
+                     0);
+    ck_assert_double_eq(field_of("o2", "$.delta.rss"), 4);
+    ck_assert_int_eq(ask("SELECT count(*) FROM events WHERE dag_job_id = 'own' AND"
+                         " (json_extract(doc, '$.delta_source') IS NOT NULL OR"
+                         " json_extract(doc, '$.sample') = 'closing')"),
+                     0);
+}
+END_TEST
+
 /* SELECT's one integer over one host's file. */
 static long long ask_file(const char *host, const char *sql)
 {
@@ -1136,6 +1178,7 @@ int main(void)
     tcase_add_test(tc, samples_without_delta_get_the_indexers_deltas);
     tcase_add_test(tc, a_samples_columns_are_those_of_its_document);
     tcase_add_test(tc, a_writer_knows_its_runs_only_while_the_file_is_its_own);
+    tcase_add_test(tc, a_writers_runs_follow_their_starts_and_samples);
     tcase_add_test(tc, summaries_count_exactly_the_events_written);
     tcase_add_test(tc, figures_count_exactly_the_events);
     tcase_add_test(tc, a_writer_waits_for_a_file_being_made);
