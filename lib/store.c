@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -651,6 +652,22 @@ static int prepare_file(pano_store *s, const char *mode, char *err, size_t errle
     return 0;
 }
 
+/* SQLite set up once a process, before its first connection: without
+ * memory statistics, which take a global mutex at every allocation and
+ * which pano never reads. */
+static void sqlite_setup_once(void)
+{
+    int rc = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    if (rc != SQLITE_OK) /* SQLite was started before: the statistics stay */
+        pano_debug("SQLite's memory statistics stay on: %s", sqlite3_errstr(rc));
+}
+
+static void sqlite_setup(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, sqlite_setup_once);
+}
+
 pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char *err,
                                    size_t errlen)
 {
@@ -680,6 +697,7 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
     };
     s->nz = pano_normalizer_new(&s->nopts);
 
+    sqlite_setup();
     mode_t old = umask(077);
     /* one thread at a time uses the connection (the writer thread while
      * events are queued, else the caller's): no mutex on each call */
@@ -1604,6 +1622,7 @@ int pano_store_export(sqlite3 *reader, const char *const *wfs, size_t n, const c
     unlink(tmp);
     sqlite3 *out = NULL;
     char why[512];
+    sqlite_setup();
     int rc = sqlite3_open_v2(tmp, &out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (rc != SQLITE_OK) {
         snprintf(err, errlen, "cannot create %s: %s", tmp, out ? sqlite3_errmsg(out) : "no memory");
@@ -1728,6 +1747,7 @@ sqlite3 *pano_store_open_reader(const char *const *paths, size_t n, char *err, s
         goto fail;
     }
     /* "": a private temporary database, on disk, gone with the connection */
+    sqlite_setup();
     if (sqlite3_open_v2("", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_URI, NULL) != SQLITE_OK) {
         snprintf(err, errlen, "cannot open SQLite: %s", db ? sqlite3_errmsg(db) : "no memory");
         goto fail;
