@@ -18,7 +18,9 @@
 #    series_rss_cold.
 # 3. The embedded store, beside Elasticsearch: the same events (the ones
 #    kafka_load produced) written into a store of their own by pano-emit
-#    --events (events/s, and the file's bytes per event); every query of
+#    --events (events/s, and the file's bytes per event), once the disk
+#    holds what was written before and Elasticsearch merges no segment
+#    (so that the two cores are the store's alone); every query of
 #    step 2 asked of it too, its answer compared with Elasticsearch's
 #    (tests/tools/same_answers.sh: the same but for the moment of asking)
 #    and timed the same way (no *_cold: SQLite has no request cache); live:
@@ -101,6 +103,13 @@ fi
 # ---- 3. the embedded store, the same events
 STORE=$DIR/store
 EMIT=(env PANO_AMQP_URL= "$BUILD/publishers/emit/pano-emit" --set pano.store="$STORE")
+sync
+for _ in $(seq 120); do
+    merging=$(curl -fsS "$ES/_nodes/stats/indices/merge" | jq '[.nodes[].indices.merges.current] | add')
+    [[ $merging == 0 ]] && break
+    sleep 1
+done
+log "embedded store: written once Elasticsearch merges $merging segments"
 t0=$(date +%s%N)
 "${EMIT[@]}" --events "$DIR/events.jsonl" 2>"$DIR/emit.log" || { tail -3 "$DIR/emit.log" >&2; exit 1; }
 t1=$(date +%s%N)
