@@ -12,6 +12,11 @@
  * what the producer made in it stays valid until the helper is done with
  * it.
  *
+ * Handing a slot over takes no lock while both threads are busy. A helper
+ * that has caught up with a stream of slots is woken again once a few more
+ * are pushed, not for each one; a slot pushed at the end of a stream waits
+ * for the helper 1 ms at most, and a drain or a full ring wakes it at once.
+ *
  * One producer thread. When the helper thread cannot start, push calls
  * work itself: the same order, no overlap.
  */

@@ -1,7 +1,8 @@
 /* A pipe to a helper thread (lib/pipe.c): every slot worked on once, in
  * the order pushed, never more than its slots in hand, a slot's contents
  * kept from one round to the next, a producer waiting for room woken once
- * half the slots are done. */
+ * half the slots are done, a slot pushed alone worked on with no drain, a
+ * drain not held by a helper lingering for more. */
 #include "mem.h"
 #include "pipe.h"
 #include "testutil.h"
@@ -10,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 typedef struct {
@@ -81,7 +83,6 @@ START_TEST(free_finishes_what_was_pushed)
     for (long i = 0; i < 3; i++) {
         slot *s = pano_pipe_next(p);
         s->seq = i * 1000; /* each one slow */
-        h.next = 0;
         pano_pipe_push(p);
     }
     pano_pipe_free(p);
@@ -161,6 +162,68 @@ START_TEST(a_waiting_producer_is_woken_when_half_the_slots_are_done)
 }
 END_TEST
 
+static void count_work(void *s, void *user)
+{
+    (void)s;
+    atomic_fetch_add((atomic_long *)user, 1);
+}
+
+/* Wait up to a second for *worked to reach n. */
+static bool worked_reaches(atomic_long *worked, long n)
+{
+    for (int i = 0; i < 1000 && atomic_load(worked) < n; i++)
+        usleep(1000);
+    return atomic_load(worked) == n;
+}
+
+/* A helper lingering after a stream of slots for more of them still works
+ * on the last few, and on a slot pushed alone once the stream stopped,
+ * with nobody draining. */
+START_TEST(a_slot_pushed_alone_is_worked_on_without_a_drain)
+{
+    atomic_long worked = 0;
+    pano_pipe *p = pano_pipe_new(256, sizeof(slot), count_work, &worked);
+    for (int i = 0; i < 1000; i++) { /* a stream, then 1000 % 32 = 8 more */
+        pano_pipe_next(p);
+        pano_pipe_push(p);
+    }
+    ck_assert(worked_reaches(&worked, 1000));
+    usleep(20000); /* the stream has stopped: the helper sleeps */
+    pano_pipe_next(p);
+    pano_pipe_push(p);
+    ck_assert(worked_reaches(&worked, 1001));
+    pano_pipe_free(p);
+}
+END_TEST
+
+/* A drain (what a synchronous write does) is not held while the helper,
+ * done with a stream of slots, lingers for more: a drain just after the
+ * stream stopped would otherwise wait out most of the linger's 1 ms. */
+START_TEST(a_drain_is_not_held_by_a_lingering_helper)
+{
+    atomic_long worked = 0;
+    pano_pipe *p = pano_pipe_new(256, sizeof(slot), count_work, &worked);
+    double held = 0;
+    for (int round = 1; round <= 200; round++) {
+        for (int i = 0; i < 40; i++) {
+            pano_pipe_next(p);
+            pano_pipe_push(p);
+        }
+        usleep(200); /* the stream done: the helper lingers */
+        pano_pipe_next(p);
+        pano_pipe_push(p);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        pano_pipe_drain(p);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        held += (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+        ck_assert_int_eq(atomic_load(&worked), round * 41);
+    }
+    ck_assert_msg(held < 0.05, "200 drains held %.3f s", held);
+    pano_pipe_free(p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pipe");
@@ -168,6 +231,8 @@ int main(void)
     tcase_add_test(tc, slots_are_worked_on_in_order_and_never_overtaken);
     tcase_add_test(tc, free_finishes_what_was_pushed);
     tcase_add_test(tc, a_waiting_producer_is_woken_when_half_the_slots_are_done);
+    tcase_add_test(tc, a_slot_pushed_alone_is_worked_on_without_a_drain);
+    tcase_add_test(tc, a_drain_is_not_held_by_a_lingering_helper);
     suite_add_tcase(s, tc);
     return pano_test_run(s);
 }
