@@ -19,7 +19,7 @@
  * each new one, which would cost a sleep and a wake-up a slot (more than a
  * slot's work on a virtual machine): it lingers, asking to be woken once
  * p->batch slots are pushed or the producer waits for it (a drain, a full
- * ring), and looks by itself after HELPER_LINGER_NS. Once a linger finds
+ * ring), and looks by itself after p->linger. Once a linger finds
  * nothing pushed, the stream has stopped: it sleeps until the next push.
  */
 #include "pipe.h"
@@ -34,7 +34,6 @@
 #include <time.h>
 
 #define HELPER_BATCH 32          /* at most; half the slots when they are fewer */
-#define HELPER_LINGER_NS 1000000 /* 1 ms: the most a slot waits for a helper that lingers */
 
 struct pano_pipe {
     unsigned char *slots;
@@ -50,6 +49,7 @@ struct pano_pipe {
     pthread_mutex_t lock;
     pthread_cond_t to_helper;   /* slots pushed, or stop (on CLOCK_MONOTONIC) */
     pthread_cond_t to_producer; /* slots done */
+    struct timespec linger; /* zero: no linger */
     bool threaded, lingers;
     pthread_t thread;
 };
@@ -68,13 +68,14 @@ static void wake(pano_pipe *p, pthread_cond_t *c)
 
 /* The helper, every slot pushed done: sleep until a slot is pushed, or
  * stop; lingering, until p->batch slots are pushed, or the producer waits,
- * or stop, or HELPER_LINGER_NS have passed. The number pushed then. */
+ * or stop, or p->linger has passed. The number pushed then. */
 static size_t wait_for_push(pano_pipe *p, size_t done, bool linger)
 {
     struct timespec until;
     if (linger) {
         clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_nsec += HELPER_LINGER_NS;
+        until.tv_sec += p->linger.tv_sec;
+        until.tv_nsec += p->linger.tv_nsec;
         if (until.tv_nsec >= 1000000000) {
             until.tv_sec++;
             until.tv_nsec -= 1000000000;
@@ -119,8 +120,8 @@ static void *helper(void *arg)
     return NULL;
 }
 
-pano_pipe *pano_pipe_new(size_t nslots, size_t slot_size, void (*work)(void *slot, void *user),
-                         void *user)
+pano_pipe *pano_pipe_new(size_t nslots, size_t slot_size, double linger,
+                         void (*work)(void *slot, void *user), void *user)
 {
     pano_pipe *p = pano_calloc(1, sizeof *p);
     p->nslots = nslots ? nslots : 1;
@@ -139,13 +140,18 @@ pano_pipe *pano_pipe_new(size_t nslots, size_t slot_size, void (*work)(void *slo
     pthread_mutex_init(&p->lock, NULL);
     /* the linger is timed on the monotonic clock; without it the helper
      * is woken at every push */
+    if (linger > 0) {
+        p->linger.tv_sec = (time_t)linger;
+        p->linger.tv_nsec = (long)((linger - (double)p->linger.tv_sec) * 1e9);
+    }
     pthread_condattr_t attr;
-    p->lingers = pthread_condattr_init(&attr) == 0 &&
-                 pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
+    bool attr_made = pthread_condattr_init(&attr) == 0;
+    p->lingers = linger > 0 && attr_made && pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
                  pthread_cond_init(&p->to_helper, &attr) == 0;
     if (!p->lingers)
         pthread_cond_init(&p->to_helper, NULL);
-    pthread_condattr_destroy(&attr);
+    if (attr_made)
+        pthread_condattr_destroy(&attr);
     pthread_cond_init(&p->to_producer, NULL);
     p->threaded = pano_thread_start(&p->thread, helper, p);
     return p;

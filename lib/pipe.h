@@ -13,9 +13,10 @@
  * it.
  *
  * Handing a slot over takes no lock while both threads are busy. A helper
- * that has caught up with a stream of slots is woken again once a few more
- * are pushed, not for each one; a slot pushed at the end of a stream waits
- * for the helper 1 ms at most, and a drain or a full ring wakes it at once.
+ * that has caught up with a stream of slots lingers: it is woken again once
+ * a few more are pushed, not for each one; a slot pushed at the end of a
+ * stream waits for it `linger` seconds at most, and a drain or a full ring
+ * wakes it at once.
  *
  * One producer thread. When the helper thread cannot start, push calls
  * work itself: the same order, no overlap.
@@ -27,9 +28,10 @@
 
 typedef struct pano_pipe pano_pipe;
 
-/* A pipe of nslots slots of slot_size bytes each, zeroed at first. */
-pano_pipe *pano_pipe_new(size_t nslots, size_t slot_size, void (*work)(void *slot, void *user),
-                         void *user);
+/* A pipe of nslots slots of slot_size bytes each, zeroed at first, whose
+ * helper lingers `linger` seconds (0: woken at every push). */
+pano_pipe *pano_pipe_new(size_t nslots, size_t slot_size, double linger,
+                         void (*work)(void *slot, void *user), void *user);
 
 /* The next slot to fill, once the helper is done with what it held. */
 void *pano_pipe_next(pano_pipe *p);

@@ -47,6 +47,7 @@
 #define DEFAULT_CACHE_KIB 2000
 
 #define STORE_QUEUE_SLOTS 256 /* events checked ahead of the writer thread */
+#define STORE_QUEUE_LINGER 0.001 /* the most an event waits for a writer that caught up */
 /* A bigger event is written on the caller's thread once the queue is
  * written: the slots hold at most 256 of 64 KiB, and keep no more. */
 #define STORE_QUEUE_MAX_EVENT (64 * 1024)
@@ -1277,7 +1278,8 @@ pano_store_outcome pano_store_queue(pano_store *s, const char *routing_key, cons
     if (!s->batch.open || len > STORE_QUEUE_MAX_EVENT)
         return pano_store_put(s, routing_key, json, len, err, errlen);
     if (!s->pipe)
-        s->pipe = pano_pipe_new(STORE_QUEUE_SLOTS, sizeof(queued), write_queued, s);
+        s->pipe = pano_pipe_new(STORE_QUEUE_SLOTS, sizeof(queued), STORE_QUEUE_LINGER, write_queued,
+                                s);
     queued *q = pano_pipe_next(s->pipe);
     if (!q->nz)
         q->nz = pano_normalizer_new(&s->nopts);
