@@ -5,7 +5,9 @@
 #     live counts their switches, as the process's own getrusage does
 #     (switches are read every 2.5 s: every 5th sample at -i 0.5, so each
 #     workload holds 3 s; a process's own count, taken after its hold, is
-#     a few switches above the monitor's last reading of it);
+#     a few switches above the monitor's last reading of it); two more
+#     threads spinning on one CPU make involuntary switches, which the
+#     last sample counts;
 #   - a process gone, reaped by a live parent: its switches stay in the
 #     tree's count while the next one adds its own;
 #   - 64 MiB written, then shared by two processes (fork): rss counts it

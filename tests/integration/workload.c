@@ -26,9 +26,13 @@
  *                           once (benchmark: fixed work, so wall time shows
  *                           what monitoring takes away)
  *   switch N THREADS HOLD   THREADS threads each sleeping 1 ms N times (a
- *                           voluntary context switch each), then all kept
- *                           alive HOLD seconds; reports the process's own
- *                           voluntary switches (getrusage) before they end
+ *                           voluntary context switch each), then two more
+ *                           spinning 0.1 s each on one CPU (the scheduler
+ *                           takes it from one for the other: involuntary
+ *                           switches, whatever else the machine runs), then
+ *                           all kept alive HOLD seconds; reports the
+ *                           process's own voluntary switches (getrusage)
+ *                           before they end
  *   touch MB HOLD COPIES    write MB MiB of private memory, fork COPIES-1
  *                           copies sharing it, and hold HOLD seconds
  *   tcp FAMILY BYTES HOLD   over loopback TCP (FAMILY 4 or 6), a client sends
@@ -53,6 +57,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -257,6 +262,40 @@ static void *sleeper(void *arg)
     return NULL;
 }
 
+static void *spinner(void *arg)
+{
+    (void)arg;
+    double end = wall() + 0.1;
+    while (wall() < end)
+        sink++;
+    return NULL;
+}
+
+/* Two threads spinning on one CPU of this process's, at once. */
+static int spin_on_one_cpu(void)
+{
+    cpu_set_t mine, one;
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0)
+        return -1;
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &mine)) {
+            CPU_SET(c, &one);
+            break;
+        }
+    pthread_attr_t attr;
+    pthread_t t[2];
+    if (pthread_attr_init(&attr) != 0 || pthread_attr_setaffinity_np(&attr, sizeof one, &one) != 0)
+        return -1;
+    int made = 0;
+    while (made < 2 && pthread_create(&t[made], &attr, spinner, NULL) == 0)
+        made++;
+    pthread_attr_destroy(&attr);
+    for (int i = 0; i < made; i++)
+        pthread_join(t[i], NULL);
+    return made == 2 ? 0 : -1;
+}
+
 static int switch_threads(int n, int threads, double hold)
 {
     switches = n;
@@ -275,6 +314,8 @@ static int switch_threads(int n, int threads, double hold)
             break;
         nanosleep(&ms, NULL);
     }
+    if (spin_on_one_cpu() != 0)
+        return 2;
     usleep((useconds_t)(hold * 1e6));
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
