@@ -126,7 +126,8 @@ pano_pipe *pano_pipe_new(size_t nslots, size_t slot_size, double linger,
     pano_pipe *p = pano_calloc(1, sizeof *p);
     p->nslots = nslots ? nslots : 1;
     p->slot_size = slot_size;
-    p->batch = p->nslots / 2 < HELPER_BATCH ? (p->nslots / 2 ? p->nslots / 2 : 1) : HELPER_BATCH;
+    size_t half = p->nslots / 2 ? p->nslots / 2 : 1;
+    p->batch = half < HELPER_BATCH ? half : HELPER_BATCH;
     p->slots = pano_calloc(p->nslots, slot_size);
     p->work = work;
     p->user = user;

@@ -265,9 +265,7 @@ static void *sleeper(void *arg)
 static void *spinner(void *arg)
 {
     (void)arg;
-    double end = wall() + 0.1;
-    while (wall() < end)
-        sink++;
+    spin_wall(0.1);
     return NULL;
 }
 
