@@ -59,8 +59,10 @@ mgmt() { curl -fsS -m 10 -u guest:guest "http://127.0.0.1:$MGMT_PORT/api/$1"; }
 queue_ready() { "$PANO_BUILD/tests/tools/amqp_drain" -c -q "$1" 2>/dev/null; }
 
 # topic_records TOPIC FORMAT: every record of a topic, in kcat's format.
+# A read that fails (kcat's errors are kept in kcat.err) gives what it read.
 topic_records() {
-    kcat -C -b "$KAFKA" -t "$1" -o beginning -e -q -f "$2" 2>/dev/null || true
+    kcat -C -b "$KAFKA" -t "$1" -o beginning -e -q -f "$2" 2>>"$TEST_DIR/kcat.err" ||
+        log "kcat -t $1 exited $?: $(tail -2 "$TEST_DIR/kcat.err" | tr '\n' ' ')"
 }
 
 # The event_ids in the family topics, one per line (with repeats).
@@ -87,16 +89,25 @@ wait_delivered() {
 }
 
 # check_all_delivered PREFIX N: every event PREFIX-0 .. PREFIX-(N-1) is in
-# Kafka at least once. Prints "distinct D total T".
+# Kafka at least once. Prints "distinct D total T". Read again for up to
+# 20 s while some are missing, so that a read of Kafka that failed is not
+# taken for a lost event; events repeated are named on stderr.
 check_all_delivered() {
-    local prefix=$1 n=$2 ids distinct total missing
-    ids=$(family_event_ids | grep "^$prefix-" || true)
-    total=$(grep -c . <<<"$ids" || true)
-    distinct=$(sort -u <<<"$ids" | grep -c . || true)
+    local prefix=$1 n=$2 ids distinct total missing deadline=$((SECONDS + 20))
+    while :; do
+        ids=$(family_event_ids | grep "^$prefix-" || true)
+        total=$(grep -c . <<<"$ids" || true)
+        distinct=$(sort -u <<<"$ids" | grep -c . || true)
+        ((distinct == n || SECONDS >= deadline)) && break
+        log "$distinct of $n events read from Kafka: reading again"
+        sleep 2
+    done
     if ((distinct != n)); then
         missing=$(comm -23 <(seq 0 $((n - 1)) | sed "s/^/$prefix-/" | sort) <(sort -u <<<"$ids") | head -5 | tr '\n' ' ')
         fail "$distinct of $n events in Kafka ($total records); missing e.g. $missing"
     fi
+    ((total == distinct)) ||
+        log "events in Kafka more than once, e.g. $(sort <<<"$ids" | uniq -d | head -5 | tr '\n' ' ')"
     echo "distinct $distinct total $total"
 }
 
