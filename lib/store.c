@@ -10,6 +10,7 @@
 #include "pipe.h"
 #include "run_delta.h"
 #include "schema.h"
+#include "store_checkpoint.h"
 #include "store_figures.h"
 #include "store_runs.h"
 #include "store_summaries.h"
@@ -99,6 +100,7 @@ struct pano_store {
     double began; /* when the open transaction began (monotonic) */
     store_batch batch;
     pano_pipe *pipe; /* the queue to the writer thread, once used */
+    store_checkpointer *checkpointer; /* a WAL file's copies into the file */
 };
 
 const char *const pano_store_fields[] = {
@@ -720,10 +722,9 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
      * transaction changes, of an index, copied once). */
     snprintf(mode, sizeof mode,
              "PRAGMA page_size = %d; PRAGMA journal_mode = %s; PRAGMA synchronous = %s;"
-             " PRAGMA mmap_size = %lld;"
-             " PRAGMA wal_autocheckpoint = %d",
+             " PRAGMA mmap_size = %lld;",
              PAGE_BYTES, network ? "DELETE" : "WAL", network ? "FULL" : "NORMAL",
-             network ? 0 : MMAP_BYTES, WAL_CHECKPOINT_PAGES);
+             network ? 0 : MMAP_BYTES);
     char why[256];
     /* Writers opening a new file at once: the one that loses the race to
      * make it a WAL file (two readers of it both asking to write) is told at
@@ -738,6 +739,9 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
         snprintf(err, errlen, "store file %s: %s", s->file, why);
         goto fail;
     }
+    if (!network &&
+        !(s->checkpointer = store_checkpointer_new(s->db, s->file, WAL_CHECKPOINT_PAGES, err, errlen)))
+        goto fail;
     index_fields(s);
     char *cols = event_columns();
     pano_buf ins = {0};
@@ -1353,6 +1357,11 @@ void pano_store_close(pano_store *s)
     sqlite3_finalize(s->dead);
     sqlite3_finalize(s->run_latest);
     sqlite3_finalize(s->data_version);
+    unsigned long copies = s->checkpointer ? store_checkpointer_copies(s->checkpointer) : 0;
+    if (copies)
+        pano_debug("store %s: its WAL copied into it %lu times on a thread of its own", s->file,
+                   copies);
+    store_checkpointer_free(s->checkpointer);
     store_runs_free(s->runs);
     pano_arena_free(&s->scratch);
     store_tally_free(s->tally);
