@@ -717,9 +717,7 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
     char mode[224];
     /* Pages of 16 KiB in a new file (a quarter of the pages and their
      * splits of SQLite's 4 KiB ones, for rows of about 1 KiB); a map only
-     * where no other host can shorten the file under it; the WAL copied
-     * into the file every 64 MB rather than SQLite's 4 (a page that every
-     * transaction changes, of an index, copied once). */
+     * where no other host can shorten the file under it. */
     snprintf(mode, sizeof mode,
              "PRAGMA page_size = %d; PRAGMA journal_mode = %s; PRAGMA synchronous = %s;"
              " PRAGMA mmap_size = %lld;",
@@ -739,6 +737,9 @@ pano_store *pano_store_open_writer(const pano_config *cfg, const char *dir, char
         snprintf(err, errlen, "store file %s: %s", s->file, why);
         goto fail;
     }
+    /* the WAL copied into the file every 64 MB rather than SQLite's 4 (a
+     * page that every transaction changes, of an index, copied once), on a
+     * thread of its own */
     if (!network &&
         !(s->checkpointer = store_checkpointer_new(s->db, s->file, WAL_CHECKPOINT_PAGES, err, errlen)))
         goto fail;

@@ -25,10 +25,10 @@ enum { IDLE, ASKED, COPIED };
 
 struct store_checkpointer {
     sqlite3 *writer;
-    sqlite3 *own; /* the thread's connection, once started */
+    sqlite3 *own; /* the thread's connection; NULL when it could not start */
     char *file;
     int pages;
-    bool started, failed, stop;
+    bool started, stop;
     int state;
     unsigned long copies;
     pthread_t thread;
@@ -75,7 +75,6 @@ static void start(store_checkpointer *c)
     if (rc != 0) {
         sqlite3_close(c->own);
         c->own = NULL;
-        c->failed = true;
     }
 }
 
@@ -87,7 +86,7 @@ static int committed(void *arg, sqlite3 *db, const char *name, int frames)
         return SQLITE_OK;
     if (!c->started)
         start(c);
-    if (!c->failed) {
+    if (c->own) {
         pthread_mutex_lock(&c->lock);
         if (c->state == IDLE) {
             c->state = ASKED;

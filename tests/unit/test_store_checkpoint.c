@@ -9,7 +9,6 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,8 +16,8 @@
 #define ROWS 16       /* a commit's rows of 4 KiB: about 20 pages */
 #define COMMITS 400   /* about 26 MB in all */
 
-static char dir[] = "/tmp/pano-ckpt-XXXXXX";
-static char file[64], wal[80];
+static char dir[64];
+static char file[80], wal[96];
 
 static sqlite3 *open_file(void)
 {
@@ -72,6 +71,7 @@ static long long write_commits(sqlite3 *db, int commits)
 
 static void setup(void)
 {
+    snprintf(dir, sizeof dir, "/tmp/pano-ckpt-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     snprintf(file, sizeof file, "%s/t.sqlite", dir);
     snprintf(wal, sizeof wal, "%s-wal", file);
@@ -82,7 +82,6 @@ static void teardown(void)
     char cmd[96];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(system(cmd), 0);
-    strcpy(dir, "/tmp/pano-ckpt-XXXXXX");
 }
 
 START_TEST(the_thread_copies_and_the_wal_starts_again)
