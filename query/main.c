@@ -414,7 +414,7 @@ static bool needs_attention(const pano_job *j, const opts *o)
 static void status_screen(const opts *o, const pano_jobs *jobs, const pano_pegasus *p)
 {
     pano_stats s;
-    pano_stats_compute(jobs, &s);
+    pano_stats_count(jobs, &s); /* no groups: status shows none */
     if (o->json) {
         pano_json *doc = pano_stats_to_json(jobs, &s, p);
         pano_json *rows = pano_json_set_array(doc, "jobs_not_succeeded");

@@ -186,6 +186,10 @@ typedef struct {
     size_t n_transformations, n_hosts;
 } pano_stats;
 
+/* The workflow's counts and times: every figure but the groups (left empty),
+ * which cost a sort of the runs each. */
+void pano_stats_count(const pano_jobs *jobs, pano_stats *out);
+/* Every figure: pano_stats_count's and the groups by transformation and by host. */
 void pano_stats_compute(const pano_jobs *jobs, pano_stats *out);
 void pano_stats_free(pano_stats *stats);
 

@@ -188,7 +188,7 @@ static pano_group_stats *group(const pano_jobs *jobs, grouping by, size_t *count
     return g;
 }
 
-void pano_stats_compute(const pano_jobs *jobs, pano_stats *out)
+void pano_stats_count(const pano_jobs *jobs, pano_stats *out)
 {
     memset(out, 0, sizeof *out);
     out->runs = jobs->n;
@@ -221,6 +221,11 @@ void pano_stats_compute(const pano_jobs *jobs, pano_stats *out)
         double until = running && !jobs->wf_ended ? jobs->now : jobs->last_event;
         out->wall_time = until > jobs->first_event ? until - jobs->first_event : 0;
     }
+}
+
+void pano_stats_compute(const pano_jobs *jobs, pano_stats *out)
+{
+    pano_stats_count(jobs, out);
     out->transformations = group(jobs, BY_TRANSFORMATION, &out->n_transformations);
     out->hosts = group(jobs, BY_HOST, &out->n_hosts);
 }
