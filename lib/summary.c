@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,14 +93,25 @@ static void latest_init(pano_summary_latest *l)
         l->v[k] = NAN;
 }
 
-void pano_summary_init(pano_run_summary *s)
+/* The empty summary, made once and copied (a reader empties one for every
+ * document it reads). */
+static pano_run_summary empty_summary;
+static pthread_once_t empty_summary_once = PTHREAD_ONCE_INIT;
+
+static void make_empty_summary(void)
 {
-    memset(s, 0, sizeof *s);
+    pano_run_summary *s = &empty_summary;
     s->stream = -1;
     for (int f = 0; f < PANO_SF_COUNT; f++)
         s->v[f] = NAN;
     for (int l = 0; l < PANO_SL_COUNT; l++)
         latest_init(&s->latest[l]);
+}
+
+void pano_summary_init(pano_run_summary *s)
+{
+    pthread_once(&empty_summary_once, make_empty_summary);
+    *s = empty_summary;
 }
 
 static void latest_clear(pano_summary_latest *l)
@@ -686,8 +698,13 @@ typedef enum {
     K_INV,                                /* of put */
 } key_kind;
 
+/* A key as one word: its bytes, zero-padded (no name is longer than 8). */
+#define KEY_WORD_MAX 8
+
 typedef struct {
     const char *name; /* NULL: a free slot */
+    uint64_t word;    /* name as key_word makes it */
+    size_t len;
     int place;
     key_kind kind;
     int index;
@@ -697,20 +714,31 @@ typedef struct {
 static key_slot key_slots[KEY_SLOTS];
 static pthread_once_t key_slots_once = PTHREAD_ONCE_INIT;
 
-static uint32_t key_hash(int place, const char *name, size_t len)
+static uint64_t key_word(const char *name, size_t len)
 {
-    uint32_t h = 2166136261u ^ (uint32_t)place; /* FNV-1a */
+    uint64_t w = 0; /* byte by byte: a memcpy of a length not known costs a call */
     for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)name[i]) * 16777619u;
-    return h;
+        w |= (uint64_t)(unsigned char)name[i] << (8 * i);
+    return w;
+}
+
+static uint32_t key_hash(int place, uint64_t word)
+{
+    return (uint32_t)(((word ^ (uint64_t)place) * 0x9E3779B97F4A7C15u) >> 40);
 }
 
 static void add_key(int place, const char *name, key_kind kind, int index)
 {
-    uint32_t h = key_hash(place, name, strlen(name));
+    size_t len = strlen(name);
+    if (len > KEY_WORD_MAX) { /* a name added without room for it: a bug */
+        fprintf(stderr, "summary.c: key name '%s' is longer than %d bytes\n", name, KEY_WORD_MAX);
+        abort();
+    }
+    uint64_t w = key_word(name, len);
+    uint32_t h = key_hash(place, w);
     while (key_slots[h % KEY_SLOTS].name)
         h++;
-    key_slots[h % KEY_SLOTS] = (key_slot){name, place, kind, index};
+    key_slots[h % KEY_SLOTS] = (key_slot){name, w, len, place, kind, index};
 }
 
 static void make_key_slots(void)
@@ -742,13 +770,18 @@ static void make_key_slots(void)
     add_key(AT_PUT, "inv", K_INV, 0);
 }
 
+/* A key's slot: one word compared, no string (this runs for every key of
+ * every document read). */
 static const key_slot *find_key_slot(int place, const char *name, size_t len)
 {
-    for (uint32_t h = key_hash(place, name, len);; h++) {
+    if (len > KEY_WORD_MAX)
+        return NULL;
+    uint64_t w = key_word(name, len);
+    for (uint32_t h = key_hash(place, w);; h++) {
         const key_slot *k = &key_slots[h % KEY_SLOTS];
         if (!k->name)
             return NULL;
-        if (k->place == place && strncmp(k->name, name, len) == 0 && k->name[len] == '\0')
+        if (k->word == w && k->place == place && k->len == len)
             return k;
     }
 }
