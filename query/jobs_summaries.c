@@ -40,10 +40,14 @@ typedef struct {
     bool seen[RUNS_KINDS];
 } reading;
 
-/* A string of a summary as a new string ("" when absent). */
-static char *text_of(const char *s)
+/* A string of a summary, taken from it (left NULL; "" when absent): the
+ * summary is cleared once read, so its strings move to the run instead of
+ * being copied. */
+static char *take_text(char **s)
 {
-    return pano_strdup(s ? s : "");
+    char *t = *s;
+    *s = NULL;
+    return t ? t : pano_strdup("");
 }
 
 /* A number of a summary, missing when absent. */
@@ -52,7 +56,7 @@ static double or(double v, double missing)
     return isnan(v) ? missing : v;
 }
 
-static void run_of(reading *rd, const pano_run_summary *d)
+static void run_of(reading *rd, pano_run_summary *d)
 {
     const double *v = d->v;
     if (isnan(v[PANO_SF_FIRST]))
@@ -60,12 +64,12 @@ static void run_of(reading *rd, const pano_run_summary *d)
     run *r = runs_add(&rd->monitor);
     pano_job *j = &r->job;
     j->from_monitor = true;
-    j->dag_job_id = text_of(d->t[PANO_ST_JOB]);
-    j->host = text_of(d->t[PANO_ST_HOST]);
-    j->transformation = text_of(d->t[PANO_ST_XF]);
-    j->site = text_of(d->t[PANO_ST_SITE]);
+    j->dag_job_id = take_text(&d->t[PANO_ST_JOB]);
+    j->host = take_text(&d->t[PANO_ST_HOST]);
+    j->transformation = take_text(&d->t[PANO_ST_XF]);
+    j->site = take_text(&d->t[PANO_ST_SITE]);
     j->pid = (int64_t)or(v[PANO_SF_PID], -1);
-    j->exe = text_of(d->t[PANO_ST_EXE]);
+    j->exe = take_text(&d->t[PANO_ST_EXE]);
     j->start = v[PANO_SF_FIRST];
     j->last_seen = or(v[PANO_SF_LAST], j->start);
     j->interval = or(v[PANO_SF_IV], 0);
@@ -105,19 +109,19 @@ static void run_of(reading *rd, const pano_run_summary *d)
     }
 }
 
-static void instance_of(reading *rd, const pano_run_summary *d)
+static void instance_of(reading *rd, pano_run_summary *d)
 {
     const double *v = d->v;
     run *r = runs_add(&rd->inst);
     pano_job *j = &r->job;
     j->from_stampede = true;
-    j->dag_job_id = text_of(d->t[PANO_ST_JOB]);
+    j->dag_job_id = take_text(&d->t[PANO_ST_JOB]);
     r->inst_id = (int64_t)or(v[PANO_SF_INST], 0);
-    j->host = text_of(d->latest[PANO_SL_H].t[0]);
-    j->site = text_of(d->latest[PANO_SL_SI].t[0]);
-    const pano_summary_latest *inv = &d->latest[PANO_SL_IV];
-    j->transformation = text_of(inv->t[0]);
-    j->exe = text_of(inv->t[1]);
+    j->host = take_text(&d->latest[PANO_SL_H].t[0]);
+    j->site = take_text(&d->latest[PANO_SL_SI].t[0]);
+    pano_summary_latest *inv = &d->latest[PANO_SL_IV];
+    j->transformation = take_text(&inv->t[0]);
+    j->exe = take_text(&inv->t[1]);
     r->submitted = or(v[PANO_SF_SUB], 0);
     double exec = or(v[PANO_SF_EXEC], 0), inv_start = or(v[PANO_SF_IST], 0);
     j->start = exec > 0 ? exec : inv_start > 0 ? inv_start : r->submitted;
@@ -161,11 +165,11 @@ static side_count *new_side(reading *rd)
     return &rd->sides[rd->nsides++];
 }
 
-static void side_of(reading *rd, const pano_run_summary *d)
+static void side_of(reading *rd, pano_run_summary *d)
 {
     side_count *s = new_side(rd);
-    s->job = text_of(d->t[PANO_ST_JOB]);
-    s->host = text_of(d->t[PANO_ST_HOST]);
+    s->job = take_text(&d->t[PANO_ST_JOB]);
+    s->host = take_text(&d->t[PANO_ST_HOST]);
     s->darshan = (int64_t)or(d->v[PANO_SF_D], 0);
     s->transfer = (int64_t)or(d->v[PANO_SF_T], 0);
 }
@@ -187,8 +191,8 @@ static void note_first(reading *rd, int k, double t0)
     }
 }
 
-/* One document (a run's, merged over its partitions). */
-static void on_document(reading *rd, const pano_run_summary *d)
+/* One document (a run's, merged over its partitions), its strings taken. */
+static void on_document(reading *rd, pano_run_summary *d)
 {
     int k = kind_of(d->kind);
     note_first(rd, k, d->v[PANO_SF_T0]);
@@ -726,7 +730,7 @@ static void deliver(reading *rd, bool with_side, collect *c)
                   rd->sides[i].transfer);
 }
 
-static void on_store_document(const pano_run_summary *d, void *rd)
+static void on_store_document(pano_run_summary *d, void *rd)
 {
     on_document(rd, d);
 }

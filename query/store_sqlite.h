@@ -63,7 +63,8 @@ int store_sqlite_summarized(sqlite3 *db, const char *wf, int64_t counted[3], int
                             char *err, size_t errlen);
 
 /* Each summary document of workflow wf, by id, the rows of one id (a run
- * written into two hosts' files) merged, to each(doc, user); *read counts
+ * written into two hosts' files) merged, to each(doc, user), which may take
+ * the document's strings (cleared once each returns); *read counts
  * the rows. When scoped, only the documents of the jobs in scope: of the
  * DAG jobs with a document open (or failed, with_failed), every document;
  * of the documents without a DAG job, those open (or failed). 0; 1, with
@@ -71,7 +72,7 @@ int store_sqlite_summarized(sqlite3 *db, const char *wf, int64_t counted[3], int
  * reads the events instead; what each was given is then to be dropped);
  * -1 with a message in err. */
 int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_failed,
-                           void (*each)(const pano_run_summary *doc, void *user), void *user,
+                           void (*each)(pano_run_summary *doc, void *user), void *user,
                            size_t *read, char *err, size_t errlen);
 
 #endif

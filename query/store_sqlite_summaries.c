@@ -135,7 +135,7 @@ static bool start_parser(pthread_t *t, chunk *c)
 }
 
 int store_sqlite_summaries(sqlite3 *db, const char *wf, bool scoped, bool with_failed,
-                           void (*each)(const pano_run_summary *doc, void *user), void *user,
+                           void (*each)(pano_run_summary *doc, void *user), void *user,
                            size_t *read, char *err, size_t errlen)
 {
     sqlite3_stmt *st;
