@@ -759,11 +759,12 @@ static bool read_int(const char *s, size_t len, int64_t *out)
     return true;
 }
 
-/* strtod of a decimal without exponent. With at most 16 significant digits
- * making m < 2^53 (a timestamp with microseconds is one) and k <= 22
- * decimals, it is exactly m / 10^k: one correctly rounded division
- * (Clinger's fast path). Everything else goes to strtod. */
-static double read_decimal(const char *s, size_t len, const char *dot)
+/* A decimal without exponent (its '.' at dot; s need not end in a NUL),
+ * when it is exactly m / 10^k: with at most 16 significant digits making
+ * m < 2^53 (a timestamp with microseconds is one) and k <= 22 decimals,
+ * one correctly rounded division (Clinger's fast path). False for the
+ * rest, which strtod reads. */
+static bool exact_decimal(const char *s, size_t len, const char *dot, double *out)
 {
     static const double pow10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                    1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
@@ -777,13 +778,21 @@ static double read_decimal(const char *s, size_t len, const char *dot)
             continue; /* leading zeros are not significant */
         m = m * 10 + (uint64_t)(s[i] - '0');
         if (++digits > 16)
-            return strtod(s, NULL);
+            return false;
     }
     size_t k = len - (size_t)(dot + 1 - s);
     if (m >= UINT64_C(1) << 53 || k > 22)
-        return strtod(s, NULL);
+        return false;
     double v = (double)m / pow10[k];
-    return s[0] == '-' ? -v : v;
+    *out = s[0] == '-' ? -v : v;
+    return true;
+}
+
+/* strtod of a decimal without exponent (s ends in a NUL). */
+static double read_decimal(const char *s, size_t len, const char *dot)
+{
+    double v;
+    return exact_decimal(s, len, dot, &v) ? v : strtod(s, NULL);
 }
 
 /* A number's text (NUL-terminated) read as the tree keeps it: an int64 when
@@ -816,6 +825,21 @@ static bool number_text(const char *buf, size_t len, int64_t *integer, double *d
 static int read_number(const char *s, size_t len, int64_t *integer, double *d, int *decimals,
                        const char **error)
 {
+    /* the usual cases read in place: an integer, a plain decimal read exactly */
+    const char *dot = NULL;
+    bool exponent = false;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '.')
+            dot = s + i;
+        else if (s[i] == 'e' || s[i] == 'E')
+            exponent = true;
+    }
+    if (!exponent && !dot && read_int(s, len, integer))
+        return 1;
+    if (!exponent && dot && exact_decimal(s, len, dot, d)) {
+        *decimals = (int)(len - (size_t)(dot + 1 - s));
+        return 0;
+    }
     char buf[128];
     if (len >= sizeof buf) {
         *error = "number too long";
