@@ -788,44 +788,15 @@ static bool exact_decimal(const char *s, size_t len, const char *dot, double *ou
     return true;
 }
 
-/* strtod of a decimal without exponent (s ends in a NUL). */
-static double read_decimal(const char *s, size_t len, const char *dot)
-{
-    double v;
-    return exact_decimal(s, len, dot, &v) ? v : strtod(s, NULL);
-}
-
-/* A number's text (NUL-terminated) read as the tree keeps it: an int64 when
- * it is one (true), else *d and its decimals (-1: printed as %.17g). */
-static bool number_text(const char *buf, size_t len, int64_t *integer, double *d, int *decimals)
-{
-    const char *dot = NULL;
-    bool exponent = false;
-    for (size_t i = 0; i < len; i++) {
-        if (buf[i] == '.')
-            dot = buf + i;
-        else if (buf[i] == 'e' || buf[i] == 'E')
-            exponent = true;
-    }
-    if (!dot && !exponent && read_int(buf, len, integer))
-        return true;
-    /* Out of int64 range, or not an integer. A plain decimal ("1.250")
-     * keeps its number of decimals, so that it serializes to the same
-     * text. */
-    bool plain = dot && !exponent;
-    *d = plain ? read_decimal(buf, len, dot) : strtod(buf, NULL);
-    *decimals = plain ? (int)(len - (size_t)(dot + 1 - buf)) : -1;
-    return false;
-}
-
 /* yajl's text of a number: 1, an int64 (*integer); 0, a double (*d and
- * its *decimals); -1, none (*error says why: too long, or out of the
- * range of a double, as 1e400: JSON has no infinity, and Elasticsearch
- * would refuse it). */
+ * its *decimals, -1 when printed as %.17g); -1, none (*error says why: too
+ * long, or out of the range of a double, as 1e400: JSON has no infinity,
+ * and Elasticsearch would refuse it). An integer and a plain decimal read
+ * exactly are read in place; the rest goes to strtod, copied to end in a
+ * NUL. */
 static int read_number(const char *s, size_t len, int64_t *integer, double *d, int *decimals,
                        const char **error)
 {
-    /* the usual cases read in place: an integer, a plain decimal read exactly */
     const char *dot = NULL;
     bool exponent = false;
     for (size_t i = 0; i < len; i++) {
@@ -834,12 +805,15 @@ static int read_number(const char *s, size_t len, int64_t *integer, double *d, i
         else if (s[i] == 'e' || s[i] == 'E')
             exponent = true;
     }
-    if (!exponent && !dot && read_int(s, len, integer))
+    if (!dot && !exponent && read_int(s, len, integer))
         return 1;
-    if (!exponent && dot && exact_decimal(s, len, dot, d)) {
-        *decimals = (int)(len - (size_t)(dot + 1 - s));
+    /* Out of int64 range, or not an integer. A plain decimal ("1.250")
+     * keeps its number of decimals, so that it serializes to the same
+     * text. */
+    bool plain = dot && !exponent;
+    *decimals = plain ? (int)(len - (size_t)(dot + 1 - s)) : -1;
+    if (plain && exact_decimal(s, len, dot, d))
         return 0;
-    }
     char buf[128];
     if (len >= sizeof buf) {
         *error = "number too long";
@@ -847,8 +821,7 @@ static int read_number(const char *s, size_t len, int64_t *integer, double *d, i
     }
     memcpy(buf, s, len);
     buf[len] = '\0';
-    if (number_text(buf, len, integer, d, decimals))
-        return 1;
+    *d = strtod(buf, NULL);
     if (!isfinite(*d)) {
         *error = "number out of range (larger than a double can hold)";
         return -1;
